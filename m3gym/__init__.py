@@ -1,0 +1,48 @@
+"""m3gym: Gymnasium environments for multimodal tool-using agents.
+
+``import m3gym`` registers ``M3Bench-L1``, ``M3Bench-L2``, ``M3Bench-L3`` (each only when its level
+has families) and one id per task family, e.g. ``M3Bench-TinyText``.
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register, registry
+
+from m3gym.env import M3BenchEnv
+from m3gym.parsing import ToolCall, parse_action
+from m3gym.reward import RewardConfig, load_reward_config
+from m3gym.tasks.registry import family_names, get_family, make_task
+from m3gym.tasks.spec import Task
+
+__version__ = "0.1.0"
+ENTRY_POINT = "m3gym.env:M3BenchEnv"
+
+
+def family_env_id(family: str) -> str:
+    """Return the env id of a task family: ``tiny_text`` → ``M3Bench-TinyText``."""
+    return "M3Bench-" + "".join(part.capitalize() for part in family.split("_"))
+
+
+def env_ids() -> list[str]:
+    """Return every env id m3gym registers, levels first."""
+    ids = [f"M3Bench-L{lvl}" for lvl in (1, 2, 3) if family_names(lvl)]
+    return ids + [family_env_id(f) for f in family_names()]
+
+
+def register_envs() -> None:
+    """Register the level ids and one id per family (idempotent)."""
+    for level in (1, 2, 3):
+        env_id = f"M3Bench-L{level}"
+        if family_names(level) and env_id not in registry:
+            register(id=env_id, entry_point=ENTRY_POINT, kwargs={"level": level})
+    for family in family_names():
+        env_id = family_env_id(family)
+        if env_id not in registry:
+            register(id=env_id, entry_point=ENTRY_POINT, kwargs={"family": family})
+
+
+register_envs()
+
+__all__ = ["M3BenchEnv", "RewardConfig", "Task", "ToolCall", "env_ids", "family_env_id",
+           "family_names", "get_family", "load_reward_config", "make_task", "parse_action",
+           "register_envs"]

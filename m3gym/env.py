@@ -1,0 +1,326 @@
+"""M3BenchEnv: the Gymnasium environment for multimodal tool-using agents.
+
+An episode is one task (images + question). Each ``step`` takes one tool call or a list of
+parallel calls (or an answer) in any form :mod:`m3gym.parsing` accepts, runs the calls on the
+indexed image state / offline corpus, and returns their results and new images at the agent's view
+resolution. ``answer`` terminates; running past ``max_tool_calls`` or ``max_rounds`` truncates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import cv2
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from m3gym.parsing import parse_action
+from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
+from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
+from m3gym.state import ImageState
+from m3gym.tasks.registry import family_names, get_family, make_task
+from m3gym.tasks.spec import Task
+from m3gym.tools import default_registry
+from m3gym.tools.base import ToolContext
+from m3gym.tools.registry import SchemaFormat, ToolRegistry
+from m3gym.trace import CallRecord, Trace
+
+TRAIN_SEED_RANGE = (0, 1_000_000_000)
+"""Task seeds drawn for training episodes; frozen test splits use seeds outside this range."""
+
+
+def to_view(array: np.ndarray, view_size: int) -> np.ndarray:
+    """Return ``array`` as RGB at the agent's view resolution (longest side ≤ ``view_size``)."""
+    if array.ndim == 2:
+        array = cv2.cvtColor(array, cv2.COLOR_GRAY2RGB)
+    h, w = array.shape[:2]
+    scale = view_size / max(h, w)
+    if scale < 1.0:
+        size = (max(1, round(w * scale)), max(1, round(h * scale)))
+        array = cv2.resize(array, size, interpolation=cv2.INTER_AREA)
+    array = np.ascontiguousarray(array)
+    array.setflags(write=False)
+    return array
+
+
+def view_shape(height: int, width: int, view_size: int) -> tuple[int, int]:
+    """Return the ``(height, width)`` an image of that size is shown at."""
+    scale = min(1.0, view_size / max(height, width))
+    if scale >= 1.0:
+        return height, width
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
+def build_prompt(task: Task, view_size: int, show_choices: bool) -> str:
+    """Return the reset prompt: question, images and how to address them, how to answer."""
+    lines = [task.question.strip(), ""]
+    if show_choices and task.choices:
+        lines += ["Options: " + " | ".join(task.choices), ""]
+    lines.append("Images (address them by index with the image_index argument):")
+    for i, img in enumerate(task.images):
+        h, w = img.shape[:2]
+        vh, vw = view_shape(h, w, view_size)
+        shown = "" if (vh, vw) == (h, w) else f", shown to you downscaled to {vw}x{vh}"
+        lines.append(f"- Image {i}: {w}x{h} pixels{shown}")
+    lines += [
+        "",
+        "Every visual tool works on the full-resolution image and adds a new image with the next "
+        "index. Boxes (bbox_2d) use a 0-1000 scale of the source image, (0,0) = top-left. "
+        "Calls sent together in one step run in parallel and may only use images that already "
+        "exist. Give the final answer on its own step with the answer tool or <answer>...</answer>.",
+    ]
+    return "\n".join(lines)
+
+
+def level_families(level: int | None, family: str | None,
+                   weights: Mapping[str, float] | None) -> tuple[list[str], np.ndarray]:
+    """Return the families an env draws from and their normalized probabilities."""
+    if family is not None:
+        get_family(family)
+        return [family], np.ones(1)
+    names = family_names(level)
+    if weights:
+        unknown = sorted(set(weights) - set(names))
+        if unknown:
+            raise ValueError(f"family weights name families not in level {level}: {unknown}")
+        names = [n for n in names if weights.get(n, 0.0) > 0]
+        probs = np.array([float(weights[n]) for n in names])
+    else:
+        probs = np.ones(len(names))
+    if not names:
+        raise ValueError(f"no task families for level {level}")
+    return names, probs / probs.sum()
+
+
+class M3BenchEnv(gym.Env[dict, Any]):
+    """Tool-using multimodal agent environment (see the module docstring).
+
+    Args:
+        level: draw tasks from the families of this level (1-3), or ``None`` for all.
+        family: pin one family (overrides ``level``).
+        family_weights: per-family draw weights within the level.
+        family_config: keyword overrides for the family config dataclass (with ``family``).
+        view_size: longest side of images in observations; tools work at full resolution.
+        max_tool_calls: tool-call budget; a call beyond it is refused and truncates the episode.
+        max_rounds: step budget; reaching it without an answer truncates.
+        reward: a preset name (``sparse``, ``process``, ``m3``, ``paper``), a YAML path, a dict or
+            a :class:`RewardConfig`.
+        show_choices: list the task's categorical choices in the prompt.
+        max_images / max_bytes: per-episode bounds of the image state.
+        tools: restrict the tool set to these names (``answer`` is always kept).
+        render_mode: ``"rgb_array"`` for a contact sheet of the episode's images.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        level: int | None = None,
+        family: str | None = None,
+        family_weights: Mapping[str, float] | None = None,
+        family_config: Mapping[str, Any] | None = None,
+        view_size: int = 768,
+        max_tool_calls: int = 15,
+        max_rounds: int = 15,
+        reward: str | Mapping[str, Any] | RewardConfig = "m3",
+        show_choices: bool = False,
+        max_images: int = 64,
+        max_bytes: int = 256 * 1024 * 1024,
+        tools: Sequence[str] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if view_size < 32 or max_tool_calls < 1 or max_rounds < 1:
+            raise ValueError("view_size >= 32, max_tool_calls >= 1 and max_rounds >= 1 required")
+        self.level = level
+        self.families, self._family_probs = level_families(level, family, family_weights)
+        self.family_config = dict(family_config or {})
+        self.view_size = int(view_size)
+        self.max_tool_calls = int(max_tool_calls)
+        self.max_rounds = int(max_rounds)
+        self.reward_config = load_reward_config(reward)
+        self.show_choices = bool(show_choices)
+        self.max_images = int(max_images)
+        self.max_bytes = int(max_bytes)
+        self.render_mode = render_mode
+        registry = default_registry()
+        if tools is not None:
+            registry = registry.subset([*tools, "answer"])
+        self.registry: ToolRegistry = registry
+        self.action_space = ToolCallSpace(registry)
+        self.observation_space = spaces.Dict({
+            "text": PromptText(),
+            "images": spaces.Sequence(ImageSpace(self.view_size)),
+            "image_indices": spaces.Sequence(spaces.Discrete(self.max_images)),
+        })
+        self._schemas: dict[str, list[dict[str, Any]]] = {}
+        self.task: Task | None = None
+        self.state = ImageState(self.max_images, self.max_bytes)
+        self.trace = Trace()
+        self._ctx: ToolContext | None = None
+        self._tracker: RewardTracker | None = None
+        self._views: dict[int, np.ndarray] = {}
+        self._calls_used = 0
+        self._rounds = 0
+        self._done = True
+
+    # ------------------------------------------------------------------ public helpers
+    def tool_schemas(self, fmt: SchemaFormat = "openai") -> list[dict[str, Any]]:
+        """Return the tool schemas of this env in the OpenAI or MCP format."""
+        if fmt not in self._schemas:
+            self._schemas[fmt] = self.registry.schemas(fmt)
+        return self._schemas[fmt]
+
+    def view(self, index: int) -> np.ndarray:
+        """Return image ``index`` at view resolution (cached; images never change)."""
+        if index not in self._views:
+            self._views[index] = to_view(self.state[index].array, self.view_size)
+        return self._views[index]
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict, dict[str, Any]]:
+        """Start an episode; ``options`` may give ``task`` (a Task) or ``family``/``task_seed``."""
+        super().reset(seed=seed)
+        options = dict(options or {})
+        task = options.get("task")
+        if task is None:
+            family = options.get("family")
+            if family is None:
+                idx = int(self.np_random.choice(len(self.families), p=self._family_probs))
+                family = self.families[idx]
+            task_seed = options.get("task_seed")
+            if task_seed is None:
+                task_seed = int(self.np_random.integers(*TRAIN_SEED_RANGE))
+            config = self.family_config if family in self.families else {}
+            task = make_task(family, int(task_seed), config)
+        self.task = task
+        self.state = ImageState(self.max_images, self.max_bytes)
+        for img in task.images:
+            self.state.add_root(img)
+        self.trace = Trace()
+        self._views = {}
+        self._ctx = ToolContext(state=self.state, visible_images=len(self.state),
+                                world=task_world(task))
+        self._tracker = RewardTracker(self.reward_config, task, view_size=self.view_size)
+        self._tracker.start(self.state)
+        self._calls_used = 0
+        self._rounds = 0
+        self._done = False
+        self.action_space.num_images = len(self.state)
+        indices = tuple(range(len(task.images)))
+        obs = {
+            "text": build_prompt(task, self.view_size, self.show_choices),
+            "images": tuple(self.view(i) for i in indices),
+            "image_indices": indices,
+        }
+        info = {
+            "task_id": task.task_id, "family": task.family, "level": task.level,
+            "domain": task.domain, "choices": task.choices,
+            "tool_schemas": self.tool_schemas("openai"),
+            "max_tool_calls": self.max_tool_calls, "max_rounds": self.max_rounds,
+        }
+        return obs, info
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict[str, Any]]:
+        """Run one step: parallel tool calls, or the final answer."""
+        if self._done or self.task is None or self._ctx is None or self._tracker is None:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
+        step_index = self._rounds
+        self._rounds += 1
+        parsed = parse_action(action)
+        for err in parsed.errors:
+            self.trace.parse_errors.append((step_index, err))
+        records: list[CallRecord] = []
+        over_budget = False
+        self._ctx.visible_images = len(self.state)
+        used_ids = {c.call_id for c in self.trace.calls}
+        for call in parsed.calls:
+            call_id = call.id if call.id and call.id not in used_ids else f"c{len(used_ids) + 1}"
+            while call_id in used_ids:
+                call_id = f"{call_id}_"
+            used_ids.add(call_id)
+            if self._calls_used >= self.max_tool_calls:
+                over_budget = True
+                records.append(CallRecord(
+                    step=step_index, call_id=call_id, name=call.name, requested_name=call.name,
+                    arguments=dict(call.arguments), ok=False,
+                    error=f"tool-call budget of {self.max_tool_calls} calls exhausted",
+                    result_text=f"Error: tool-call budget of {self.max_tool_calls} calls exhausted"))
+                continue
+            self._calls_used += 1
+            records.append(self.registry.execute(self._ctx, call.name, call.arguments,
+                                                 step_index, call_id))
+        self.trace.steps.append(records)
+        terminated = parsed.answer is not None
+        if terminated:
+            self.trace.answer = parsed.answer
+            self.trace.answer_step = step_index
+        truncated = not terminated and (over_budget or self._rounds >= self.max_rounds)
+        self._done = terminated or truncated
+        self.action_space.num_images = len(self.state)
+
+        reward, components = self._tracker.step(self.state, self.trace, records,
+                                                len(parsed.errors), done=self._done)
+        new_indices = tuple(r.output_index for r in records if r.output_index is not None)
+        obs = {
+            "text": step_text(records, parsed.errors, parsed.answer),
+            "images": tuple(self.view(i) for i in new_indices),
+            "image_indices": new_indices,
+        }
+        info: dict[str, Any] = {
+            "calls": [r.to_dict() for r in records],
+            "parse_errors": list(parsed.errors),
+            "calls_used": self._calls_used,
+            "rounds": self._rounds,
+            "reward_components": components,
+        }
+        if self._done:
+            info.update(self._tracker.final_info(self.state, self.trace))
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        """Return a contact sheet of all images of the episode (``rgb_array`` mode)."""
+        if self.render_mode != "rgb_array":
+            return None
+        return contact_sheet([self.view(i) for i in range(len(self.state))])
+
+
+def task_world(task: Task) -> Any:
+    """Return the offline web world a task's retrieval tools search (built lazily, cached)."""
+    try:
+        from m3gym.web import world_for_task
+    except ImportError:
+        return None
+    return world_for_task(task)
+
+
+def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str | None) -> str:
+    """Return the text observation of a step: one line per call result and per parse error."""
+    lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in records]
+    lines += [f"Parse error: {e}" for e in errors]
+    if answer is not None:
+        lines.append(f"Answer received: {answer}")
+    return "\n".join(lines)
+
+
+def contact_sheet(images: Sequence[np.ndarray], tile: int = 256, cols: int = 4) -> np.ndarray:
+    """Return a grid of thumbnails (index drawn in the corner of each) as one RGB image."""
+    n = max(1, len(images))
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    sheet = np.full((rows * tile, cols * tile, 3), 32, dtype=np.uint8)
+    for i, img in enumerate(images):
+        h, w = img.shape[:2]
+        scale = min(tile / h, tile / w)
+        thumb = cv2.resize(img, (max(1, int(w * scale)), max(1, int(h * scale))),
+                           interpolation=cv2.INTER_AREA)
+        r, c = divmod(i, cols)
+        y0, x0 = r * tile, c * tile
+        sheet[y0:y0 + thumb.shape[0], x0:x0 + thumb.shape[1]] = thumb
+        cv2.putText(sheet, str(i), (x0 + 4, y0 + 18), cv2.FONT_HERSHEY_SIMPLEX, 0.6,
+                    (255, 255, 0), 2, cv2.LINE_AA)
+    return sheet

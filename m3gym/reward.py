@@ -1,0 +1,125 @@
+"""Reward configuration and the per-episode reward tracker.
+
+Terms (each with a weight in :class:`RewardConfig`; ``info["reward_components"]`` lists them and
+they sum to the step reward):
+
+- ``answer``: +1 for a correct final answer (terminal).
+- ``progress``: potential-based checkpoint shaping ``γΦ(s') − Φ(s)``, Φ = share of checkpoints
+  passed; it telescopes, so it does not change the optimal policy.
+- ``m3``: the terminal M3 score (tool selection, multi-hop data flow, parallel calls).
+- ``overthink``: minus the terminal overthink ratio ``OT``.
+- ``invalid_call``: minus one per failed call or unparseable action.
+- ``safety``: minus one per safety violation (on the step it happens).
+- ``process``: the terminal Agentic-MME-style process score ``(S + V) / 2 × (1 − OT)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from m3gym.scoring.answer import answer_is_correct
+from m3gym.state import ImageState
+from m3gym.tasks.spec import Task
+from m3gym.trace import CallRecord, Trace
+
+PRESETS: tuple[str, ...] = ("sparse", "process", "m3", "paper")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Weights of the reward terms (see the module docstring) and shaping settings."""
+
+    answer: float = 1.0
+    progress: float = 0.0
+    gamma: float = 1.0
+    m3: float = 0.0
+    overthink: float = 0.0
+    invalid_call: float = 0.0
+    safety: float = 0.0
+    process: float = 0.0
+    m3_weights: Mapping[str, float] = field(
+        default_factory=lambda: {"multi_modal": 1.0, "multi_hop": 1.0, "multi_threaded": 1.0})
+    name: str = "custom"
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` for an inconsistent configuration."""
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and value != value:
+                raise ValueError(f"reward weight {f.name} is NaN")
+        if any(w < 0 for w in self.m3_weights.values()) or not any(self.m3_weights.values()):
+            raise ValueError("m3_weights must be non-negative and not all zero")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the config as a plain dict."""
+        out = asdict(self)
+        out["m3_weights"] = dict(self.m3_weights)
+        return out
+
+
+def load_reward_config(spec: str | Path | Mapping[str, Any] | RewardConfig) -> RewardConfig:
+    """Return a :class:`RewardConfig` from a preset name, a YAML path, a dict or a config."""
+    if isinstance(spec, RewardConfig):
+        cfg = spec
+    elif isinstance(spec, Mapping):
+        cfg = _from_mapping(spec, "custom")
+    elif isinstance(spec, (str, Path)) and str(spec) in PRESETS:
+        text = resources.files("m3gym").joinpath(f"configs/reward/{spec}.yaml").read_text()
+        cfg = _from_mapping(yaml.safe_load(text), str(spec))
+    elif isinstance(spec, (str, Path)) and Path(spec).is_file():
+        cfg = _from_mapping(yaml.safe_load(Path(spec).read_text()), Path(spec).stem)
+    else:
+        raise ValueError(f"unknown reward {spec!r}: use one of {PRESETS}, a YAML path or a dict")
+    cfg.validate()
+    return cfg
+
+
+def _from_mapping(data: Mapping[str, Any], default_name: str) -> RewardConfig:
+    known = {f.name for f in fields(RewardConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown reward config keys {unknown}; known: {sorted(known)}")
+    values = dict(data)
+    values.setdefault("name", default_name)
+    for key in known - {"m3_weights", "name"}:
+        if key in values:
+            values[key] = float(values[key])
+    return RewardConfig(**values)
+
+
+class RewardTracker:
+    """Computes each step's reward components and the episode's final metrics."""
+
+    def __init__(self, config: RewardConfig, task: Task, view_size: int = 768) -> None:
+        self.config = config
+        self.task = task
+        self.view_size = view_size
+
+    def start(self, state: ImageState) -> None:
+        """Initialise the tracker for a new episode on the initial image state."""
+
+    def step(self, state: ImageState, trace: Trace, records: Sequence[CallRecord],
+             parse_errors: int, done: bool) -> tuple[float, dict[str, float]]:
+        """Return the step reward and its components (which sum to it)."""
+        cfg = self.config
+        failed = sum(1 for r in records if not r.ok) + parse_errors
+        components = {"invalid_call": -cfg.invalid_call * failed if cfg.invalid_call else 0.0}
+        if done:
+            correct = answer_is_correct(trace.answer, self.task.answer)
+            components["answer"] = cfg.answer * float(correct)
+        return float(sum(components.values())), components
+
+    def final_info(self, state: ImageState, trace: Trace) -> dict[str, Any]:
+        """Return the end-of-episode info: correctness and metrics."""
+        correct = answer_is_correct(trace.answer, self.task.answer)
+        return {"answer_correct": correct, "answer": trace.answer,
+                "metrics": {"acc": float(correct), "calls": trace.num_calls,
+                            "failed_calls": trace.num_failed}}

@@ -1,0 +1,1 @@
+"""Built-in task families; importing this package registers them all."""

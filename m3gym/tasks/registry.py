@@ -1,0 +1,83 @@
+"""The task-family registry.
+
+A family is a config dataclass (subclass of :class:`FamilyConfig`) with class attributes ``name``,
+``level`` and ``domains``, a ``validate()`` method and ``generate(rng) -> Task``. Families register
+themselves with :func:`register_family`; :func:`make_task` builds a task from ``(family, seed)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from m3gym.tasks.spec import DOMAINS, Task
+
+
+@dataclass
+class FamilyConfig:
+    """Base class of every task family: a validated config that generates tasks from an rng."""
+
+    name: ClassVar[str] = ""
+    level: ClassVar[int] = 0
+    domains: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` when the configuration is inconsistent."""
+
+    def generate(self, rng: np.random.Generator) -> Task:  # pragma: no cover - abstract
+        """Build one task from ``rng`` (the only source of randomness)."""
+        raise NotImplementedError
+
+
+F = TypeVar("F", bound=type[FamilyConfig])
+_FAMILIES: dict[str, type[FamilyConfig]] = {}
+
+
+def register_family(cls: F) -> F:
+    """Class decorator: add a family to the registry (names are unique)."""
+    if not cls.name or cls.level not in (1, 2, 3):
+        raise ValueError(f"family {cls.__name__} needs a name and a level in 1..3")
+    if cls.name in _FAMILIES and _FAMILIES[cls.name] is not cls:
+        raise ValueError(f"family {cls.name!r} registered twice")
+    bad = [d for d in cls.domains if d not in DOMAINS]
+    if bad or not cls.domains:
+        raise ValueError(f"family {cls.name!r} has invalid domains {cls.domains}")
+    _FAMILIES[cls.name] = cls
+    return cls
+
+
+def _load_builtin_families() -> None:
+    """Import the modules that define the built-in families (they register on import)."""
+    from m3gym.tasks import families  # noqa: F401
+
+
+def family_names(level: int | None = None) -> list[str]:
+    """Return registered family names, optionally only those of ``level``, sorted."""
+    _load_builtin_families()
+    return sorted(n for n, c in _FAMILIES.items() if level is None or c.level == level)
+
+
+def get_family(name: str) -> type[FamilyConfig]:
+    """Return the family class called ``name``."""
+    _load_builtin_families()
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise KeyError(f"unknown task family {name!r}; known: {', '.join(family_names())}") from None
+
+
+def task_seed_rng(family: str, seed: int) -> np.random.Generator:
+    """Return the generator for ``(family, seed)``: independent of process and hash seed."""
+    key = [int(b) for b in family.encode("utf-8")]
+    return np.random.default_rng(np.random.SeedSequence(entropy=int(seed), spawn_key=key))
+
+
+def make_task(family: str, seed: int, config: dict[str, Any] | None = None) -> Task:
+    """Build the task of ``family`` for ``seed`` (byte-identical in any process)."""
+    cls = get_family(family)
+    cfg = cls(**(config or {}))
+    cfg.validate()
+    return replace(cfg.generate(task_seed_rng(family, seed)), task_id=f"{family}/{seed}")

@@ -1,0 +1,184 @@
+"""One definition per tool: a pydantic argument model plus a function.
+
+From that single :class:`ToolSpec` come argument validation with precise messages, the OpenAI
+function schema and the MCP tool schema. Tools never raise for bad input: they raise
+:class:`ToolError`, which the registry turns into a failed :class:`~m3gym.trace.CallRecord`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from m3gym.state import ImageEntry, ImageState
+
+ToolKind = Literal["visual", "retrieval", "answer"]
+
+
+class ToolError(Exception):
+    """A call that is well-formed but cannot run (bad index, budget, unknown url, ...)."""
+
+
+class ToolArgs(BaseModel):
+    """Base argument model: unknown arguments are refused, NaN/inf are refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class ImageArgs(ToolArgs):
+    """Arguments shared by every image tool."""
+
+    image_index: int = Field(ge=0, description="Index of the image to operate on (0 = original).")
+    label: str | None = Field(
+        default=None, max_length=200, description="Optional note to attach to the new image."
+    )
+
+
+@dataclass
+class ToolOutput:
+    """What a tool function returns on success.
+
+    Attributes:
+        text: human-readable result shown to the agent.
+        image: a new image to append (visual tools, ``download_image``), or ``None``.
+        step_affine: for a new image, the 2x3 map from the parent's pixels to the new image's;
+            ``None`` for photometric ops.
+        parent: the image the new image derives from (``None`` makes it a new root).
+        payload: structured result (search hits, page url, ...) logged in the trace.
+    """
+
+    text: str
+    image: np.ndarray | None = None
+    step_affine: np.ndarray | None = None
+    parent: int | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may read or change during one call.
+
+    ``visible_images`` is the number of images that existed when the current step began: a call
+    may not use an image produced by a parallel call of the same step.
+    """
+
+    state: ImageState
+    visible_images: int
+    world: Any = None
+    downloads: int = 0
+    max_downloads: int = 5
+
+    def image(self, index: int) -> ImageEntry:
+        """Return the image ``index`` or raise a precise :class:`ToolError`."""
+        if index >= len(self.state):
+            raise ToolError(
+                f"image_index {index} does not exist; valid indices are 0..{len(self.state) - 1}"
+            )
+        if index >= self.visible_images:
+            raise ToolError(
+                f"image_index {index} is produced in this same step; parallel calls may only use "
+                f"images 0..{self.visible_images - 1} that existed before the step"
+            )
+        return self.state[index]
+
+
+ToolFn = Callable[[ToolContext, Any], ToolOutput]
+
+
+@dataclass(frozen=True)
+class ToolAlias:
+    """Another name a harness uses for a tool, with its argument renames (alias → canonical)."""
+
+    name: str
+    rename: Mapping[str, str] = field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool: its name, description, argument model, function and kind."""
+
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    fn: ToolFn
+    kind: ToolKind
+    aliases: tuple[ToolAlias, ...] = ()
+
+    def validate(self, arguments: Mapping[str, Any]) -> ToolArgs:
+        """Return validated arguments or raise :class:`ToolError` naming every problem."""
+        try:
+            return self.args_model.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise ToolError(f"{self.name}: {format_validation_error(exc)}") from None
+
+    def parameters_schema(self) -> dict[str, Any]:
+        """Return the JSON schema of the arguments, self-contained (no ``$defs``)."""
+        return inline_schema(self.args_model.model_json_schema())
+
+    def openai_schema(self) -> dict[str, Any]:
+        """Return the OpenAI ``tools`` entry (function calling) for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters_schema(),
+            },
+        }
+
+    def mcp_schema(self) -> dict[str, Any]:
+        """Return the MCP ``tools/list`` entry for this tool."""
+        return {"name": self.name, "description": self.description,
+                "inputSchema": self.parameters_schema()}
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """Turn a pydantic error into one precise, agent-readable line per problem."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            parts.append(f"unknown argument '{loc}'")
+        elif kind == "missing":
+            parts.append(f"missing required argument '{loc}'")
+        else:
+            value = err.get("input")
+            shown = repr(value)
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            parts.append(f"argument '{loc}' = {shown}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Resolve ``$ref`` into ``$defs`` and drop pydantic's ``title`` keys for compact schemas."""
+    schema = copy.deepcopy(schema)
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].split("/")[-1]]
+                return resolve(target)
+            return {k: resolve(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    out = resolve(schema)
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    return out
+
+
+def finite(value: float) -> bool:
+    """Return whether ``value`` is a finite number."""
+    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -1,0 +1,79 @@
+"""The episode trace: every call, in steps, with its arguments, result and error.
+
+The trace is the single source scoring reads. It holds only JSON-serializable values, so it can be
+exported, stored and re-scored offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class CallRecord:
+    """One executed (or refused) tool call.
+
+    Attributes:
+        step: index of the env step (round) the call was issued in, from 0.
+        call_id: unique id within the episode (the agent's id if it gave one, else ``c{n}``).
+        name: canonical tool name (aliases are resolved), or the raw name if unknown.
+        requested_name: the name the agent used.
+        arguments: validated arguments (defaults filled in) or, when invalid, the raw arguments.
+        ok: whether the call ran.
+        error: the precise error message when ``ok`` is false.
+        result_text: what the agent was shown.
+        output_index: index of the image the call added, if any.
+        input_index: ``image_index`` the call read, if any.
+        payload: structured results (search hits, fetched url, ...).
+    """
+
+    step: int
+    call_id: str
+    name: str
+    requested_name: str
+    arguments: dict[str, Any]
+    ok: bool
+    error: str | None = None
+    result_text: str = ""
+    output_index: int | None = None
+    input_index: int | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serializable dict."""
+        return asdict(self)
+
+
+@dataclass
+class Trace:
+    """All calls of an episode, grouped by step, plus the final answer."""
+
+    steps: list[list[CallRecord]] = field(default_factory=list)
+    answer: str | None = None
+    answer_step: int | None = None
+    parse_errors: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """All call records in issue order."""
+        return [c for step in self.steps for c in step]
+
+    @property
+    def num_calls(self) -> int:
+        """Number of tool calls issued (failed ones included, ``answer`` excluded)."""
+        return sum(len(s) for s in self.steps)
+
+    @property
+    def num_failed(self) -> int:
+        """Number of failed calls plus unparseable actions."""
+        return sum(1 for c in self.calls if not c.ok) + len(self.parse_errors)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serializable dict."""
+        return {
+            "steps": [[c.to_dict() for c in s] for s in self.steps],
+            "answer": self.answer,
+            "answer_step": self.answer_step,
+            "parse_errors": [list(e) for e in self.parse_errors],
+        }
