@@ -289,13 +289,31 @@ class M3BenchEnv(gym.Env[dict, Any]):
         return contact_sheet([self.view(i) for i in range(len(self.state))])
 
 
-def task_world(task: Task) -> Any:
-    """Return the offline web world a task's retrieval tools search (built lazily, cached)."""
-    try:
-        from m3gym.web import world_for_task
-    except ImportError:
-        return None
-    return world_for_task(task)
+class LazyWorld:
+    """A proxy that builds the offline web world on first use (most L1/L2 episodes never search)."""
+
+    def __init__(self, seed: int, split: str) -> None:
+        self.seed, self.split = seed, split
+        self._world: Any = None
+
+    def resolve(self) -> Any:
+        """Return the built world (cached per process by the builder)."""
+        if self._world is None:
+            from m3gym.web import build_world
+
+            self._world = build_world(self.seed, self.split)
+        return self._world
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("seed", "split", "_world"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+
+def task_world(task: Task) -> LazyWorld:
+    """Return the world a task's retrieval tools search: ``metadata["world"]`` or the default."""
+    spec = task.metadata.get("world") or {}
+    return LazyWorld(int(spec.get("seed", 0)), str(spec.get("split", "train")))
 
 
 def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str | None) -> str:

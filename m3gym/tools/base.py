@@ -8,7 +8,6 @@ function schema and the MCP tool schema. Tools never raise for bad input: they r
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -143,9 +142,11 @@ def format_validation_error(exc: ValidationError) -> str:
     """Turn a pydantic error into one precise, agent-readable line per problem."""
     parts = []
     for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        loc = ".".join(str(p) for p in err["loc"])
         kind = err["type"]
-        if kind == "extra_forbidden":
+        if not loc:
+            parts.append(str(err["msg"]).removeprefix("Value error, "))
+        elif kind == "extra_forbidden":
             parts.append(f"unknown argument '{loc}'")
         elif kind == "missing":
             parts.append(f"missing required argument '{loc}'")
@@ -178,7 +179,3 @@ def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
     out.setdefault("properties", {})
     return out
 
-
-def finite(value: float) -> bool:
-    """Return whether ``value`` is a finite number."""
-    return isinstance(value, (int, float)) and math.isfinite(value)
