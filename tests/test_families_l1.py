@@ -1,0 +1,370 @@
+"""Tests of the level-1 text families (tiny_text, rotated_text, faint_text) and render helpers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import cache
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image, ImageOps
+
+from m3gym.state import ImageState, apply_affine
+from m3gym.tasks import render as R
+from m3gym.tasks.registry import family_names, get_family, make_task
+from m3gym.tasks.spec import Evidence, Task
+
+FAMILIES = ("tiny_text", "rotated_text", "faint_text")
+SEEDS = range(60)
+VISUAL = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert", "equalize",
+          "threshold", "blur", "sharpen", "denoise", "edge_detect", "enhance"}
+MIN_VIEW = Evidence.min_view_height
+MIN_CONTRAST = Evidence.min_contrast
+
+
+@cache
+def task(family: str, seed: int) -> Task:
+    return make_task(family, seed)
+
+
+def all_tasks(family: str) -> list[Task]:
+    return [task(family, s) for s in SEEDS]
+
+
+def ncc(a: np.ndarray, b: np.ndarray) -> float:
+    """Normalized correlation of two equally shaped gray arrays (-1 when shapes differ)."""
+    if a.shape != b.shape:
+        return -1.0
+    x = a.astype(np.float64) - a.mean()
+    y = b.astype(np.float64) - b.mean()
+    den = np.sqrt((x * x).sum() * (y * y).sum())
+    return float((x * y).sum() / den) if den else 0.0
+
+
+def region(img: np.ndarray, box) -> np.ndarray:
+    x0, y0, x1, y1 = (int(v) for v in box)
+    return img[y0:y1, x0:x1]
+
+
+# ------------------------------------------------------------------------------- all families
+
+
+def test_families_registered_at_level_1():
+    for name in FAMILIES:
+        assert name in family_names(level=1)
+        assert get_family(name).level == 1
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_same_seed_same_bytes_and_different_seeds_differ(family):
+    a, b = make_task(family, 7), make_task(family, 7)
+    assert a.images[0].tobytes() == b.images[0].tobytes()
+    assert a.content_hash() == b.content_hash()
+    hashes = {t.content_hash() for t in all_tasks(family)}
+    assert len(hashes) == len(SEEDS)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_task_structure(family):
+    for t in all_tasks(family):
+        img = t.images[0]
+        assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+        assert not img.flags.writeable
+        assert max(img.shape[:2]) <= 1600
+        assert t.level == 1 and t.family == family and t.domain in get_family(family).domains
+        assert t.choices is not None and len(t.choices) == 6 == len(set(t.choices))
+        assert t.answer.value in t.choices
+        assert all(len(c) == len(t.answer.value) for c in t.choices)
+        assert len(t.reference) == 1 and len(t.reference[0]) == 1
+        call = t.reference[0][0]
+        assert call.name in VISUAL and call.arguments["image_index"] == 0
+        assert t.capabilities == ("visual_grounding",)
+        (ev,) = t.evidence
+        h, w = img.shape[:2]
+        x0, y0, x1, y1 = ev.box
+        assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
+        assert ev.text == t.answer.value and ev.clean is not None and ev.mask is not None
+        assert ev.clean.shape == ev.mask.shape and ev.mask.dtype == bool and ev.mask.any()
+        for cp in t.checkpoints:
+            assert cp.params.get("evidence", ev.id) == ev.id
+        m = t.metadata
+        assert m["level"] == 1 and m["family"] == family and m["view_size"] == 768
+        assert m["evidence_area_fraction"] == pytest.approx(t.evidence_area_fraction)
+        assert "scene" in m
+        # distractor text never spells the answer in the question
+        assert t.answer.value not in t.question
+
+
+def test_checkpoint_kinds():
+    kinds = {f: tuple((c.axis, c.kind) for c in task(f, 0).checkpoints) for f in FAMILIES}
+    assert kinds["tiny_text"] == (("S", "crop_covers"), ("V", "v_tool"), ("V", "v_true"))
+    assert kinds["rotated_text"] == (("S", "rotate_upright"), ("V", "v_true"))
+    assert kinds["faint_text"] == (("S", "contrast_op"), ("V", "v_tool"), ("V", "v_true"))
+    assert task("tiny_text", 0).checkpoints[1].params["tools"] == ["crop"]
+    assert "autocontrast" in task("faint_text", 0).checkpoints[0].params["tools"]
+
+
+# ------------------------------------------------------------------------------- tiny_text
+
+
+def test_tiny_text_illegible_in_full_view_and_legible_after_crop():
+    for t in all_tasks("tiny_text"):
+        img = t.images[0]
+        h, w = img.shape[:2]
+        (ev,) = t.evidence
+        assert ev.glyph_height * 768 / max(h, w) < MIN_VIEW
+        args = t.reference[0][0].arguments
+        assert t.reference[0][0].name == "crop"
+        cx0, cy0, cx1, cy1 = R.bbox1000_to_box(args["bbox_2d"], w, h)
+        x0, y0, x1, y1 = ev.box
+        assert cx0 <= x0 and cy0 <= y0 and x1 <= cx1 and y1 <= cy1  # crop covers the evidence
+        zoom = args["zoom_scale"]
+        assert 1.0 <= zoom <= 5.0
+        out_w, out_h = int((cx1 - cx0) * zoom), int((cy1 - cy0) * zoom)
+        shown = ev.glyph_height * zoom * R.view_scale(out_h, out_w)
+        assert shown >= 1.5 * MIN_VIEW
+        # the pixels in the box are the clean render plus mild noise only
+        assert ncc(R.to_gray(region(img, ev.box)), ev.clean) > 0.8
+
+
+def test_tiny_text_question_names_target_colour_and_decoys_differ():
+    for t in all_tasks("tiny_text"):
+        assert t.metadata["target_color"] in t.question
+        assert t.answer.value not in t.metadata["decoy_codes"]
+        assert not set(t.metadata["decoy_codes"]) & set(t.choices)
+
+
+# ------------------------------------------------------------------------------- rotated_text
+
+
+def apply_reference(img: np.ndarray, call) -> np.ndarray:
+    """Apply a rotate (CCW positive, expand) / flip / autocontrast reference call with numpy/PIL."""
+    a = call.arguments
+    if call.name == "rotate":
+        assert a["expand"] is True and a["angle"] % 90 == 0
+        return np.rot90(img, k=(a["angle"] // 90) % 4)
+    if call.name == "flip":
+        return {"horizontal": img[:, ::-1], "vertical": img[::-1]}[a["direction"]]
+    if call.name == "autocontrast":
+        return np.asarray(ImageOps.autocontrast(Image.fromarray(img), cutoff=a["cutoff"]))
+    raise AssertionError(call.name)
+
+
+def test_rotated_text_is_not_upright_before_and_is_after_reference():
+    from m3gym.tasks.families.l1_text import EVIDENCE_ORIENTATION
+
+    seen = set()
+    for t in all_tasks("rotated_text"):
+        img = t.images[0]
+        (ev,) = t.evidence
+        transform = t.metadata["transform"]
+        seen.add(transform)
+        assert (ev.angle, ev.mirrored) == EVIDENCE_ORIENTATION[transform]
+        assert ev.angle != 0 or ev.mirrored  # not upright in image 0
+        # clean shows the region as it appears in image 0 (noise is the only difference)
+        assert ncc(R.to_gray(region(img, ev.box)), ev.clean) > 0.9
+        call = t.reference[0][0]
+        fixed = apply_reference(img, call)
+        uw, uh = t.metadata["upright_size"]
+        assert fixed.shape[:2] == (uh, uw)
+        after = R.to_gray(np.ascontiguousarray(region(fixed, t.metadata["upright_box"])))
+        upright_clean = np.ascontiguousarray(apply_reference(ev.clean, call))
+        assert ncc(after, upright_clean) > 0.9
+        # the upright text is not its own mirror/rotation: the op really changes the reading
+        if after.shape == ev.clean.shape:
+            assert ncc(after, ev.clean) < 0.8
+        assert ev.glyph_height * R.view_scale(uh, uw) >= 1.2 * MIN_VIEW
+    assert seen == {"rot90", "rot180", "rot270", "flip_h", "flip_v"}
+
+
+@pytest.mark.parametrize("transform", ["rot90", "rot180", "rot270", "flip_h", "flip_v"])
+def test_transform_box_matches_pixels(transform):
+    from m3gym.tasks.families.l1_text import apply_transform, transform_box
+
+    h, w = 30, 50
+    box = (7, 4, 19, 11)
+    ind = np.zeros((h, w), np.uint8)
+    ind[box[1]:box[3], box[0]:box[2]] = 1
+    out = apply_transform(ind, transform)
+    ys, xs = np.nonzero(out)
+    assert transform_box(box, transform, w, h) == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)
+
+
+# ------------------------------------------------------------------------------- faint_text
+
+
+def test_faint_text_invisible_before_and_visible_after_autocontrast():
+    for t in all_tasks("faint_text"):
+        img = t.images[0]
+        (ev,) = t.evidence
+        before = R.ink_contrast(region(img, ev.box), ev.mask)
+        assert before < 10.0 < MIN_CONTRAST
+        assert before == pytest.approx(t.metadata["ink_contrast"])
+        # whole image has a low dynamic range
+        lo, hi = np.percentile(R.to_gray(img), [1, 99])
+        assert hi - lo < 30
+        call = t.reference[0][0]
+        assert call.name == "autocontrast" and call.arguments["cutoff"] > 0
+        fixed = apply_reference(img, call)
+        assert np.array_equal(fixed, R.autocontrast_pil(img, call.arguments["cutoff"]))
+        after = R.ink_contrast(region(fixed, ev.box), ev.mask)
+        assert after >= 1.3 * MIN_CONTRAST
+        # the clean render shows the same text at full contrast
+        assert R.ink_contrast(ev.clean, ev.mask) > 100
+
+
+# ------------------------------------------------------------------------------- tool replay
+
+
+def replay(t: Task):
+    """Replay the reference through the real visual tools; return (state, output entry)."""
+    visual = pytest.importorskip("m3gym.tools.visual")
+    from m3gym.tools.base import ToolContext
+    from m3gym.tools.registry import ToolRegistry
+
+    reg = ToolRegistry(visual.VISUAL_TOOLS)
+    state = ImageState()
+    for img in t.images:
+        state.add_root(img)
+    call = t.reference[0][0]
+    rec = reg.execute(ToolContext(state=state, visible_images=len(state)), call.name,
+                      call.arguments, step=0, call_id=call.id)
+    assert rec.ok, rec.error
+    return state, state[rec.output_index]
+
+
+def mapped_box(entry, box) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = box
+    pts = apply_affine(entry.provenance.affine, np.array([[x0, y0], [x1, y1]]))
+    (a, b), (c, d) = pts
+    return (round(min(a, c)), round(min(b, d)), round(max(a, c)), round(max(b, d)))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reference_replays_through_visual_tools(family):
+    for seed in range(15):
+        t = task(family, seed)
+        (ev,) = t.evidence
+        _, out = replay(t)
+        arr = out.array
+        oh, ow = arr.shape[:2]
+        x0, y0, x1, y1 = mapped_box(out, ev.box)
+        assert -1 <= x0 and -1 <= y0 and x1 <= ow + 1 and y1 <= oh + 1
+        scale = abs(float(np.linalg.det(out.provenance.affine[:, :2]))) ** 0.5
+        checker = pytest.importorskip("m3gym.scoring.checkpoints")
+        state, _ = replay(t)
+        assert not checker.measure_evidence(state[0], ev).passed
+        assert checker.measure_evidence(out, ev).passed, checker.measure_evidence(out, ev)
+        if family == "tiny_text":
+            assert ev.glyph_height * scale * R.view_scale(oh, ow) >= MIN_VIEW
+        elif family == "rotated_text":
+            got = R.to_gray(np.ascontiguousarray(arr[max(y0, 0):y1, max(x0, 0):x1]))
+            upright = np.ascontiguousarray(apply_reference(ev.clean, t.reference[0][0]))
+            assert ncc(got, upright) > 0.9
+        else:
+            assert R.ink_contrast(region(arr, ev.box), ev.mask) >= 1.3 * MIN_CONTRAST
+
+
+# ------------------------------------------------------------------------------- processes
+
+
+def test_cross_process_determinism():
+    code = (
+        "from m3gym.tasks.registry import make_task\n"
+        "for f in ('tiny_text', 'rotated_text', 'faint_text'):\n"
+        "    for s in (0, 3):\n"
+        "        print(make_task(f, s).content_hash())\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    expected = [task(f, s).content_hash() for f in FAMILIES for s in (0, 3)]
+    assert out == expected
+
+
+# ------------------------------------------------------------------------------- render helpers
+
+
+def test_autocontrast_matches_pil():
+    rng = np.random.default_rng(3)
+    for cutoff in (0, 0.5, 1, 2.5):
+        img = (rng.integers(0, 30, (64, 80, 3)) + rng.integers(0, 220, 3)).astype(np.uint8)
+        expected = np.asarray(ImageOps.autocontrast(Image.fromarray(img), cutoff=cutoff))
+        assert np.array_equal(R.autocontrast_pil(img, cutoff), expected)
+
+
+def test_codes_avoid_confusable_characters():
+    rng = np.random.default_rng(0)
+    codes = [R.random_code(rng) for _ in range(300)]
+    assert not set("".join(codes)) & set("O0I1LQSZB8")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8))
+def test_near_miss_codes_differ_in_one_or_two_characters(seed, count):
+    rng = np.random.default_rng(seed)
+    code = R.random_code(rng)
+    misses = R.near_miss_codes(rng, code, count)
+    assert len(set(misses)) == count and code not in misses
+    for m in misses:
+        diff = sum(a != b for a, b in zip(m, code))
+        assert len(m) == len(code) and 1 <= diff <= 2
+    choices = R.code_choices(rng, code, 6)
+    assert code in choices and len(set(choices)) == 6
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(100, 3000), st.integers(100, 3000), st.data())
+def test_bbox1000_covers_box(width, height, data):
+    x0 = data.draw(st.integers(0, width - 2))
+    x1 = data.draw(st.integers(x0 + 1, width))
+    y0 = data.draw(st.integers(0, height - 2))
+    y1 = data.draw(st.integers(y0 + 1, height))
+    bx0, by0, bx1, by1 = R.bbox1000_to_box(R.box_to_bbox1000((x0, y0, x1, y1), width, height),
+                                           width, height)
+    assert bx0 <= x0 and by0 <= y0 and x1 <= bx1 and y1 <= by1
+
+
+def test_render_text_mask_and_glyph_height():
+    p = R.render_text("HXH", 20.0)
+    assert p.mask.shape == p.alpha.shape and p.mask.any()
+    assert abs(p.glyph_height - 20.0) <= 1.5
+    rows = np.flatnonzero(p.mask.any(axis=1))
+    assert rows[-1] - rows[0] + 1 == p.glyph_height
+    img = np.full((50, 120, 3), 255, np.uint8)
+    placed = R.paste_text(img, p, 10, 5, (0, 0, 0))
+    x0, y0, x1, y1 = placed.box
+    assert (x1 - x0, y1 - y0) == p.size
+    ink = R.to_gray(img[y0:y1, x0:x1])
+    assert ink[placed.mask].max() < 128 and (img.min(axis=2) == 255).sum() > 0
+    assert not (R.to_gray(img) < 255)[:y0].any()
+
+
+def test_backgrounds_are_deterministic_and_textured():
+    for kind in R.BACKGROUND_KINDS:
+        a = R.background(np.random.default_rng(1), 120, 160, kind)
+        b = R.background(np.random.default_rng(1), 120, 160, kind)
+        assert a.shape == (120, 160, 3) and a.dtype == np.uint8
+        assert np.array_equal(a, b) and a.std() > 1.0
+
+
+def test_sensor_noise_statistics():
+    img = np.full((300, 400, 3), 100, np.uint8)
+    out = R.add_sensor_noise(img, np.random.default_rng(0), 2.0)
+    assert abs(float(out.mean()) - 100) < 0.2 and 1.7 < float(out.std()) < 2.3
+    assert np.array_equal(img, np.full((300, 400, 3), 100, np.uint8))
+
+
+def test_compress_dynamic_range_and_ink_contrast():
+    img = np.zeros((40, 40, 3), np.uint8)
+    img[10:30, 10:30] = 255
+    mask = np.zeros((40, 40), bool)
+    mask[10:30, 10:30] = True
+    low = R.compress_dynamic_range(img, (100, 100, 100), 20)
+    assert R.ink_contrast(low, mask) == pytest.approx(20.0)
+    assert cv2.LUT is not None
