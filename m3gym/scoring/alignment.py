@@ -1,0 +1,709 @@
+"""M3-Bench style alignment of a predicted trajectory to the reference trajectory.
+
+Calls are bucketed by exact tool name; inside each bucket the Hungarian algorithm
+(:func:`scipy.optimize.linear_sum_assignment`) assigns reference to predicted calls on the cost
+``1 − sim``. Pairs with ``sim < τ_weak`` (0.6) are dropped; ``sim ≥ τ_strong`` (0.8) marks a
+strong match. ``sim`` is a *typed* argument similarity (M3-Bench embeds the flattened JSON with a
+sentence encoder; m3gym knows every argument's type and compares exactly):
+
+* ``bbox_2d`` — IoU after mapping both boxes (0–1000 of their source image) to the root image's
+  normalized coordinates through the crop / flip chain that produced the source image;
+  photometric ops and ``resize`` keep the frame. Through any other geometric op (``rotate``) the
+  raw boxes are compared. Boxes on different roots score 0.
+* ``angle`` — ``1 − circular distance / 180`` (modulo 360).
+* other numbers — ``1 − |a − b| / max(|a|, |b|, eps)``, clipped to [0, 1].
+* enums (``direction``, ``mode``, ``method``) and bools — exact; urls — exact after normalization
+  (scheme, ``www.`` and trailing slash dropped, case folded).
+* other free text — ``rapidfuzz.fuzz.token_set_ratio / 100`` on default-processed strings.
+* ``image_index`` — 1 for the same input image, 1 when the predicted image was produced by the
+  call aligned to the reference producer, else 0. Resolved by iterating the assignment until the
+  image similarities no longer change (producers are aligned before their consumers settle).
+* ``label`` — ignored.
+
+The similarity is the mean over the union of both calls' argument keys (``label`` excluded; a
+``None`` value counts as absent, so validated arguments with unset optional fields compare like
+omitted ones). A key present on one side only is compared with the tool's default value for it
+(:data:`DEFAULT_ARGUMENTS`, or the ``defaults`` passed in, e.g. from
+:func:`defaults_from_registry`); without a default it scores 0. No keys at all gives 1.
+
+**Failed calls.** Only successful predicted calls (``ok``) take part in the assignment; every
+issued tool call, failed ones included, counts in precision's denominator (a record named
+``answer`` is not a tool call and is skipped everywhere).
+
+**Steps.** A predicted call's step is the position of its step in ``trace_steps``; a reference
+call's step is the position of its step in the reference. Calls are sorted by ``call_id`` within
+a step, so permuting calls inside a step changes nothing. Ties in the assignment go to the
+pairing closest to the diagonal (k-th reference call of a tool ↔ k-th predicted call of it).
+
+**Metrics** (M3-Bench's coverage-weighted definitions):
+
+* recall = matched / #reference calls; precision = matched / #predicted calls.
+* argument similarity = recall × mean sim over matches; strong = (strong matches / #reference
+  calls) × mean sim over strong matches.
+* step coherence = Σ_s n_s·cov_s·(1 − frag_s) / Σ_s n_s, with ``frag_s = (k − 1)/k`` for the
+  ``k`` distinct predicted steps the matched calls of reference step ``s`` land in.
+* order consistency = (1 − inversion rate) × pair coverage. The inversion rate is over matched
+  pairs in different reference steps *and* different predicted steps (0 when no such pair);
+  pair coverage = Σ_{i<j} m_i·m_j / Σ_{i<j} n_i·n_j over reference steps (m = matched counts).
+  Deviation: when the reference has no cross-step pairs (one step), M3-Bench's coverage is 0/0 →
+  0, which would score a perfect replay 0; m3gym uses recall instead.
+* merge purity = (1 − H(G|P) / log G_active) × recall on the step matrix ``W[g, p] = Σ sim``;
+  with ``G_active ≤ 1`` the entropy term is 0 (purity = recall).
+
+An empty reference gives recall 1 and every other metric 1 if nothing was called, else 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+from rapidfuzz import fuzz, utils
+from scipy.optimize import linear_sum_assignment
+
+from m3gym.tasks.spec import RefCall
+from m3gym.trace import CallRecord
+
+TAU_WEAK: float = 0.6
+TAU_STRONG: float = 0.8
+
+#: Reference tools that do not add an image (every other tool does, ``download_image`` included).
+NON_IMAGE_TOOLS: frozenset[str] = frozenset(
+    {"web_search", "image_search", "fetch_webpage", "answer"}
+)
+#: Ops that keep an image's normalized frame (pixels change, geometry in 0–1 coordinates does not).
+FRAME_PRESERVING_TOOLS: frozenset[str] = frozenset({
+    "grayscale", "autocontrast", "invert", "equalize", "threshold", "blur", "sharpen", "denoise",
+    "edge_detect", "enhance", "resize",
+})
+ENUM_KEYS: frozenset[str] = frozenset({"direction", "mode", "method"})
+URL_KEYS: frozenset[str] = frozenset({"url"})
+IGNORED_KEYS: frozenset[str] = frozenset({"label"})
+BOX_KEY = "bbox_2d"
+IMAGE_KEY = "image_index"
+ANGLE_KEY = "angle"
+
+#: Tool defaults from the tool table (used for keys one side omits).
+DEFAULT_ARGUMENTS: Mapping[str, Mapping[str, Any]] = {
+    "crop": {"zoom_scale": 1.0},
+    "rotate": {"expand": True},
+    "flip": {"direction": "horizontal"},
+    "autocontrast": {"cutoff": 0.0},
+    "threshold": {"value": 128, "mode": "binary"},
+    "blur": {"radius": 2.0},
+    "denoise": {"strength": 10.0},
+    "edge_detect": {"method": "canny"},
+    "enhance": {"brightness": 1.0, "contrast": 1.0, "sharpness": 1.0},
+    "web_search": {"top_k": 5},
+    "image_search": {"top_k": 5},
+    "fetch_webpage": {"max_chars": 12000},
+}
+
+_NUM_EPS = 1e-9
+_MISSING = object()
+_TIE_EPS = 1e-9
+_BLOCKED_COST = 1e6
+
+
+# ----------------------------------------------------------------------------- results
+
+
+class MatchedPair(NamedTuple):
+    """A reference call aligned to a predicted call (a named tuple: cheap to build)."""
+
+    ref_id: str
+    call_id: str
+    sim: float
+    strong: bool
+    ref_step: int
+    pred_step: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serializable dict."""
+        return {"ref_id": self.ref_id, "call_id": self.call_id, "sim": self.sim,
+                "strong": self.strong, "ref_step": self.ref_step, "pred_step": self.pred_step}
+
+
+@dataclass(frozen=True)
+class AlignmentMetrics:
+    """M3-Bench's trajectory metrics, each in [0, 1], plus the counts behind them."""
+
+    recall: float
+    precision: float
+    arg_similarity: float
+    arg_similarity_strong: float
+    step_coherence: float
+    order_consistency: float
+    merge_purity: float
+    num_reference: int
+    num_predicted: int
+    num_failed: int
+    num_matched: int
+    num_strong: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serializable dict."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """The alignment of a trace to a reference, with its metrics (an audit record)."""
+
+    matches: tuple[MatchedPair, ...]
+    unmatched_reference: tuple[str, ...]
+    unmatched_predicted: tuple[str, ...]
+    metrics: AlignmentMetrics
+    tau_weak: float = TAU_WEAK
+    tau_strong: float = TAU_STRONG
+    _by_ref: dict[str, MatchedPair] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self._by_ref:
+            self._by_ref.update({m.ref_id: m for m in self.matches})
+
+    def match_for(self, ref_id: str) -> MatchedPair | None:
+        """Return the match of reference call ``ref_id``, or ``None`` when it is unmatched."""
+        return self._by_ref.get(ref_id)
+
+    @property
+    def ref_to_call(self) -> dict[str, str]:
+        """Map reference call id → aligned predicted call id."""
+        return {m.ref_id: m.call_id for m in self.matches}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serializable dict."""
+        return {
+            "matches": [m.to_dict() for m in self.matches],
+            "unmatched_reference": list(self.unmatched_reference),
+            "unmatched_predicted": list(self.unmatched_predicted),
+            "metrics": self.metrics.to_dict(),
+            "tau_weak": self.tau_weak,
+            "tau_strong": self.tau_strong,
+        }
+
+
+# ----------------------------------------------------------------------------- frames
+
+# A frame maps an image's normalized coordinates to its root's: x_root = ax·x + bx (same for y).
+# ``root`` identifies the root image: ("input", i) or ("url", normalized url).
+Frame = tuple[tuple[str, Any], float, float, float, float]
+
+
+def _as_box(value: Any) -> tuple[float, float, float, float] | None:
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        return None
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return None
+        out.append(float(v))
+    return out[0], out[1], out[2], out[3]
+
+
+def normalize_url(url: str) -> str:
+    """Return ``url`` case-folded without scheme, ``www.`` and trailing slash (for comparison)."""
+    u = url.strip().casefold()
+    for prefix in ("https://", "http://"):
+        if u.startswith(prefix):
+            u = u[len(prefix):]
+            break
+    if u.startswith("www."):
+        u = u[4:]
+    return u.rstrip("/")
+
+
+def _child_frame(parent: Frame | None, name: str, args: Mapping[str, Any]) -> Frame | None:
+    """Return the frame of the image ``name(args)`` makes from an image with frame ``parent``."""
+    if parent is None:
+        return None
+    root, ax, bx, ay, by = parent
+    if name in FRAME_PRESERVING_TOOLS:
+        return parent
+    if name == "crop":
+        box = _as_box(args.get(BOX_KEY))
+        if box is None:
+            return None
+        x1, y1, x2, y2 = (v / 1000.0 for v in box)
+        return root, ax * (x2 - x1), ax * x1 + bx, ay * (y2 - y1), ay * y1 + by
+    if name == "flip":
+        direction = args.get("direction", "horizontal")
+        if direction in ("horizontal", "both"):
+            ax, bx = -ax, ax + bx
+        if direction in ("vertical", "both"):
+            ay, by = -ay, ay + by
+        if direction not in ("horizontal", "vertical", "both"):
+            return None
+        return root, ax, bx, ay, by
+    if name == "rotate":
+        angle = args.get("angle")
+        if isinstance(angle, (int, float)) and math.isfinite(angle) and angle % 360 == 0:
+            return parent
+    return None
+
+
+def _root_frame(key: tuple[str, Any]) -> Frame:
+    return key, 1.0, 0.0, 1.0, 0.0
+
+
+def _box_in_root(frame: Frame, box: tuple[float, float, float, float]) -> tuple[float, ...]:
+    _, ax, bx, ay, by = frame
+    xa, xb = ax * box[0] / 1000.0 + bx, ax * box[2] / 1000.0 + bx
+    ya, yb = ay * box[1] / 1000.0 + by, ay * box[3] / 1000.0 + by
+    return min(xa, xb), min(ya, yb), max(xa, xb), max(ya, yb)
+
+
+def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Return the IoU of two ``[x1, y1, x2, y2]`` boxes (1 for identical degenerate boxes)."""
+    if tuple(a) == tuple(b):
+        return 1.0
+    iw = min(a[2], b[2]) - max(a[0], b[0])
+    ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0:
+        return 0.0
+    inter = iw * ih
+    area_a = max(0.0, a[2] - a[0]) * max(0.0, a[3] - a[1])
+    area_b = max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
+    union = area_a + area_b - inter
+    return inter / union if union > 0 else 0.0
+
+
+# ----------------------------------------------------------------------------- value similarity
+
+
+def number_similarity(a: float, b: float) -> float:
+    """Return ``1 − |a − b| / max(|a|, |b|, eps)`` clipped to [0, 1]."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return 0.0
+    if a == b:
+        return 1.0
+    return max(0.0, 1.0 - abs(a - b) / max(abs(a), abs(b), _NUM_EPS))
+
+
+def angle_similarity(a: float, b: float) -> float:
+    """Return ``1 − circular distance / 180`` for two angles in degrees."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return 0.0
+    d = abs(a - b) % 360.0
+    return 1.0 - min(d, 360.0 - d) / 180.0
+
+
+def text_similarity(a: str, b: str) -> float:
+    """Return rapidfuzz's token-set ratio of two texts, in [0, 1]."""
+    if a == b:
+        return 1.0
+    return fuzz.token_set_ratio(a, b, processor=utils.default_process) / 100.0
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def value_similarity(key: str, a: Any, b: Any) -> float:
+    """Return the typed similarity of two values of argument ``key`` (boxes: raw IoU)."""
+    if key == BOX_KEY:
+        ba, bb = _as_box(a), _as_box(b)
+        return box_iou(ba, bb) if ba is not None and bb is not None else 0.0
+    if isinstance(a, bool) or isinstance(b, bool):
+        return 1.0 if a is b else 0.0
+    if _is_number(a) and _is_number(b):
+        if key == ANGLE_KEY:
+            return angle_similarity(float(a), float(b))
+        return number_similarity(float(a), float(b))
+    if isinstance(a, str) and isinstance(b, str):
+        if key in ENUM_KEYS:
+            return 1.0 if a.strip().casefold() == b.strip().casefold() else 0.0
+        if key in URL_KEYS:
+            return 1.0 if normalize_url(a) == normalize_url(b) else 0.0
+        return text_similarity(a, b)
+    return 1.0 if a == b else 0.0
+
+
+def defaults_from_registry(registry: Any) -> dict[str, dict[str, Any]]:
+    """Return ``{tool: {arg: default}}`` read from a :class:`~m3gym.tools.registry.ToolRegistry`."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in registry.specs():
+        fields = getattr(spec.args_model, "model_fields", {})
+        found = {}
+        for name, info in fields.items():
+            if name in IGNORED_KEYS or info.is_required():
+                continue
+            default = info.get_default(call_default_factory=True)
+            if default is not None:
+                found[name] = default
+        out[spec.name] = found
+    return out
+
+
+# ----------------------------------------------------------------------------- internals
+
+
+class _Call(NamedTuple):
+    """A call on either side, reduced to what alignment reads."""
+
+    key: str  # ref id or call_id
+    name: str
+    args: Mapping[str, Any]
+    step: int
+    in_image: int | None
+    out_image: int | None
+
+
+def _image_arg(args: Mapping[str, Any]) -> int | None:
+    v = args.get(IMAGE_KEY)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _reference_calls(reference: Sequence[Sequence[RefCall]], n_inputs: int) -> list[_Call]:
+    calls: list[_Call] = []
+    next_image = n_inputs
+    for s, step in enumerate(reference):
+        for rc in step:
+            out = None
+            if rc.name not in NON_IMAGE_TOOLS:
+                out, next_image = next_image, next_image + 1
+            calls.append(_Call(rc.id, rc.name, rc.arguments, s, _image_arg(rc.arguments), out))
+    return calls
+
+
+def _predicted_calls(trace_steps: Sequence[Sequence[CallRecord]]) -> tuple[list[_Call], int, int]:
+    """Return the ok calls (sorted by call_id within a step), #issued and #failed calls."""
+    calls: list[_Call] = []
+    issued = failed = 0
+    for s, step in enumerate(trace_steps):
+        tool_calls = [c for c in step if c.name != "answer"]
+        issued += len(tool_calls)
+        ok = [c for c in tool_calls if c.ok]
+        failed += len(tool_calls) - len(ok)
+        ok.sort(key=lambda c: c.call_id)
+        for c in ok:
+            in_image = c.input_index if c.input_index is not None else _image_arg(c.arguments)
+            calls.append(_Call(c.call_id, c.name, c.arguments, s, in_image, c.output_index))
+    return calls, issued, failed
+
+
+def _frames(calls: list[_Call], n_inputs: int) -> dict[int, Frame | None]:
+    """Return image index → frame for inputs and every image the calls produce (issue order)."""
+    frames: dict[int, Frame | None] = {i: _root_frame(("input", i)) for i in range(n_inputs)}
+    for c in calls:
+        if c.out_image is None:
+            continue
+        if c.name == "download_image":
+            url = c.args.get("url")
+            frames[c.out_image] = (_root_frame(("url", normalize_url(url)))
+                                   if isinstance(url, str) else None)
+        elif c.in_image is not None:
+            frames[c.out_image] = _child_frame(frames.get(c.in_image), c.name, c.args)
+        else:
+            frames[c.out_image] = None
+    return frames
+
+
+def _box_similarity(ref: _Call, pred: _Call, ref_frames: dict, pred_frames: dict,
+                    a: Any, b: Any) -> float:
+    ba, bb = _as_box(a), _as_box(b)
+    if ba is None or bb is None:
+        return 0.0
+    fa = ref_frames.get(ref.in_image) if ref.in_image is not None else None
+    fb = pred_frames.get(pred.in_image) if pred.in_image is not None else None
+    if fa is None or fb is None:
+        return box_iou(ba, bb)
+    if fa[0] != fb[0]:
+        return 0.0
+    return box_iou(_box_in_root(fa, ba), _box_in_root(fb, bb))
+
+
+@dataclass
+class _Bucket:
+    ref_rows: list[int]
+    pred_cols: list[int]
+    static: list[list[float]]  # summed similarity of the keys that do not depend on alignment
+    count: list[list[int]]  # number of keys compared
+    # (row, col, reference producer index, predicted producer index or -1) for image keys that
+    # refer to produced images: their similarity depends on the alignment of the producers.
+    dynamic: list[tuple[int, int, int, int]]
+
+
+def _pair_parts(ref: _Call, pred: _Call, defaults: Mapping[str, Any], ref_frames: dict,
+                pred_frames: dict, n_inputs: int, ref_producer: dict[int, int],
+                pred_producer: dict[int, int]) -> tuple[float, int, tuple[int, int] | None]:
+    """Return (static similarity sum, #keys, dynamic image dependency) for one pair."""
+    ra, pa = ref.args, pred.args
+    keys = sorted(({k for k, v in ra.items() if v is not None}
+                   | {k for k, v in pa.items() if v is not None}) - IGNORED_KEYS)
+    total = 0.0
+    dynamic = None
+    for k in keys:
+        a = ra.get(k)
+        b = pa.get(k)
+        if a is None:
+            a = defaults.get(k, _MISSING)
+        if b is None:
+            b = defaults.get(k, _MISSING)
+        if a is _MISSING or b is _MISSING:
+            continue
+        if k == IMAGE_KEY:
+            if not (_is_number(a) and _is_number(b)):
+                total += value_similarity(k, a, b)
+                continue
+            producer = ref_producer.get(int(a))
+            if producer is None:
+                total += 1.0 if a == b and (a < n_inputs or b not in pred_producer) else 0.0
+            else:
+                dynamic = (producer, pred_producer.get(int(b), -1))
+        elif k == BOX_KEY:
+            total += _box_similarity(ref, pred, ref_frames, pred_frames, a, b)
+        elif type(a) is type(b) and a == b:
+            total += 1.0  # fast path: equal values of one type score 1 under every rule
+        else:
+            total += value_similarity(k, a, b)
+    return total, len(keys), dynamic
+
+
+_BRUTE_FORCE_LIMIT = 120  # injective maps enumerated in pure Python below this count
+
+
+def _assign(sim: list[list[float]], tau_weak: float) -> list[tuple[int, int]]:
+    """Return accepted (row, col) pairs of the min-cost assignment on ``1 − sim``.
+
+    Pairs under ``tau_weak`` are blocked (cost 1e6, as in M3-Bench) and dropped afterwards. Ties
+    go to the pairing closest to the diagonal (the k-th reference call of a tool with the k-th
+    predicted call of it): the tie cost ``eps·(c − r)²`` sums to ``Σc² + Σr² − 2Σrc``, which
+    prefers early rows and columns and, by the rearrangement inequality, order-preserving pairs.
+    Small buckets are solved exactly by enumeration (the same optimum as the Hungarian
+    algorithm, without numpy overhead); larger ones with
+    :func:`scipy.optimize.linear_sum_assignment`.
+    """
+    n_rows, n_cols = len(sim), len(sim[0])
+    if n_rows == 1 and n_cols == 1:
+        return [(0, 0)] if sim[0][0] >= tau_weak else []
+    cost = [[(1.0 - v + _TIE_EPS * (c - r) * (c - r)) if v >= tau_weak else _BLOCKED_COST
+             for c, v in enumerate(row)] for r, row in enumerate(sim)]
+    if n_rows == 1:
+        row = cost[0]
+        pairs = [(0, min(range(n_cols), key=row.__getitem__))]
+    elif n_cols == 1:
+        pairs = [(min(range(n_rows), key=lambda r: cost[r][0]), 0)]
+    elif math.perm(max(n_rows, n_cols), min(n_rows, n_cols)) <= _BRUTE_FORCE_LIMIT:
+        pairs = _enumerate_assignment(cost, n_rows, n_cols)
+    else:
+        rows, cols = linear_sum_assignment(np.asarray(cost))
+        pairs = [(int(r), int(c)) for r, c in zip(rows, cols)]
+    return [(r, c) for r, c in pairs if sim[r][c] >= tau_weak]
+
+
+def _enumerate_assignment(cost: list[list[float]], n_rows: int,
+                          n_cols: int) -> list[tuple[int, int]]:
+    best: tuple[int, ...] = ()
+    best_cost = math.inf
+    if n_rows <= n_cols:
+        for perm in itertools.permutations(range(n_cols), n_rows):
+            total = sum(cost[r][c] for r, c in enumerate(perm))
+            if total < best_cost:
+                best, best_cost = perm, total
+        return list(enumerate(best))
+    for perm in itertools.permutations(range(n_rows), n_cols):
+        total = sum(cost[r][c] for c, r in enumerate(perm))
+        if total < best_cost:
+            best, best_cost = perm, total
+    return sorted((r, c) for c, r in enumerate(best))
+
+
+def _bucket_similarity(b: _Bucket, match: dict[int, int]) -> list[list[float]]:
+    if not b.dynamic:
+        return [[t / n if n else 1.0 for t, n in zip(trow, nrow)]
+                for trow, nrow in zip(b.static, b.count)]
+    total = [row[:] for row in b.static]
+    for r, c, ref_prod, pred_prod in b.dynamic:
+        if pred_prod >= 0 and match.get(ref_prod) == pred_prod:
+            total[r][c] += 1.0
+    return [[t / n if n else 1.0 for t, n in zip(trow, nrow)]
+            for trow, nrow in zip(total, b.count)]
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _safe_div(n: float, d: float) -> float:
+    return n / d if d else 0.0
+
+
+def _metrics(matches: list[MatchedPair], ref_steps: list[int], n_pred: int,
+             n_failed: int) -> AlignmentMetrics:
+    n_ref = sum(ref_steps)
+    n_match = len(matches)
+    strong = [m.sim for m in matches if m.strong]
+    if n_ref == 0:
+        v = 1.0 if n_pred == 0 else 0.0
+        return AlignmentMetrics(1.0, v, v, v, v, v, v, 0, n_pred, n_failed, n_match, len(strong))
+    recall = n_match / n_ref
+    precision = _safe_div(n_match, n_pred)
+    arg_sim = recall * _safe_div(sum(m.sim for m in matches), n_match)
+    arg_strong = (len(strong) / n_ref) * _safe_div(sum(strong), len(strong))
+
+    n_steps = len(ref_steps)
+    matched_per_step = [0] * n_steps
+    pred_steps_of: list[set[int]] = [set() for _ in range(n_steps)]
+    for m in matches:
+        matched_per_step[m.ref_step] += 1
+        pred_steps_of[m.ref_step].add(m.pred_step)
+    coherence = 0.0
+    for s in range(n_steps):
+        k = len(pred_steps_of[s])
+        if k and ref_steps[s]:
+            cov = matched_per_step[s] / ref_steps[s]
+            coherence += ref_steps[s] * cov * (1.0 - (k - 1) / k)
+    coherence /= n_ref
+
+    inversions = comparable = 0
+    for i in range(n_match):
+        a = matches[i]
+        for j in range(i + 1, n_match):
+            b = matches[j]
+            if a.ref_step == b.ref_step or a.pred_step == b.pred_step:
+                continue
+            comparable += 1
+            if (a.ref_step < b.ref_step) != (a.pred_step < b.pred_step):
+                inversions += 1
+    order = 1.0 - _safe_div(inversions, comparable)
+    # Σ_{i<j} x_i·x_j = ((Σx)² − Σx²) / 2
+    total_pairs = (n_ref * n_ref - sum(n * n for n in ref_steps)) // 2
+    matched_pairs = (n_match * n_match - sum(m * m for m in matched_per_step)) // 2
+    pair_cov = matched_pairs / total_pairs if total_pairs else recall
+    order_consistency = order * pair_cov
+
+    merge = (1.0 - _merge_entropy(matches, n_steps)) * recall
+    return AlignmentMetrics(
+        recall=recall, precision=precision, arg_similarity=arg_sim,
+        arg_similarity_strong=arg_strong, step_coherence=coherence,
+        order_consistency=order_consistency, merge_purity=merge, num_reference=n_ref,
+        num_predicted=n_pred, num_failed=n_failed, num_matched=n_match, num_strong=len(strong),
+    )
+
+
+def _merge_entropy(matches: list[MatchedPair], n_ref_steps: int) -> float:
+    """Return H(G|P) / log G_active on ``W[g, p] = Σ sim`` (0 when G_active ≤ 1)."""
+    row_mass: dict[int, float] = {}
+    cols: dict[int, dict[int, float]] = {}
+    for m in matches:
+        row_mass[m.ref_step] = row_mass.get(m.ref_step, 0.0) + m.sim
+        col = cols.setdefault(m.pred_step, {})
+        col[m.ref_step] = col.get(m.ref_step, 0.0) + m.sim
+    g_active = sum(1 for v in row_mass.values() if v > 0)
+    if g_active <= 1:
+        return 0.0
+    total = sum(row_mass.values())
+    h = 0.0
+    for p in sorted(cols):
+        col = cols[p]
+        s_p = sum(col.values())
+        if s_p <= 0:
+            continue
+        h_p = -sum((w / s_p) * math.log(w / s_p) for _, w in sorted(col.items()) if w > 0)
+        h += (s_p / total) * h_p
+    return min(1.0, max(0.0, h / math.log(g_active)))
+
+
+# ----------------------------------------------------------------------------- public entry
+
+
+def align(
+    task_reference: Sequence[Sequence[RefCall]],
+    n_inputs: int,
+    trace_steps: Sequence[Sequence[CallRecord]],
+    *,
+    tau_weak: float = TAU_WEAK,
+    tau_strong: float = TAU_STRONG,
+    defaults: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Alignment:
+    """Align ``trace_steps`` to ``task_reference`` and compute M3-Bench's metrics.
+
+    Args:
+        task_reference: the reference steps (``Task.reference``).
+        n_inputs: number of input images (``len(task.images)``).
+        trace_steps: the predicted steps (``Trace.steps``).
+        tau_weak: pairs with a lower similarity are not matched.
+        tau_strong: matches with at least this similarity are strong.
+        defaults: ``{tool: {arg: default}}`` for keys one side omits; :data:`DEFAULT_ARGUMENTS`
+            when ``None``.
+    """
+    defaults = DEFAULT_ARGUMENTS if defaults is None else defaults
+    refs = _reference_calls(task_reference, n_inputs)
+    preds, n_issued, n_failed = _predicted_calls(trace_steps)
+    ref_producer = {c.out_image: i for i, c in enumerate(refs) if c.out_image is not None}
+    pred_producer = {c.out_image: j for j, c in enumerate(preds) if c.out_image is not None}
+    # Frames are only read to compare boxes, which needs a box on the reference side.
+    has_boxes = any(BOX_KEY in c.args for c in refs)
+    ref_frames = _frames(refs, n_inputs) if has_boxes else {}
+    pred_frames = _frames(preds, n_inputs) if has_boxes else {}
+
+    pred_by_name: dict[str, list[int]] = {}
+    for j, c in enumerate(preds):
+        pred_by_name.setdefault(c.name, []).append(j)
+    ref_by_name: dict[str, list[int]] = {}
+    for i, c in enumerate(refs):
+        ref_by_name.setdefault(c.name, []).append(i)
+
+    buckets: list[_Bucket] = []
+    for name, rows in ref_by_name.items():
+        cols = pred_by_name.get(name)
+        if not cols:
+            continue
+        tool_defaults = defaults.get(name, {})
+        static: list[list[float]] = []
+        count: list[list[int]] = []
+        dynamic: list[tuple[int, int, int, int]] = []
+        for r, i in enumerate(rows):
+            srow, crow = [], []
+            for c, j in enumerate(cols):
+                total, n_keys, dyn = _pair_parts(refs[i], preds[j], tool_defaults, ref_frames,
+                                                 pred_frames, n_inputs, ref_producer,
+                                                 pred_producer)
+                srow.append(total)
+                crow.append(n_keys)
+                if dyn is not None:
+                    dynamic.append((r, c, dyn[0], dyn[1]))
+            static.append(srow)
+            count.append(crow)
+        buckets.append(_Bucket(rows, cols, static, count, dynamic))
+
+    # Iterate until no bucket's image similarities change: a bucket is re-solved only when the
+    # alignment of a producer its image keys refer to changed.
+    match: dict[int, int] = {}
+    results: list[list[tuple[int, int, float]] | None] = [None] * len(buckets)
+    states: list[tuple[bool, ...]] = [()] * len(buckets)
+    for _ in range(len(refs) + 2):
+        changed = False
+        for k, b in enumerate(buckets):
+            state = tuple(pp >= 0 and match.get(rp) == pp for _, _, rp, pp in b.dynamic)
+            if results[k] is not None and state == states[k]:
+                continue
+            states[k] = state
+            sim = _bucket_similarity(b, match)
+            results[k] = [(b.ref_rows[r], b.pred_cols[c], sim[r][c])
+                          for r, c in _assign(sim, tau_weak)]
+            changed = True
+        if not changed:
+            break
+        match = {i: j for res in results if res for i, j, _ in res}
+    accepted = [t for res in results if res for t in res]
+
+    accepted.sort()
+    pairs = [
+        MatchedPair(refs[i].key, preds[j].key, s, s >= tau_strong, refs[i].step, preds[j].step)
+        for i, j, s in accepted
+    ]
+    used_pred = {preds[j].key for j in match.values()}
+    ref_step_sizes = [len(step) for step in task_reference]
+    metrics = _metrics(pairs, ref_step_sizes, n_issued, n_failed)
+    unmatched_ref = tuple(c.key for i, c in enumerate(refs) if i not in match)
+    unmatched_pred = tuple(
+        cid for step in trace_steps
+        for cid in sorted(c.call_id for c in step
+                          if c.name != "answer" and (not c.ok or c.call_id not in used_pred))
+    )
+    return Alignment(tuple(pairs), unmatched_ref, unmatched_pred, metrics, tau_weak, tau_strong)
