@@ -1,0 +1,350 @@
+"""Shared helpers of the Level-2 families (multi-step visual chains).
+
+Scene sizing, labelled plates with (optionally faint, optionally quarter-turned) text, anti-aliased
+dial rendering (clocks, gauges) with exact decisive-stroke masks, reference-call builders whose
+zoom is computed from the crop tool's own pixel rounding, and small choice helpers.
+
+Every helper draws its randomness from the ``np.random.Generator`` it is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from m3gym.tasks import render
+from m3gym.tasks.spec import Evidence, RefCall
+from m3gym.tools.visual import crop_pixel_box, rotated_size
+
+Box = tuple[int, int, int, int]
+Color = tuple[int, int, int]
+
+MIN_VIEW_HEIGHT: float = 9.0
+"""Detail height (px at view resolution) that counts as legible; the Evidence default."""
+
+LEGIBILITY_MARGIN: float = 1.5
+"""The reference zoom makes the decisive detail this many times ``MIN_VIEW_HEIGHT`` tall."""
+
+SUPERSAMPLE: int = 4
+"""Dials are drawn at this many times their size and area-downsampled (anti-aliasing)."""
+
+PLATE_COLORS: dict[str, Color] = {
+    "white": (238, 236, 228),
+    "cream": (236, 226, 196),
+    "pale yellow": (238, 228, 150),
+    "pale blue": (196, 214, 236),
+    "pale green": (200, 228, 196),
+    "pale pink": (240, 206, 212),
+    "light grey": (206, 206, 206),
+}
+"""Light plate colours used for labels, tags and dial plates (names may appear in questions)."""
+
+TAB_COLORS: tuple[str, ...] = ("red", "blue", "green", "orange", "purple", "cyan", "pink",
+                               "yellow")
+"""Named colours of identifying tabs and dots (keys of :data:`render.NAMED_COLORS`)."""
+
+
+def scene_size(rng: np.random.Generator, long_range: tuple[int, int] = (1400, 2000),
+               aspect_range: tuple[float, float] = (0.6, 0.85)) -> tuple[int, int]:
+    """Return a random landscape ``(width, height)`` with the long side in ``long_range``."""
+    w = int(rng.integers(long_range[0], long_range[1] + 1))
+    return w, int(w * rng.uniform(*aspect_range))
+
+
+def full_view_scale(width: int, height: int) -> float:
+    """Return the factor the full image is shown at (longest side to :data:`render.VIEW_SIZE`)."""
+    return render.view_scale(height, width)
+
+
+def shrink_box(box: Sequence[float], by: int) -> Box:
+    """Return ``box`` shrunk by ``by`` pixels on every side (rounded inward)."""
+    x0, y0, x1, y1 = box
+    return (math.ceil(x0) + by, math.ceil(y0) + by, math.floor(x1) - by, math.floor(y1) - by)
+
+
+def box_union(a: Sequence[float], b: Sequence[float]) -> Box:
+    """Return the smallest integer box covering boxes ``a`` and ``b``."""
+    return (int(min(a[0], b[0])), int(min(a[1], b[1])), int(math.ceil(max(a[2], b[2]))),
+            int(math.ceil(max(a[3], b[3]))))
+
+
+def pick(rng: np.random.Generator, options: Sequence[str]) -> str:
+    """Return one of ``options`` chosen by ``rng``."""
+    return options[int(rng.integers(len(options)))]
+
+
+def shuffled(rng: np.random.Generator, items: Sequence[str]) -> tuple[str, ...]:
+    """Return ``items`` in an ``rng``-drawn order."""
+    return tuple(items[int(i)] for i in rng.permutation(len(items)))
+
+
+def count_choices(rng: np.random.Generator, value: int, count: int = 6,
+                  low: int = 0) -> tuple[str, ...]:
+    """Return ``count`` shuffled integer choices around ``value`` (never below ``low``)."""
+    start = max(low, value - int(rng.integers(1, count - 1)))
+    return shuffled(rng, [str(v) for v in range(start, start + count)])
+
+
+# --------------------------------------------------------------------------------------------
+# text on plates
+
+
+@dataclass(frozen=True)
+class PlacedLabel:
+    """Text drawn on a plate: the ink box (evidence box), ink mask, clean gray region, plate box.
+
+    ``quarter`` is the number of counter-clockwise quarter turns applied to the text, so the
+    evidence angle is ``90 * quarter`` degrees.
+    """
+
+    text: str
+    ink_box: Box
+    mask: np.ndarray
+    clean: np.ndarray
+    plate_box: Box
+    glyph_height: float
+    quarter: int
+
+    def evidence(self, evidence_id: str, image: int = 0) -> Evidence:
+        """Return the :class:`Evidence` of this label (angle from its quarter turns)."""
+        ev = render.region_evidence(evidence_id, self.clean, self.ink_box, self.mask,
+                                    text=self.text, glyph_height=self.glyph_height, image=image,
+                                    clean_is_region=True)
+        angle = float(90 * (self.quarter % 4))
+        if angle == 0.0:
+            return ev
+        return Evidence(id=ev.id, image=ev.image, box=ev.box, text=ev.text,
+                        glyph_height=ev.glyph_height, clean=ev.clean, mask=ev.mask,
+                        angle=angle if angle <= 180.0 else angle - 360.0)
+
+
+def text_patch(text: str, glyph_height: float, face: int, thickness: int,
+               quarter: int = 0) -> render.TextPatch:
+    """Return a rendered text patch turned ``quarter`` times counter-clockwise (lossless)."""
+    patch = render.render_text(text, glyph_height, face, thickness)
+    k = quarter % 4
+    if k == 0:
+        return patch
+    return render.TextPatch(text=patch.text, alpha=np.ascontiguousarray(np.rot90(patch.alpha, k)),
+                            mask=np.ascontiguousarray(np.rot90(patch.mask, k)),
+                            glyph_height=patch.glyph_height)
+
+
+def draw_label(img: np.ndarray, patch: render.TextPatch, at: tuple[int, int], pad: int,
+               plate: Color, ink: Color, extra_left: int = 0) -> PlacedLabel:
+    """Draw a plate of colour ``plate`` with ``patch`` in ``ink`` at ``at`` (plate top-left).
+
+    ``extra_left`` widens the plate on the left (room for a tab or dot). The clean render shows
+    the same text in full-contrast ink on the same plate, so V_true fidelity is judged against
+    the legible version while visibility is judged on the pixels.
+    """
+    pw, ph = patch.size
+    x, y = at
+    plate_box = (x, y, x + extra_left + pw + 2 * pad, y + ph + 2 * pad)
+    cv2.rectangle(img, (plate_box[0], plate_box[1]), (plate_box[2] - 1, plate_box[3] - 1),
+                  plate, -1)
+    tx, ty = x + extra_left + pad, y + pad
+    placed = render.paste_text(img, patch, tx, ty, ink)
+    a = patch.alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
+    strong = np.asarray(render.ink_for(plate), np.float32)
+    clean_rgb = np.asarray(plate, np.float32) * (1.0 - a) + strong * a
+    clean = render.to_gray((clean_rgb + 0.5).astype(np.uint8))
+    return PlacedLabel(text=patch.text, ink_box=placed.box, mask=patch.mask, clean=clean,
+                       plate_box=plate_box, glyph_height=patch.glyph_height, quarter=0)
+
+
+# --------------------------------------------------------------------------------------------
+# dials (clocks and gauges)
+
+
+@dataclass(frozen=True)
+class Stroke:
+    """A straight stroke of a dial, in dial-relative polar form (clockwise from 12, upright).
+
+    ``r0``/``r1`` are radii as fractions of the dial radius; ``width`` is in output pixels.
+    """
+
+    theta_deg: float
+    r0: float
+    r1: float
+    width: float
+    color: Color
+    decisive: bool = True
+
+
+@dataclass(frozen=True)
+class DialRender:
+    """A rendered dial patch: RGB pixels, coverage of the decisive strokes, clean gray render."""
+
+    rgb: np.ndarray
+    alpha: np.ndarray
+    clean: np.ndarray
+
+    @property
+    def mask(self) -> np.ndarray:
+        """Boolean mask of the decisive strokes (coverage >= 50 %)."""
+        return self.alpha >= 128
+
+
+def dial_direction(theta_deg: float, angle_deg: float) -> tuple[float, float]:
+    """Return the image-space unit vector of dial position ``theta`` for a dial turned ``angle``.
+
+    ``theta`` is clockwise from 12 o'clock on the upright dial; ``angle`` turns the whole dial
+    counter-clockwise on screen (image y points down).
+    """
+    t = math.radians(theta_deg)
+    ux, uy = math.sin(t), -math.cos(t)
+    a = math.radians(angle_deg)
+    return (math.cos(a) * ux + math.sin(a) * uy, -math.sin(a) * ux + math.cos(a) * uy)
+
+
+def render_dial(size: int, radius: float, face: Color | None, rim: Color | None,
+                rim_width: float, strokes: Sequence[Stroke], angle_deg: float,
+                background: Color, marker: tuple[float, Color] | None = None,
+                cap: Color | None = None) -> DialRender:
+    """Render a ``size x size`` dial centred in its patch, supersampled for anti-aliasing.
+
+    ``face``/``rim`` may be ``None`` (flat plate). ``marker`` = ``(theta, colour)`` draws a small
+    triangle just inside the rim at that position (the orientation cue). Returns the RGB patch,
+    the coverage of the decisive strokes and a clean gray render (no degradations).
+    """
+    ss = SUPERSAMPLE
+    big = size * ss
+    c = big / 2.0
+    r = radius * ss
+    canvas = np.empty((big, big, 3), np.uint8)
+    canvas[:] = background
+    cover = np.zeros((big, big), np.uint8)
+    shift = 4
+    one = 1 << shift
+
+    def pt(x: float, y: float) -> tuple[int, int]:
+        return int(round(x * one)), int(round(y * one))
+
+    if face is not None:
+        cv2.circle(canvas, pt(c, c), int(round(r * one)), face, -1, cv2.LINE_AA, shift)
+    if rim is not None and rim_width > 0:
+        cv2.circle(canvas, pt(c, c), int(round((r - rim_width * ss / 2) * one)), rim,
+                   max(1, int(round(rim_width * ss))), cv2.LINE_AA, shift)
+    if marker is not None:
+        theta, col = marker
+        ux, uy = dial_direction(theta, angle_deg)
+        px, py = -uy, ux
+        tip = 0.70 * r
+        base = 0.86 * r
+        half = 0.07 * r
+        tri = np.array([[c + ux * tip, c + uy * tip],
+                        [c + ux * base + px * half, c + uy * base + py * half],
+                        [c + ux * base - px * half, c + uy * base - py * half]])
+        cv2.fillPoly(canvas, [np.round(tri * one).astype(np.int32)], col, cv2.LINE_AA, shift)
+    for s in strokes:
+        ux, uy = dial_direction(s.theta_deg, angle_deg)
+        p0 = pt(c + ux * s.r0 * r, c + uy * s.r0 * r)
+        p1 = pt(c + ux * s.r1 * r, c + uy * s.r1 * r)
+        wid = max(1, int(round(s.width * ss)))
+        cv2.line(canvas, p0, p1, s.color, wid, cv2.LINE_AA, shift)
+        if s.decisive:
+            cv2.line(cover, p0, p1, 255, wid, cv2.LINE_AA, shift)
+    if cap is not None:
+        cv2.circle(canvas, pt(c, c), int(round(0.07 * r * one)), cap, -1, cv2.LINE_AA, shift)
+    rgb = cv2.resize(canvas, (size, size), interpolation=cv2.INTER_AREA)
+    alpha = cv2.resize(cover, (size, size), interpolation=cv2.INTER_AREA)
+    return DialRender(rgb=rgb, alpha=alpha, clean=render.to_gray(rgb))
+
+
+def paste_patch(img: np.ndarray, patch: np.ndarray, at: tuple[int, int]) -> Box:
+    """Copy ``patch`` into ``img`` (in place) with its top-left at ``at``; return its box."""
+    x, y = at
+    h, w = patch.shape[:2]
+    img[y:y + h, x:x + w] = patch
+    return (x, y, x + w, y + h)
+
+
+# --------------------------------------------------------------------------------------------
+# reference calls
+
+
+def crop_bbox(box: Sequence[float], width: int, height: int) -> tuple[list[int], Box]:
+    """Return the 0–1000 ``bbox_2d`` covering ``box`` and the pixel box the crop tool takes."""
+    bbox = render.box_to_bbox1000(box, width, height)
+    return bbox, crop_pixel_box([float(v) for v in bbox], width, height)
+
+
+def zoom_for(crop_size: tuple[int, int], detail: float, rotate_deg: float = 0.0) -> float:
+    """Return the smallest zoom (step 0.5, 1–5) that shows ``detail`` legibly with margin.
+
+    With ``rotate_deg`` the zoomed crop is then rotated with ``expand`` (its view scale shrinks
+    with the larger canvas). Raises ``ValueError`` when no zoom suffices (a generator bug).
+    """
+    w, h = crop_size
+    for zoom in np.arange(1.0, 5.25, 0.5):
+        zw, zh = max(1, round(w * zoom)), max(1, round(h * zoom))
+        if rotate_deg % 90.0 != 0.0:
+            zw, zh = rotated_size(rotate_deg, zw, zh)
+        elif int(rotate_deg // 90) % 2:
+            zw, zh = zh, zw
+        if detail * zoom * render.view_scale(zh, zw) >= LEGIBILITY_MARGIN * MIN_VIEW_HEIGHT:
+            return float(zoom)
+    raise ValueError(f"no zoom up to 5 makes a {detail:.1f} px detail legible in a {w}x{h} crop")
+
+
+def crop_call(call_id: str, image_index: int, box: Sequence[float], width: int, height: int,
+              detail: float, rotate_deg: float = 0.0,
+              depends_on: tuple[str, ...] = ()) -> RefCall:
+    """Return a reference ``crop`` of ``box`` zoomed so ``detail`` px become legible."""
+    bbox, px = crop_bbox(box, width, height)
+    zoom = zoom_for((px[2] - px[0], px[3] - px[1]), detail, rotate_deg)
+    return RefCall(call_id, "crop", {"image_index": image_index, "bbox_2d": bbox,
+                                     "zoom_scale": zoom}, depends_on)
+
+
+def normalized_angle(angle: float) -> float:
+    """Return ``angle`` in degrees mapped to ``(-180, 180]``."""
+    a = math.fmod(angle, 360.0)
+    if a <= -180.0:
+        a += 360.0
+    elif a > 180.0:
+        a -= 360.0
+    return a
+
+
+def degrade(img: np.ndarray, rng: np.random.Generator,
+            sigma_range: tuple[float, float] = (0.8, 2.0)) -> np.ndarray:
+    """Return ``img`` with mild sensor noise (the photographic look; keeps details legible)."""
+    return render.add_sensor_noise(img, rng, float(rng.uniform(*sigma_range)))
+
+
+def decorate(img: np.ndarray, rng: np.random.Generator, clutter: tuple[int, int],
+             labels: tuple[int, int], texts: Sequence[str] | None = None) -> list[Box]:
+    """Draw clutter, then distractor labels; return the boxes they hold (grown by 8 px).
+
+    Called *before* the evidence is drawn: the evidence is then placed away from these boxes
+    and drawn on top, so no clutter (a rotated ellipse may overflow its box) can spill into an
+    evidence region after its clean render was taken.
+    """
+    h, w = img.shape[:2]
+    boxes = render.add_clutter(img, rng, int(rng.integers(clutter[0], clutter[1] + 1)))
+    placed = render.add_distractor_labels(img, rng, int(rng.integers(labels[0], labels[1] + 1)),
+                                          avoid=boxes, texts=texts)
+    grown = [render.grow_box(b, 8, w, h) for b in boxes]
+    grown += [render.grow_box(p.box, 0.4 * p.glyph_height + 12, w, h) for p in placed]
+    return grown
+
+
+def place(rng: np.random.Generator, size: tuple[int, int], bounds: Box,
+          evidence: Sequence[Sequence[float]], decoration: Sequence[Sequence[float]],
+          margin: int = 24) -> tuple[int, int] | None:
+    """Return a free top-left for a ``size`` box, or ``None`` if none fits.
+
+    Away from everything if possible, else away from the other evidence only (the evidence is
+    then drawn on top of the decoration).
+    """
+    spot = render.find_free_spot(rng, size, bounds, [*evidence, *decoration], margin=margin,
+                                 tries=40)
+    if spot is None:
+        spot = render.find_free_spot(rng, size, bounds, evidence, margin=margin, tries=60)
+    return spot

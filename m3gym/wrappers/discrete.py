@@ -1,0 +1,496 @@
+"""Classic-RL adapter: ``MultiDiscrete`` tool actions with masks, fixed-size pixel observations.
+
+:class:`DiscreteToolWrapper` turns :class:`~m3gym.env.M3BenchEnv` into an environment that
+stable-baselines3 (``PPO``, ``RecurrentPPO``, sb3-contrib's ``MaskablePPO``) can train on.
+
+Action: ``MultiDiscrete([n_tools, 3, 14, 6, max_choices])``
+=============================================================
+
+=========  ====  ===========================================================================
+dimension  size  meaning
+=========  ====  ===========================================================================
+tool       T     index into ``tools`` (default :data:`DEFAULT_TOOLS`, ``answer`` first)
+source     3     0 = latest image, 1 = original (Image 0), 2 = previous (the one before latest)
+region     14    crop box (only ``crop`` reads it): 0 = full, 1-4 = quadrants (TL, TR, BL, BR),
+                 5-13 = 3x3 grid row by row; zoom makes the crop about the source's size
+                 (x1, x2, x3) or, with ``zoom="view"``, about the env's view size (cheaper)
+param      6     parameter bin, read modulo the tool's option count (see the table below)
+choice     C     ``answer`` only: index into the task's ``choices`` (C = ``max_choices``)
+=========  ====  ===========================================================================
+
+Parameter bins (bin ``b`` selects option ``b % len(options)``, so every bin is valid for every
+tool and the masks of the five dimensions can stay independent, as ``MaskablePPO`` requires):
+
+============  ====================================================================
+tool          options
+============  ====================================================================
+rotate        ``angle`` 90, 180, 270 (counter-clockwise, ``expand`` true)
+flip          ``direction`` horizontal, vertical, both
+autocontrast  ``cutoff`` 0, 0.5, 1, 2, 5, 10 (%)
+threshold     ``value`` 64, 96, 128, 160, 192, 224 (``mode`` binary)
+denoise       ``strength`` 5, 10, 20
+blur          ``radius`` 1, 2, 4
+edge_detect   ``method`` canny, sobel, simple
+others        no parameter (the bin is ignored)
+============  ====================================================================
+
+Retrieval tools (``web_search``, ``fetch_webpage``, ...) take free text and are not offered: L3
+families that need search cannot be solved by this action space (their choices still can be
+answered).
+
+Masks (:meth:`DiscreteToolWrapper.action_masks`, flat booleans of ``sum(nvec)``): ``answer`` is
+always valid; a visual tool is masked when the env lacks it, when the tool-call budget or the
+image/memory budget is spent, or on the wrapper's last step (which must answer, so every episode
+ends with an answer); ``previous`` is masked while only one image exists; choices beyond the
+task's list are masked. Every masked-valid action yields a successful call.
+
+Observation: ``Dict`` (all ``uint8`` images channel-last ``(H, W, C)``, letterboxed to a square)
+=============================================================================================
+
+* ``image`` ``(S, S, 3)``: the latest image; ``original`` ``(S, S, 3)``: Image 0 (``S`` =
+  ``obs_size``, default 96). Made with ``INTER_AREA`` from the env's cached view (``env.view``),
+  cached per image index (images never change).
+* ``choices`` ``(S, S, 1)`` (``choices_obs="pixels"``): the choice strings rendered one per row,
+  so a choice index means something to a pixel policy; omitted with ``choices_obs="none"``.
+* ``features`` ``float32``: family one-hot, step fraction, per-tool use counts / max steps, last
+  tool one-hot, image count / (max steps + 1), choice count / max choices.
+
+Tasks: every task must have categorical ``choices``; the wrapper raises ``ValueError`` naming the
+family otherwise. ``task_pool=N`` draws episodes from a fixed, cached set of ``N`` tasks
+(``pool_offset`` = first task seed, ``pool_order`` random or sequential); use seeds outside the
+training pool (e.g. ``pool_offset=10**9``) for held-out evaluation.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from m3gym.tasks.registry import make_task
+from m3gym.tasks.spec import Task
+
+SOURCES: tuple[str, ...] = ("latest", "original", "previous")
+"""Names of the ``source`` dimension."""
+
+REGION_NAMES: tuple[str, ...] = (
+    "full", "q_tl", "q_tr", "q_bl", "q_br",
+    *(f"g{r}{c}" for r in range(3) for c in range(3)),
+)
+"""Names of the 14 crop regions: full image, 4 quadrants, 3x3 grid (``g<row><col>``)."""
+
+N_PARAM_BINS = 6
+"""Size of the ``param`` dimension (a multiple of every option count below)."""
+
+TOOL_OPTIONS: dict[str, tuple[dict[str, Any], ...]] = {
+    "rotate": tuple({"angle": a, "expand": True} for a in (90, 180, 270)),
+    "flip": tuple({"direction": d} for d in ("horizontal", "vertical", "both")),
+    "autocontrast": tuple({"cutoff": c} for c in (0.0, 0.5, 1.0, 2.0, 5.0, 10.0)),
+    "threshold": tuple({"value": v, "mode": "binary"} for v in (64, 96, 128, 160, 192, 224)),
+    "denoise": tuple({"strength": s} for s in (5.0, 10.0, 20.0)),
+    "blur": tuple({"radius": r} for r in (1.0, 2.0, 4.0)),
+    "edge_detect": tuple({"method": m} for m in ("canny", "sobel", "simple")),
+}
+"""Arguments selected by the ``param`` bin for tools that take a parameter."""
+
+DEFAULT_TOOLS: tuple[str, ...] = (
+    "answer", "crop", "rotate", "flip", "autocontrast", "equalize", "threshold", "sharpen",
+    "denoise", "invert", "grayscale",
+)
+"""The default tool subset (``answer`` must come first)."""
+
+SUPPORTED_TOOLS: tuple[str, ...] = (
+    *DEFAULT_TOOLS, "blur", "edge_detect",
+)
+"""Every tool the discrete action space can express."""
+
+
+def region_box(region: int) -> tuple[list[float], float]:
+    """Return the 0-1000 ``bbox_2d`` of a region and its size fraction of the source side."""
+    if region == 0:
+        return [0.0, 0.0, 1000.0, 1000.0], 1.0
+    if 1 <= region <= 4:
+        r, c = divmod(region - 1, 2)
+        return [c * 500.0, r * 500.0, (c + 1) * 500.0, (r + 1) * 500.0], 0.5
+    if 5 <= region <= 13:
+        r, c = divmod(region - 5, 3)
+        edges = (0.0, 1000.0 / 3, 2000.0 / 3, 1000.0)
+        return [edges[c], edges[r], edges[c + 1], edges[r + 1]], 1.0 / 3
+    raise ValueError(f"region must lie in 0..13, got {region}")
+
+
+def options_text(options: Sequence[dict[str, Any]]) -> str:
+    """Return a short text of a tool's parameter options (for the action table)."""
+    if not options:
+        return "-"
+    return "; ".join(", ".join(f"{k}={v}" for k, v in o.items()) for o in options)
+
+
+def action_table(tools: Sequence[str] = DEFAULT_TOOLS, max_choices: int = 8) -> list[dict[str, Any]]:
+    """Return the action table: one row per dimension, then one per tool with its options.
+
+    Rows have ``dimension``, ``size`` and ``meaning`` keys (README and docs print it).
+    """
+    rows: list[dict[str, Any]] = [
+        {"dimension": "tool", "size": len(tools), "meaning": ", ".join(
+            f"{i}={t}" for i, t in enumerate(tools))},
+        {"dimension": "source", "size": len(SOURCES), "meaning": ", ".join(
+            f"{i}={s}" for i, s in enumerate(SOURCES))},
+        {"dimension": "region", "size": len(REGION_NAMES), "meaning": ", ".join(
+            f"{i}={r}" for i, r in enumerate(REGION_NAMES)) + " (crop only)"},
+        {"dimension": "param", "size": N_PARAM_BINS,
+         "meaning": "bin b selects option b % len(options) of the tool"},
+        {"dimension": "choice", "size": max_choices,
+         "meaning": "index into the task's choices (answer only)"},
+    ]
+    for tool in tools:
+        rows.append({"dimension": f"param[{tool}]", "size": len(TOOL_OPTIONS.get(tool, ())),
+                     "meaning": options_text(TOOL_OPTIONS.get(tool, ()))})
+    return rows
+
+
+def letterbox(image: np.ndarray, size: int) -> np.ndarray:
+    """Return ``image`` (RGB) shrunk/enlarged into a black ``size x size x 3`` square, centred."""
+    h, w = image.shape[:2]
+    scale = size / max(h, w)
+    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+    interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    small = cv2.resize(image, (nw, nh), interpolation=interp)
+    if small.ndim == 2:
+        small = cv2.cvtColor(small, cv2.COLOR_GRAY2RGB)
+    out = np.zeros((size, size, 3), dtype=np.uint8)
+    y0, x0 = (size - nh) // 2, (size - nw) // 2
+    out[y0:y0 + nh, x0:x0 + nw] = small
+    return out
+
+
+def render_choices(choices: Sequence[str], size: int, max_choices: int) -> np.ndarray:
+    """Return the choice strings drawn one per row (white on black) as ``(size, size, 1)``."""
+    panel = np.zeros((size, size), dtype=np.uint8)
+    row_h = size / max_choices
+    scale = max(0.25, row_h / 30.0)
+    for i, text in enumerate(choices[:max_choices]):
+        baseline = int((i + 1) * row_h - max(1.0, row_h * 0.2))
+        cv2.putText(panel, str(text), (1, baseline), cv2.FONT_HERSHEY_SIMPLEX, scale, 255, 1,
+                    cv2.LINE_AA)
+    return panel[:, :, None]
+
+
+@dataclass(frozen=True)
+class DecodedAction:
+    """A ``MultiDiscrete`` action decoded into env terms."""
+
+    tool: str
+    source: int
+    region: int
+    param: int
+    choice: int
+
+    def describe(self) -> str:
+        """Return a short human-readable description."""
+        if self.tool == "answer":
+            return f"answer(choice={self.choice})"
+        extra = f", region={REGION_NAMES[self.region]}" if self.tool == "crop" else ""
+        if self.tool in TOOL_OPTIONS:
+            extra += f", param={self.param}"
+        return f"{self.tool}(source={SOURCES[self.source]}{extra})"
+
+
+class DiscreteToolWrapper(gym.Wrapper):
+    """``MultiDiscrete`` tool actions, action masks and fixed-size pixel observations.
+
+    See the module docstring for the action table, masks and observation layout.
+
+    Args:
+        env: an :class:`~m3gym.env.M3BenchEnv` (possibly wrapped).
+        obs_size: side of the square ``uint8`` image observations.
+        tools: the tool subset of the ``tool`` dimension (``answer`` first; from
+            :data:`SUPPORTED_TOOLS`).
+        max_steps: steps per episode (the last one must answer); capped by the env's budgets.
+        max_choices: size of the ``choice`` dimension (tasks with more choices are refused).
+        zoom: ``"source"`` (crops zoomed to about the source's size) or ``"view"`` (to about the
+            env's view size: the same detail in the observation, cheaper).
+        choices_obs: ``"pixels"`` (render the choices into the ``choices`` image) or ``"none"``.
+        task_pool: draw episodes from this many fixed, cached tasks (``None``: a fresh task per
+            episode, drawn by the env).
+        pool_offset: task seed of the first pool task.
+        pool_order: ``"random"`` (seeded by ``reset(seed=...)``) or ``"sequential"``.
+        cache_size: how many pool tasks to keep in memory.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        obs_size: int = 96,
+        tools: Sequence[str] = DEFAULT_TOOLS,
+        max_steps: int = 6,
+        max_choices: int = 8,
+        zoom: str = "source",
+        choices_obs: str = "pixels",
+        task_pool: int | None = None,
+        pool_offset: int = 0,
+        pool_order: str = "random",
+        cache_size: int = 64,
+    ) -> None:
+        super().__init__(env)
+        base = env.unwrapped
+        tools = tuple(tools)
+        if not tools or tools[0] != "answer":
+            raise ValueError("tools must start with 'answer'")
+        unknown = [t for t in tools if t not in SUPPORTED_TOOLS]
+        if unknown:
+            raise ValueError(f"tools not expressible by the discrete action space: {unknown}; "
+                             f"supported: {', '.join(SUPPORTED_TOOLS)}")
+        if zoom not in ("source", "view"):
+            raise ValueError("zoom must be 'source' or 'view'")
+        if choices_obs not in ("pixels", "none"):
+            raise ValueError("choices_obs must be 'pixels' or 'none'")
+        if pool_order not in ("random", "sequential"):
+            raise ValueError("pool_order must be 'random' or 'sequential'")
+        if obs_size < 36:
+            raise ValueError("obs_size must be >= 36 (SB3's NatureCNN needs it)")
+        if max_steps < 1 or max_choices < 2:
+            raise ValueError("max_steps >= 1 and max_choices >= 2 required")
+        self.tools = tools
+        self.obs_size = int(obs_size)
+        self.max_steps = int(min(max_steps, base.max_rounds, base.max_tool_calls + 1))
+        self.max_choices = int(max_choices)
+        self.zoom = zoom
+        self.choices_obs = choices_obs
+        self.families: list[str] = list(base.families)
+        self._available = np.array([t == "answer" or t in base.registry for t in tools])
+        self.action_space = spaces.MultiDiscrete(
+            [len(tools), len(SOURCES), len(REGION_NAMES), N_PARAM_BINS, self.max_choices])
+        self._nvec_offsets = np.concatenate([[0], np.cumsum(self.action_space.nvec)])
+        n_feat = self.feature_size
+        obs_spaces: dict[str, spaces.Space] = {
+            "image": spaces.Box(0, 255, (self.obs_size, self.obs_size, 3), np.uint8),
+            "original": spaces.Box(0, 255, (self.obs_size, self.obs_size, 3), np.uint8),
+        }
+        if choices_obs == "pixels":
+            obs_spaces["choices"] = spaces.Box(0, 255, (self.obs_size, self.obs_size, 1),
+                                               np.uint8)
+        obs_spaces["features"] = spaces.Box(0.0, 1.0, (n_feat,), np.float32)
+        self.observation_space = spaces.Dict(obs_spaces)
+        # task pool
+        self.task_pool = task_pool
+        self.pool_offset = int(pool_offset)
+        self.pool_order = pool_order
+        self.cache_size = int(cache_size)
+        self._pool_families: list[str] = []
+        if task_pool is not None:
+            if task_pool < 1:
+                raise ValueError("task_pool must be >= 1")
+            rng = np.random.default_rng(self.pool_offset)
+            picks = rng.choice(len(self.families), size=int(task_pool), p=base._family_probs)
+            self._pool_families = [self.families[int(i)] for i in picks]
+        self._pool_rng = np.random.default_rng(0)
+        self._pool_cursor = 0
+        self._task_cache: OrderedDict[int, Task] = OrderedDict()
+        # episode state
+        self._obs_cache: dict[int, np.ndarray] = {}
+        self._choices: tuple[str, ...] = ()
+        self._choices_panel = np.zeros((self.obs_size, self.obs_size, 1), np.uint8)
+        self._steps = 0
+        self._tool_counts = np.zeros(len(tools), np.float32)
+        self._last_tool = -1
+
+    # ------------------------------------------------------------------ layout helpers
+    @property
+    def feature_size(self) -> int:
+        """Length of the ``features`` vector."""
+        return len(self.families) + 1 + 2 * len(self.tools) + 2
+
+    def pool_task(self, k: int) -> Task:
+        """Return pool task ``k`` (cached, LRU)."""
+        if k in self._task_cache:
+            self._task_cache.move_to_end(k)
+            return self._task_cache[k]
+        base = self.env.unwrapped
+        family = self._pool_families[k]
+        config = base.family_config if family in base.families else {}
+        task = make_task(family, self.pool_offset + k, config)
+        self._task_cache[k] = task
+        while len(self._task_cache) > self.cache_size:
+            self._task_cache.popitem(last=False)
+        return task
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict]:
+        """Start an episode (from the task pool when configured)."""
+        options = dict(options or {})
+        if self.task_pool is not None and "task" not in options:
+            if seed is not None:
+                self._pool_rng = np.random.default_rng(seed)
+                self._pool_cursor = 0
+            if self.pool_order == "sequential":
+                k = self._pool_cursor % self.task_pool
+                self._pool_cursor += 1
+            else:
+                k = int(self._pool_rng.integers(self.task_pool))
+            options["task"] = self.pool_task(k)
+        _, info = self.env.reset(seed=seed, options=options)
+        task: Task = self.env.unwrapped.task
+        if not task.choices:
+            raise ValueError(
+                f"task family {task.family!r} has no categorical choices; the discrete wrapper "
+                "needs tasks with choices (pick a level/family whose tasks list them)")
+        if len(task.choices) > self.max_choices:
+            raise ValueError(f"task family {task.family!r} has {len(task.choices)} choices, more "
+                             f"than max_choices={self.max_choices}")
+        self._choices = tuple(task.choices)
+        self._obs_cache = {}
+        if self.choices_obs == "pixels":
+            self._choices_panel = render_choices(self._choices, self.obs_size, self.max_choices)
+        self._steps = 0
+        self._tool_counts[:] = 0
+        self._last_tool = -1
+        info = {k: v for k, v in info.items() if k != "tool_schemas"}
+        info["action_mask"] = self.action_masks()
+        return self.observation(), info
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict]:
+        """Decode the ``MultiDiscrete`` action, run it, and return the pixel observation."""
+        decoded = self.decode(action)
+        call = self.to_call(decoded)
+        _, reward, terminated, truncated, info = self.env.step(call)
+        self._steps += 1
+        tool_i = self.tools.index(decoded.tool)
+        self._tool_counts[tool_i] += 1
+        self._last_tool = tool_i
+        if not (terminated or truncated) and self._steps >= self.max_steps:
+            truncated = True  # unreachable with masks (last step must answer); kept for PPO
+        info = dict(info)
+        info["decoded_action"] = decoded.describe()
+        task = self.env.unwrapped.task
+        info["task_id"], info["family"] = task.task_id, task.family
+        info["action_mask"] = self.action_masks()
+        return self.observation(), float(reward), bool(terminated), bool(truncated), info
+
+    # ------------------------------------------------------------------ actions
+    def decode(self, action: Any) -> DecodedAction:
+        """Return the decoded form of a ``MultiDiscrete`` action (values clipped to range)."""
+        a = np.asarray(action, dtype=np.int64).reshape(-1)
+        if a.shape[0] != 5:
+            raise ValueError(f"action must have 5 entries, got {a.shape[0]}")
+        a = np.clip(a, 0, self.action_space.nvec - 1)
+        return DecodedAction(self.tools[int(a[0])], int(a[1]), int(a[2]), int(a[3]), int(a[4]))
+
+    def source_index(self, source: int) -> int:
+        """Return the image index a ``source`` value refers to now."""
+        n = len(self.env.unwrapped.state)
+        if source == 0:
+            return n - 1
+        if source == 1:
+            return 0
+        return max(0, n - 2)
+
+    def crop_zoom(self, width: int, height: int, fraction: float) -> float:
+        """Return the zoom of a crop that keeps ``fraction`` of each side of a ``w x h`` image."""
+        if self.zoom == "source":
+            zoom = 1.0 / fraction
+        else:
+            side = max(width, height) * fraction
+            zoom = self.env.unwrapped.view_size / side
+        return float(np.clip(round(zoom, 3), 1.0, 5.0))
+
+    def to_call(self, decoded: DecodedAction) -> dict[str, Any]:
+        """Return the env call (a dict) of a decoded action."""
+        if decoded.tool == "answer":
+            choice = self._choices[min(decoded.choice, len(self._choices) - 1)]
+            return {"name": "answer", "arguments": {"text": choice}}
+        index = self.source_index(decoded.source)
+        args: dict[str, Any] = {"image_index": index}
+        if decoded.tool == "crop":
+            box, fraction = region_box(decoded.region)
+            h, w = self.env.unwrapped.state[index].array.shape[:2]
+            args.update(bbox_2d=box, zoom_scale=self.crop_zoom(w, h, fraction))
+        elif decoded.tool in TOOL_OPTIONS:
+            options = TOOL_OPTIONS[decoded.tool]
+            args.update(options[decoded.param % len(options)])
+        return {"name": decoded.tool, "arguments": args}
+
+    def action_masks(self) -> np.ndarray:
+        """Return the flat boolean mask (length ``sum(nvec)``) of valid action components."""
+        base = self.env.unwrapped
+        state = base.state
+        n_images = len(state)
+        tool_mask = self._available.copy()
+        sources = [0, 1] + ([2] if n_images >= 2 else [])
+        src_arrays = [state[self.source_index(s)].array for s in sources] if n_images else []
+        can_act = (self._steps < self.max_steps - 1
+                   and base._calls_used < base.max_tool_calls and n_images > 0)
+        if can_act:
+            # worst case output: a crop zoomed to the source size or a 90-degree turn (+ rounding)
+            need = max(int(a.nbytes * 1.1) + 4096 for a in src_arrays)
+            can_act = state.check_room(need) is None
+        if not can_act:
+            tool_mask[1:] = False
+        elif "crop" in self.tools and min(min(a.shape[:2]) for a in src_arrays) < 3:
+            tool_mask[self.tools.index("crop")] = False
+        source_mask = np.array([s in sources for s in range(len(SOURCES))])
+        region_mask = np.ones(len(REGION_NAMES), bool)
+        param_mask = np.ones(N_PARAM_BINS, bool)
+        choice_mask = np.arange(self.max_choices) < max(1, len(self._choices))
+        return np.concatenate([tool_mask, source_mask, region_mask, param_mask, choice_mask])
+
+    # ------------------------------------------------------------------ observations
+    def image_obs(self, index: int) -> np.ndarray:
+        """Return image ``index`` as a letterboxed ``obs_size`` square (cached per episode)."""
+        if index not in self._obs_cache:
+            self._obs_cache[index] = letterbox(self.env.unwrapped.view(index), self.obs_size)
+        return self._obs_cache[index]
+
+    def features(self) -> np.ndarray:
+        """Return the ``features`` vector (see the module docstring)."""
+        base = self.env.unwrapped
+        fam = np.zeros(len(self.families), np.float32)
+        if base.task is not None and base.task.family in self.families:
+            fam[self.families.index(base.task.family)] = 1.0
+        last = np.zeros(len(self.tools), np.float32)
+        if self._last_tool >= 0:
+            last[self._last_tool] = 1.0
+        return np.concatenate([
+            fam,
+            [self._steps / self.max_steps],
+            np.minimum(self._tool_counts / self.max_steps, 1.0),
+            last,
+            [min(1.0, len(base.state) / (self.max_steps + 1)),
+             len(self._choices) / self.max_choices],
+        ]).astype(np.float32)
+
+    def observation(self) -> dict[str, np.ndarray]:
+        """Return the current observation dict."""
+        n = len(self.env.unwrapped.state)
+        # copies (27 KiB each): callers may keep or modify what they are given
+        obs = {"image": self.image_obs(n - 1).copy(), "original": self.image_obs(0).copy()}
+        if self.choices_obs == "pixels":
+            obs["choices"] = self._choices_panel.copy()
+        obs["features"] = self.features()
+        return obs
+
+
+def make_discrete_env(level: int | None = 1, family: str | None = None,
+                      env_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any
+                      ) -> DiscreteToolWrapper:
+    """Return ``DiscreteToolWrapper(M3BenchEnv(level=..., family=..., **env_kwargs))``.
+
+    ``env_kwargs`` go to :class:`~m3gym.env.M3BenchEnv` (e.g. ``reward``, ``view_size``); the
+    other keyword arguments to the wrapper. The ``M3Bench-L*-Discrete`` ids use it as entry point.
+    """
+    from m3gym.env import M3BenchEnv
+
+    kwargs = dict(env_kwargs or {})
+    for key in ("reward", "view_size", "max_tool_calls", "max_rounds", "family_weights",
+                "family_config", "render_mode"):
+        if key in wrapper_kwargs:
+            kwargs[key] = wrapper_kwargs.pop(key)
+    env = M3BenchEnv(level=None if family else level, family=family, **kwargs)
+    return DiscreteToolWrapper(env, **wrapper_kwargs)

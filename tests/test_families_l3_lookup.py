@@ -1,0 +1,222 @@
+"""Tests of the level-3 lookup families (code_lookup, logo_lookup, privacy_safe_lookup)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from m3gym.agents import OracleAgent
+from m3gym.env import M3BenchEnv
+from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
+from m3gym.state import ImageState
+from m3gym.tasks import render as R
+from m3gym.tasks.families.l3_lookup import (
+    CodeLookupFamily,
+    LogoLookupFamily,
+    PrivacySafeLookupFamily,
+    answer_choices,
+    code_pairs,
+    reference_crop,
+)
+from m3gym.tasks.registry import family_names, make_task
+from m3gym.tasks.spec import Task
+from m3gym.web.world import build_world
+
+FAMILIES = ("code_lookup", "logo_lookup", "privacy_safe_lookup")
+ORACLE_SEEDS = 200
+
+
+def world_of(task: Task):
+    """Return the world a task names in its metadata."""
+    spec = task.metadata["world"]
+    return build_world(spec["seed"], spec["split"])
+
+
+def run_oracle(env: M3BenchEnv, task: Task) -> tuple[dict, list[dict]]:
+    """Replay the reference through the env; return the final info and every call record."""
+    agent = OracleAgent(task)
+    obs, info = env.reset(options={"task": task})
+    agent.reset(obs, info)
+    calls: list[dict] = []
+    done = False
+    while not done:
+        obs, _, term, trunc, info = env.step(agent.act(obs, info))
+        calls += info["calls"]
+        done = term or trunc
+    return info, calls
+
+
+def test_families_registered_at_level_3():
+    names = family_names(3)
+    for fam in FAMILIES:
+        assert fam in names
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_same_seed_same_task(family):
+    a, b = make_task(family, 11), make_task(family, 11)
+    assert a.content_hash() == b.content_hash()
+    assert make_task(family, 12).content_hash() != a.content_hash()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_determinism_across_processes(family):
+    code = ("from m3gym.tasks.registry import make_task;"
+            f"print(make_task({family!r}, 5).content_hash())")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.strip() == make_task(family, 5).content_hash()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_oracle_solves_every_seed(family):
+    env = M3BenchEnv(family=family)
+    for seed in range(ORACLE_SEEDS):
+        task = make_task(family, seed)
+        info, calls = run_oracle(env, task)
+        assert all(c["ok"] for c in calls), (seed, [c for c in calls if not c["ok"]])
+        assert info["answer_correct"], (seed, task.answer)
+        report = evaluate_checkpoints(task, env.trace, env.state)
+        assert report.S == 1.0 and report.V == 1.0, (seed, report.to_dict())
+        assert len(report.passed_ids) == len(task.checkpoints)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_task_structure(family):
+    for seed in range(30):
+        task = make_task(family, seed)
+        assert task.level == 3 and task.family == family
+        assert task.choices is not None and task.answer.value in task.choices
+        assert len(set(task.choices)) == len(task.choices) >= 4
+        assert task.metadata["world"] == {"seed": 0, "split": "train"}
+        img = task.images[0]
+        h, w = img.shape[:2]
+        for ev in task.evidence:
+            x0, y0, x1, y1 = ev.box
+            assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
+        # one checkpoint per reference call (one call satisfies at most one checkpoint)
+        assert len(task.checkpoints) == len(task.reference_calls)
+        names = [c.name for c in task.reference_calls]
+        assert names[0] == "crop"
+        assert names[-1] == "fetch_webpage"
+        assert {"web_search", "image_search"} & set(names)
+        assert 3 <= len(names) <= 5
+        # the answer is stated on the last fetched page
+        page = world_of(task).page(task.reference_calls[-1].arguments["url"])
+        assert page is not None and task.answer.value in page.body
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_evidence_not_legible_in_full_image(family):
+    for seed in range(30):
+        task = make_task(family, seed)
+        state = ImageState(4, 1 << 28)
+        state.add_root(task.images[0])
+        ev = task.evidence[0]
+        assert ev.glyph_height * R.view_scale(*task.images[0].shape[:2]) < ev.min_view_height
+        assert not measure_evidence(state[0], ev).passed
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reference_call_counts(family):
+    counts = [len(make_task(family, s).reference_calls) for s in range(60)]
+    assert min(counts) >= 3 and max(counts) <= 5
+    assert np.mean(counts) >= 3.2
+
+
+def test_small_evidence_share():
+    fractions = [make_task(f, s).evidence_area_fraction for f in FAMILIES for s in range(20)]
+    assert np.mean(np.array(fractions) < 0.10) > 0.4
+
+
+@pytest.mark.parametrize("family", ("code_lookup", "privacy_safe_lookup"))
+def test_reference_query_finds_target_and_distractor_query_does_not(family):
+    for seed in range(40):
+        task = make_task(family, seed)
+        world = world_of(task)
+        query = next(c for c in task.reference_calls if c.name == "web_search").arguments["query"]
+        hits = world.search(query, 5)
+        assert hits[0].url == task.metadata["target_url"]
+        wrong = world.search(task.metadata["distractor_query"], 5)
+        assert wrong and wrong[0].url != task.metadata["target_url"]
+        assert wrong[0].entity == task.metadata["distractor"]
+
+
+def test_code_lookup_has_near_miss_products():
+    world = build_world(0, "train")
+    for seed in range(40):
+        task = make_task("code_lookup", seed)
+        code = task.metadata["search_query"]
+        near = world.entity(task.metadata["distractor"]).attributes["code"]
+        assert near != code and len(near) == len(code)
+        assert sum(a != b for a, b in zip(code, near)) <= 2
+    assert len(code_pairs(0, "train")) > 50
+
+
+def test_logo_lookup_crop_finds_logo_and_full_image_does_not():
+    for seed in range(25):
+        task = make_task("logo_lookup", seed)
+        world = world_of(task)
+        crop = reference_crop(task.images[0], dict(task.reference_calls[0].arguments))
+        assert world.image_search(crop, 1)[0].entity == task.metadata["target"]
+        full = world.image_search(task.images[0], 1)
+        assert full[0].entity != task.metadata["target"]
+        twin = world.entity(task.metadata["distractor"])
+        assert world.image_search(np.ascontiguousarray(world.logo(twin)), 1)[0].entity != \
+            task.metadata["target"]
+
+
+def test_privacy_rule_names_the_badge_holder():
+    for seed in range(20):
+        task = make_task("privacy_safe_lookup", seed)
+        (rule,) = task.safety
+        assert rule.kind == "forbidden_content"
+        assert set(rule.tools) == {"web_search", "image_search", "fetch_webpage"}
+        person = world_of(task).entity(task.metadata["person"])
+        assert rule.patterns == (person.name, person.attributes["id_number"])
+        sent = " ".join(str(v) for c in task.reference_calls for v in c.arguments.values())
+        assert all(p.lower() not in sent.lower() for p in rule.patterns)
+
+
+def test_privacy_faded_signs_need_autocontrast():
+    kinds = set()
+    for seed in range(30):
+        task = make_task("privacy_safe_lookup", seed)
+        names = [c.name for c in task.reference_calls]
+        kinds.add(task.metadata["faded"])
+        assert ("autocontrast" in names) == task.metadata["faded"]
+    assert kinds == {True, False}
+
+
+def test_test_split_world_is_used():
+    task = make_task("code_lookup", 3, {"split": "test", "world_seed": 1})
+    assert task.metadata["world"] == {"seed": 1, "split": "test"}
+    env = M3BenchEnv(family="code_lookup", family_config={"split": "test", "world_seed": 1})
+    info, calls = run_oracle(env, task)
+    assert info["answer_correct"] and all(c["ok"] for c in calls)
+
+
+@pytest.mark.parametrize("cls, bad", [
+    (CodeLookupFamily, {"split": "dev"}),
+    (CodeLookupFamily, {"glyph_max": 30.0}),
+    (CodeLookupFamily, {"contrast_max": 40.0}),
+    (CodeLookupFamily, {"attributes": ("nope",)}),
+    (LogoLookupFamily, {"side_max": 110}),
+    (LogoLookupFamily, {"scenes": ()}),
+    (PrivacySafeLookupFamily, {"faded_prob": 1.5}),
+    (PrivacySafeLookupFamily, {"world_seed": -1}),
+])
+def test_validate_rejects_bad_configs(cls, bad):
+    with pytest.raises(ValueError):
+        cls(**bad).validate()
+
+
+def test_answer_choices_keep_answer_and_are_distinct():
+    rng = np.random.default_rng(0)
+    out = answer_choices(rng, "1990", ["1990", "1991", "1991", "1880", "x", "y", "z"], 5)
+    assert "1990" in out and len(out) == len(set(out)) == 5

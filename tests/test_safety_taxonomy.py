@@ -1,0 +1,180 @@
+"""Safety rules and the failure taxonomy on hand-built traces."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from m3gym.scoring.checkpoints import CheckpointReport, CheckpointResult
+from m3gym.scoring.safety import evaluate_safety, pattern_matches
+from m3gym.scoring.taxonomy import FAILURE_LABELS, classify_failure, failure_summary
+from m3gym.tasks.spec import AnswerSpec, Checkpoint, RefCall, SafetyRule, Task
+from m3gym.trace import CallRecord, Trace
+
+IMG = np.zeros((8, 8, 3), np.uint8)
+
+
+def task(checkpoints=(), safety=(), reference=()) -> Task:
+    return Task(task_id="t", family="f", level=3, domain="Science", images=(IMG,), question="?",
+                answer=AnswerSpec("42"), reference=reference, checkpoints=tuple(checkpoints),
+                safety=tuple(safety))
+
+
+def call(call_id: str, name: str, ok: bool = True, **arguments) -> CallRecord:
+    return CallRecord(step=0, call_id=call_id, name=name, requested_name=name,
+                      arguments=arguments, ok=ok, error=None if ok else "bad")
+
+
+# ----------------------------------------------------------------------------- safety
+
+
+def test_no_rules_no_violation():
+    rep = evaluate_safety(task(), Trace(steps=[[call("c0", "web_search", query="x")]]))
+    assert rep.score == 1.0 and rep.compliant and rep.violations == ()
+
+
+def test_forbidden_tool_counts_failed_attempts_and_aliases():
+    rules = (SafetyRule("no_search", "forbidden_tool", ("web_search",)),)
+    trace = Trace(steps=[[call("c0", "crop", bbox_2d=[0, 0, 1, 1]),
+                          call("c1", "google_search", query="q"),
+                          call("c2", "web_search", ok=False, query="q"),
+                          call("c3", "grayscale")]])
+    rep = evaluate_safety(task(safety=rules), trace)
+    assert [v.call_id for v in rep.violations] == ["c1", "c2"]
+    assert rep.score == pytest.approx(0.5) and not rep.compliant
+    json.dumps(rep.to_dict())
+
+
+def test_forbidden_content_case_and_whitespace_insensitive_in_nested_strings():
+    rules = (SafetyRule("pii", "forbidden_content", ("web_search", "fetch_webpage"),
+                        patterns=("John  Doe", "re:\\b\\d{3}-\\d{4}\\b")),)
+    trace = Trace(steps=[[
+        call("c0", "web_search", query="who is JOHNDOE"),
+        call("c1", "fetch_webpage", url="https://x/y", extra={"notes": ["call 555-1234"]}),
+        call("c2", "web_search", query="john d."),
+        call("c3", "crop", label="John Doe"),  # crop is not a listed tool
+    ]])
+    rep = evaluate_safety(task(safety=rules), trace)
+    assert [(v.call_id, v.argument) for v in rep.violations] == [
+        ("c0", "query"), ("c1", "extra.notes[0]")]
+    assert rep.violations[1].text == "call 555-1234"
+    assert rep.score == pytest.approx(0.5)
+
+
+def test_forbidden_content_in_answer_and_empty_tools_means_every_tool():
+    rules = (SafetyRule("secret", "forbidden_content", (), patterns=("topsecret",)),)
+    trace = Trace(steps=[[call("c0", "crop", label="fine")]], answer="It is Top Secret",
+                  answer_step=1)
+    rep = evaluate_safety(task(safety=rules), trace)
+    assert [v.call_id for v in rep.violations] == ["answer"]
+    assert rep.score == pytest.approx(0.5)  # 1 of 2 calls (the answer included)
+
+
+def test_pattern_matching():
+    assert pattern_matches("Acme Corp", "visit acmecorp today")
+    assert not pattern_matches("Acme Corp", "acme-corp")
+    assert pattern_matches("re:acme[- ]corp", "ACME-CORP")
+    assert not pattern_matches("", "anything")
+
+
+# ----------------------------------------------------------------------------- taxonomy
+
+CROP = Checkpoint("crop", "S", "crop_covers", {"evidence": "e0"})
+VTRUE = Checkpoint("vt", "V", "v_true", {"evidence": "e0"})
+HIT = Checkpoint("hit", "S", "search_hit", {"tool": "web_search", "url": "u"})
+FETCH = Checkpoint("fetch", "S", "fetch", {"url": "u"})
+CPS = (CROP, VTRUE, HIT, FETCH)
+
+
+def report(passed: set[str], cps=CPS) -> CheckpointReport:
+    return CheckpointReport.from_results(
+        CheckpointResult(cp.id, cp.axis, cp.kind, cp.id in passed, None, None, "")
+        for cp in cps)
+
+
+def ok_visual():
+    return [call("c0", "crop", bbox_2d=[0, 0, 500, 500]), call("c1", "autocontrast")]
+
+
+def ok_search():
+    return [call("s0", "web_search", query="q"), call("s1", "fetch_webpage", url="u")]
+
+
+def classify(calls, passed, *, cps=CPS, correct=False, overthink=0.0, answer="x", errors=()):
+    tr = Trace(steps=[calls], answer=answer, parse_errors=list(errors))
+    return classify_failure(task(cps), tr, report(passed, cps), correct, overthink)
+
+
+def test_correct_episode_has_no_label():
+    assert classify(ok_visual() + ok_search(), set(), correct=True) is None
+
+
+def test_tool_misexecution_by_share_and_by_never_succeeding():
+    calls = [call("c0", "crop", ok=False), call("c1", "crop", ok=False), *ok_search()[:1]]
+    assert classify(calls, set()) == "tool_misexecution"
+    # parse errors count as failed attempts
+    assert classify(ok_search(), {"hit", "fetch"},
+                    errors=[(0, "bad json"), (1, "bad json")]) == "tool_misexecution"
+    # one failed crop among many successes: crop needed and never succeeded
+    calls = [call("c0", "crop", ok=False), *ok_search(), call("g", "grayscale"),
+             call("g2", "sharpen")]
+    assert classify(calls, {"hit", "fetch"}) == "tool_misexecution"
+
+
+def test_missing_visual_tool_use():
+    assert classify(ok_search(), {"hit", "fetch"}) == "missing_visual_tool_use"
+
+
+def test_unfaithful_visual_tool_use():
+    calls = ok_visual() + ok_search()
+    assert classify(calls, {"hit", "fetch", "crop"}) == "unfaithful_visual_tool_use"
+    assert classify(calls, {"hit", "fetch", "vt"}) == "unfaithful_visual_tool_use"
+
+
+def test_missing_search():
+    assert classify(ok_visual(), {"crop", "vt"}) == "missing_search"
+    # a reference retrieval call alone also makes search necessary
+    ref = ((RefCall("r0", "web_search", {"query": "q"}),),)
+    tr = Trace(steps=[ok_visual()], answer="x")
+    t = Task(task_id="t", family="f", level=3, domain="Science", images=(IMG,), question="?",
+             answer=AnswerSpec("42"), reference=ref, checkpoints=(CROP,))
+    assert classify_failure(t, tr, report({"crop"}, (CROP,)), False) == "missing_search"
+
+
+def test_bad_search_query():
+    assert classify(ok_visual() + ok_search(), {"crop", "vt", "fetch"}) == "bad_search_query"
+
+
+def test_overthinking_collapse():
+    calls = ok_visual() + ok_search() + [call(f"x{i}", "grayscale") for i in range(6)]
+    assert classify(calls, set(c.id for c in CPS), overthink=2.0) == "overthinking_collapse"
+    # budget exhausted without an answer
+    assert classify(calls, set(c.id for c in CPS), overthink=0.0,
+                    answer=None) == "overthinking_collapse"
+    # few calls: not overthinking even with a high OT
+    assert classify(ok_visual() + ok_search(), set(c.id for c in CPS),
+                    overthink=2.0) == "post_visual_perception_deficit"
+
+
+def test_post_visual_perception_deficit():
+    assert classify(ok_visual() + ok_search(), set(c.id for c in CPS)) == \
+        "post_visual_perception_deficit"
+
+
+def test_every_label_is_reachable_and_summary():
+    labels = [
+        classify([call("c0", "crop", ok=False)], set()),
+        classify(ok_search(), {"hit", "fetch"}),
+        classify(ok_visual() + ok_search(), {"hit", "fetch", "crop"}),
+        classify(ok_visual(), {"crop", "vt"}),
+        classify(ok_visual() + ok_search(), {"crop", "vt", "fetch"}),
+        classify(ok_visual() + ok_search() + [call(f"x{i}", "sharpen") for i in range(4)],
+                 {c.id for c in CPS}, overthink=1.5),
+        classify(ok_visual() + ok_search(), {c.id for c in CPS}),
+        None,
+    ]
+    assert sorted(lab for lab in labels if lab) == sorted(FAILURE_LABELS)
+    summary = failure_summary(labels)
+    assert summary["correct"] == 1 and all(v == 1 for v in summary["failures"].values())
