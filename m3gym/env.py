@@ -69,7 +69,8 @@ def build_prompt(task: Task, view_size: int, show_choices: bool) -> str:
         "Every visual tool works on the full-resolution image and adds a new image with the next "
         "index. Boxes (bbox_2d) use a 0-1000 scale of the source image, (0,0) = top-left. "
         "Calls sent together in one step run in parallel and may only use images that already "
-        "exist. Give the final answer on its own step with the answer tool or <answer>...</answer>.",
+        "exist. Give the final answer on its own step with the answer tool or "
+        "<answer>...</answer>.",
     ]
     return "\n".join(lines)
 
@@ -245,11 +246,11 @@ class M3BenchEnv(gym.Env[dict, Any]):
             used_ids.add(call_id)
             if self._calls_used >= self.max_tool_calls:
                 over_budget = True
+                error = f"tool-call budget of {self.max_tool_calls} calls exhausted"
                 records.append(CallRecord(
                     step=step_index, call_id=call_id, name=call.name, requested_name=call.name,
-                    arguments=dict(call.arguments), ok=False,
-                    error=f"tool-call budget of {self.max_tool_calls} calls exhausted",
-                    result_text=f"Error: tool-call budget of {self.max_tool_calls} calls exhausted"))
+                    arguments=dict(call.arguments), ok=False, error=error,
+                    result_text=f"Error: {error}"))
                 continue
             self._calls_used += 1
             records.append(self.registry.execute(self._ctx, call.name, call.arguments,
@@ -277,6 +278,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             "calls_used": self._calls_used,
             "rounds": self._rounds,
             "reward_components": components,
+            "checkpoints_passed": list(self._tracker.last_passed),
         }
         if self._done:
             info.update(self._tracker.final_info(self.state, self.trace))

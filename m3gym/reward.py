@@ -24,6 +24,11 @@ from typing import Any
 import yaml
 
 from m3gym.scoring.answer import answer_is_correct
+from m3gym.scoring.checkpoints import CheckpointTracker
+from m3gym.scoring.m3 import M3Weights, score_trace
+from m3gym.scoring.overthink import overthink_score
+from m3gym.scoring.safety import evaluate_safety
+from m3gym.scoring.taxonomy import classify_failure
 from m3gym.state import ImageState
 from m3gym.tasks.spec import Task
 from m3gym.trace import CallRecord, Trace
@@ -96,30 +101,93 @@ def _from_mapping(data: Mapping[str, Any], default_name: str) -> RewardConfig:
 
 
 class RewardTracker:
-    """Computes each step's reward components and the episode's final metrics."""
+    """Computes each step's reward components and the episode's final metrics.
+
+    Checkpoints are verified incrementally (:class:`CheckpointTracker`: per-step cost is that of
+    the new calls), so the potential Φ = share of checkpoints passed is known every step. The
+    terminal terms (answer, M3, overthink, process) are computed once, when the episode ends.
+    With ``gamma`` < 1 the progress terms telescope to ``γ^T Φ_T − Φ_0`` in γ-discounted return;
+    with Φ_T kept (not zeroed at termination) the shaping adds a bounded process bonus
+    ``Φ_T − Φ_0 ≤ 1``, by design.
+    """
 
     def __init__(self, config: RewardConfig, task: Task, view_size: int = 768) -> None:
         self.config = config
         self.task = task
         self.view_size = view_size
+        self.checkpoints = CheckpointTracker(task, view_size=view_size)
+        self.phi = 0.0
+        self.last_passed: list[str] = []
+        self._final: dict[str, Any] | None = None
 
     def start(self, state: ImageState) -> None:
-        """Initialise the tracker for a new episode on the initial image state."""
+        """Register the input images (evidence may already be legible in Image 0)."""
+        self.checkpoints.observe(state, ())
+        self.phi = self.checkpoints.progress
 
     def step(self, state: ImageState, trace: Trace, records: Sequence[CallRecord],
              parse_errors: int, done: bool) -> tuple[float, dict[str, float]]:
         """Return the step reward and its components (which sum to it)."""
         cfg = self.config
-        failed = sum(1 for r in records if not r.ok) + parse_errors
-        components = {"invalid_call": -cfg.invalid_call * failed if cfg.invalid_call else 0.0}
+        self.last_passed = self.checkpoints.observe(state, [r for r in records if r.ok])
+        phi_next = self.checkpoints.progress
+        components: dict[str, float] = {}
+        if cfg.progress:
+            components["progress"] = cfg.progress * (cfg.gamma * phi_next - self.phi)
+        self.phi = phi_next
+        if cfg.invalid_call:
+            failed = sum(1 for r in records if not r.ok) + parse_errors
+            components["invalid_call"] = -cfg.invalid_call * failed
+        if cfg.safety and self.task.safety:
+            step_trace = Trace(steps=[list(records)])
+            if done:
+                step_trace.answer = trace.answer
+            violations = len(evaluate_safety(self.task, step_trace).violations)
+            components["safety"] = -cfg.safety * violations
         if done:
-            correct = answer_is_correct(trace.answer, self.task.answer)
-            components["answer"] = cfg.answer * float(correct)
+            metrics = self.final_info(state, trace)["metrics"]
+            components["answer"] = cfg.answer * metrics["acc"]
+            if cfg.m3:
+                components["m3"] = cfg.m3 * metrics["m3"]
+            if cfg.overthink:
+                components["overthink"] = -cfg.overthink * metrics["OT"]
+            if cfg.process:
+                components["process"] = cfg.process * (metrics["S"] + metrics["V"]) / 2 * max(
+                    0.0, 1.0 - metrics["OT"])
         return float(sum(components.values())), components
 
     def final_info(self, state: ImageState, trace: Trace) -> dict[str, Any]:
-        """Return the end-of-episode info: correctness and metrics."""
-        correct = answer_is_correct(trace.answer, self.task.answer)
-        return {"answer_correct": correct, "answer": trace.answer,
-                "metrics": {"acc": float(correct), "calls": trace.num_calls,
-                            "failed_calls": trace.num_failed}}
+        """Return the end-of-episode info: correctness, ``metrics`` and the ``audit``."""
+        if self._final is not None:
+            return self._final
+        task = self.task
+        correct = answer_is_correct(trace.answer, task.answer)
+        report = self.checkpoints.report()
+        parents = {e.index: e.provenance.parent for e in state}
+        weights = M3Weights(**{k: float(v) for k, v in self.config.m3_weights.items()})
+        alignment, m3 = score_trace(task.reference, len(task.images), trace.steps,
+                                    parents=parents, weights=weights)
+        ot = overthink_score(task.reference, trace.steps)
+        safety = evaluate_safety(task, trace)
+        am = alignment.metrics
+        metrics = {
+            "acc": float(correct), "S": report.S, "V": report.V, "V_tool": report.V_tool,
+            "V_true": report.V_true, "OT": ot,
+            "multi_modal": m3.multi_modal, "multi_hop": m3.multi_hop,
+            "multi_threaded": m3.multi_threaded, "m3": m3.total,
+            "recall": am.recall, "precision": am.precision,
+            "arg_similarity": am.arg_similarity,
+            "arg_similarity_strong": am.arg_similarity_strong,
+            "step_coherence": am.step_coherence, "order_consistency": am.order_consistency,
+            "merge_purity": am.merge_purity,
+            "safety": safety.score, "safety_violations": len(safety.violations),
+            "failure_mode": classify_failure(task, trace, report, correct, ot),
+            "calls": trace.num_calls, "failed_calls": trace.num_failed,
+            "rounds": len(trace.steps),
+        }
+        self._final = {
+            "answer_correct": correct, "answer": trace.answer, "metrics": metrics,
+            "audit": {"alignment": alignment.to_dict(), "checkpoints": report.to_dict(),
+                      "safety": safety.to_dict()},
+        }
+        return self._final
