@@ -44,6 +44,24 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from m3gym.stats import level_stats, stats_markdown
+
+    if args.markdown:
+        print(stats_markdown(args.seeds))
+        return 0
+    levels = [args.level] if args.level else [1, 2, 3]
+    for level in levels:
+        total, fams = level_stats(level, args.seeds)
+        for st in (total, *fams):
+            r = st.row()
+            print(f"{r['name']:<22} tasks={r['tasks']:<5} ref_calls={r['ref_calls']:.2f} "
+                  f"checkpoints={r['checkpoints']:.2f} evidence<10%={r['evidence_lt_10pct']:.0%} "
+                  f"parallel={r['parallel_share']:.0%} reset_ms={r['reset_ms_median']:.1f} "
+                  f"domains={r['domains']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``m3gym`` command."""
     parser = argparse.ArgumentParser(prog="m3gym", description=__doc__)
@@ -55,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", default="oracle")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_cmd_play)
+    p = sub.add_parser("stats", help="level statistics over N seeds per family")
+    p.add_argument("--level", type=int, choices=(1, 2, 3))
+    p.add_argument("--seeds", type=int, default=100)
+    p.add_argument("--markdown", action="store_true", help="print the README table")
+    p.set_defaults(func=_cmd_stats)
     return parser
 
 

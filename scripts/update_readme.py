@@ -1,0 +1,77 @@
+"""Regenerate the generated tables of README.md (between ``<!-- NAME -->`` / ``<!-- /NAME -->``).
+
+Usage: ``python scripts/update_readme.py [--seeds 100]``. Tables: ENV-TABLE (env ids and
+families), TOOLS-TABLE (every tool and its parameters, from the tool schemas) and STATS-TABLE
+(level statistics from ``m3gym.stats``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import m3gym
+from m3gym.stats import stats_markdown
+from m3gym.tools import default_registry
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def env_table() -> str:
+    """Return the markdown table of env ids."""
+    rows = ["| env id | level | families | domains |", "|---|---|---|---|"]
+    for level in (1, 2, 3):
+        fams = m3gym.family_names(level)
+        if fams:
+            doms = sorted({d for f in fams for d in m3gym.get_family(f).domains})
+            rows.append(f"| `M3Bench-L{level}` | {level} | {', '.join(fams)} | {', '.join(doms)} |")
+    for fam in m3gym.family_names():
+        cls = m3gym.get_family(fam)
+        rows.append(f"| `{m3gym.family_env_id(fam)}` | {cls.level} | {fam} | "
+                    f"{', '.join(cls.domains)} |")
+    return "\n".join(rows)
+
+
+def tools_table() -> str:
+    """Return the markdown table of tools and their parameters (defaults from the schemas)."""
+    rows = ["| tool | kind | parameters (default) |", "|---|---|---|"]
+    for spec in default_registry().specs():
+        schema = spec.parameters_schema()
+        required = set(schema.get("required", []))
+        params = []
+        for name, prop in schema.get("properties", {}).items():
+            if name == "label":
+                continue
+            if name in required:
+                params.append(f"`{name}`")
+            else:
+                params.append(f"`{name}` ({prop.get('default')})")
+        aliases = f" (aliases: {', '.join(a.name for a in spec.aliases)})" if spec.aliases else ""
+        rows.append(f"| `{spec.name}`{aliases} | {spec.kind} | {', '.join(params) or '—'} |")
+    return "\n".join(rows)
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    """Replace (or create at a bare ``<!-- NAME -->`` marker) the generated block ``name``."""
+    block = f"<!-- {name} -->\n{body}\n<!-- /{name} -->"
+    pattern = re.compile(rf"<!-- {name} -->.*?<!-- /{name} -->", re.DOTALL)
+    if pattern.search(text):
+        return pattern.sub(lambda _: block, text)
+    return text.replace(f"<!-- {name} -->", block)
+
+
+def main() -> None:
+    """Rewrite README.md's generated tables."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=100)
+    args = parser.parse_args()
+    text = README.read_text()
+    text = replace_block(text, "ENV-TABLE", env_table())
+    text = replace_block(text, "TOOLS-TABLE", tools_table())
+    text = replace_block(text, "STATS-TABLE", stats_markdown(args.seeds))
+    README.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
