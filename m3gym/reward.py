@@ -23,12 +23,9 @@ from typing import Any
 
 import yaml
 
-from m3gym.scoring.answer import answer_is_correct
 from m3gym.scoring.checkpoints import CheckpointTracker
-from m3gym.scoring.m3 import M3Weights, score_trace
-from m3gym.scoring.overthink import overthink_score
+from m3gym.scoring.episode import score_episode
 from m3gym.scoring.safety import evaluate_safety
-from m3gym.scoring.taxonomy import classify_failure
 from m3gym.state import ImageState
 from m3gym.tasks.spec import Task
 from m3gym.trace import CallRecord, Trace
@@ -158,36 +155,8 @@ class RewardTracker:
 
     def final_info(self, state: ImageState, trace: Trace) -> dict[str, Any]:
         """Return the end-of-episode info: correctness, ``metrics`` and the ``audit``."""
-        if self._final is not None:
-            return self._final
-        task = self.task
-        correct = answer_is_correct(trace.answer, task.answer)
-        report = self.checkpoints.report()
-        parents = {e.index: e.provenance.parent for e in state}
-        weights = M3Weights(**{k: float(v) for k, v in self.config.m3_weights.items()})
-        alignment, m3 = score_trace(task.reference, len(task.images), trace.steps,
-                                    parents=parents, weights=weights)
-        ot = overthink_score(task.reference, trace.steps)
-        safety = evaluate_safety(task, trace)
-        am = alignment.metrics
-        metrics = {
-            "acc": float(correct), "S": report.S, "V": report.V, "V_tool": report.V_tool,
-            "V_true": report.V_true, "OT": ot,
-            "multi_modal": m3.multi_modal, "multi_hop": m3.multi_hop,
-            "multi_threaded": m3.multi_threaded, "m3": m3.total,
-            "recall": am.recall, "precision": am.precision,
-            "arg_similarity": am.arg_similarity,
-            "arg_similarity_strong": am.arg_similarity_strong,
-            "step_coherence": am.step_coherence, "order_consistency": am.order_consistency,
-            "merge_purity": am.merge_purity,
-            "safety": safety.score, "safety_violations": len(safety.violations),
-            "failure_mode": classify_failure(task, trace, report, correct, ot),
-            "calls": trace.num_calls, "failed_calls": trace.num_failed,
-            "rounds": len(trace.steps),
-        }
-        self._final = {
-            "answer_correct": correct, "answer": trace.answer, "metrics": metrics,
-            "audit": {"alignment": alignment.to_dict(), "checkpoints": report.to_dict(),
-                      "safety": safety.to_dict()},
-        }
+        if self._final is None:
+            self._final = score_episode(self.task, trace, state, view_size=self.view_size,
+                                        m3_weights=self.config.m3_weights,
+                                        report=self.checkpoints.report())
         return self._final

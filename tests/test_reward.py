@@ -135,3 +135,17 @@ def test_progress_telescopes(seed, gamma, picks):
     # exact telescoping identity for potential-based shaping r_t = γΦ_{t+1} − Φ_t:
     # Σ_t γ^t r_t = γ^T Φ_T − Φ_0
     assert math.isclose(discounted, gamma**T * phi_end - phi0, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("env_id", ["M3Bench-L1", "M3Bench-L2", "M3Bench-L3"])
+def test_offline_rescoring_matches_online(env_id):
+    from m3gym.agents import RandomAgent
+    from m3gym.scoring.episode import METRIC_KEYS, score_episode
+
+    env = gym.make(env_id)
+    for seed, agent in ((0, OracleAgent()), (1, RandomAgent(seed=1))):
+        res = run_episode(env, agent, seed=seed)
+        base = env.unwrapped
+        offline = score_episode(base.task, base.trace, base.state)
+        assert set(METRIC_KEYS) == set(res.final_info["metrics"])
+        assert offline["metrics"] == res.final_info["metrics"]
