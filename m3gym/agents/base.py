@@ -105,7 +105,7 @@ class OracleAgent:
         return {"name": "answer", "arguments": {"text": self.task.answer.value}}
 
 
-AGENTS = ("random", "oracle")
+AGENTS = ("random", "oracle", "heuristic", "openai")
 
 
 def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
@@ -114,4 +114,12 @@ def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
         return RandomAgent(seed=seed, **kwargs)
     if name == "oracle":
         return OracleAgent(**kwargs)
+    if name == "heuristic":
+        from m3gym.agents.heuristic import HeuristicAgent
+
+        return HeuristicAgent(seed=seed, **kwargs)
+    if name == "openai":
+        from m3gym.agents.openai_agent import OpenAIAgent  # lazy: builds an HTTP client
+
+        return OpenAIAgent(seed=seed, **kwargs)
     raise ValueError(f"unknown agent {name!r}; available: {', '.join(AGENTS)}")
