@@ -43,6 +43,10 @@ def register_envs() -> None:
 
 register_envs()
 
+from m3gym.wrappers import register_discrete_envs  # noqa: E402
+
+register_discrete_envs()
+
 __all__ = ["M3BenchEnv", "RewardConfig", "Task", "ToolCall", "env_ids", "family_env_id",
            "family_names", "get_family", "load_reward_config", "make_task", "parse_action",
            "register_envs"]

@@ -62,6 +62,130 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import time as _time
+
+    from rich.console import Console
+
+    import m3gym
+    from m3gym.eval.runner import (
+        DEFAULT_EPISODES,
+        EvalAbort,
+        EvalConfig,
+        default_agent_name,
+        parse_key_values,
+        run_eval,
+    )
+    from m3gym.eval.summary import print_summary
+
+    envs = tuple(args.env or [f"M3Bench-L{lv}" for lv in (1, 2, 3) if m3gym.family_names(lv)])
+    agent = args.agent or default_agent_name()
+    out = args.out or f"runs/eval-{agent}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    cfg = EvalConfig(envs=envs, agent=agent, episodes=args.episodes or DEFAULT_EPISODES,
+                     split=args.split, seed=args.seed, reward=args.reward, workers=args.workers,
+                     agent_args=parse_key_values(args.agent_arg),
+                     env_args=parse_key_values(args.env_arg),
+                     max_consecutive_infra=args.max_infra_errors)
+    console = Console(stderr=True, quiet=args.quiet)
+    progress = _EvalProgress(console)
+    try:
+        with progress:
+            result = run_eval(cfg, out, resume=args.resume, on_start=progress.start,
+                              on_episode=progress.update)
+    except EvalAbort as exc:
+        print(f"m3gym: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"m3gym: interrupted; finished episodes are in {out} (rerun with --resume)",
+              file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print_summary(result.summary, title=f"m3gym eval: {agent} on {', '.join(envs)} "
+                      f"({cfg.split} split)")
+        print(f"ran {result.ran} episodes, skipped {result.skipped} finished; wrote {out}/")
+    return 0
+
+
+class _EvalProgress:
+    """A rich progress display for ``m3gym eval``: one bar per env with live accuracy."""
+
+    def __init__(self, console: object) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("acc {task.fields[acc]}"), TextColumn("[red]{task.fields[errors]}"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=console)
+        self.tasks: dict[str, object] = {}
+        self.counts: dict[str, list[int]] = {}
+        self.started = False
+
+    def __enter__(self) -> _EvalProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tasks or self.started:
+            self.progress.stop()
+
+    def start(self, specs: Sequence[object]) -> None:
+        """Start the display (after the worker pool exists): one bar per env still to run."""
+        self.progress.start()
+        self.started = True
+        totals: dict[str, int] = {}
+        for spec in specs:
+            totals[spec.env_id] = totals.get(spec.env_id, 0) + 1  # type: ignore[attr-defined]
+        for env_id, total in totals.items():
+            self.tasks[env_id] = self.progress.add_task(env_id, total=total, acc="-", errors="")
+            self.counts[env_id] = [0, 0, 0]
+
+    def update(self, record: dict) -> None:
+        """Advance the env's bar and refresh its accuracy and error count."""
+        env_id = record["env"]
+        c = self.counts[env_id]
+        if record["status"] == "ok":
+            c[0] += 1
+            c[1] += bool(record.get("answer_correct"))
+        else:
+            c[2] += 1
+        acc = f"{c[1] / c[0]:.3f}" if c[0] else "-"
+        errors = f"{c[2]} errors" if c[2] else ""
+        self.progress.update(self.tasks[env_id], advance=1, acc=acc, errors=errors)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from m3gym.eval.report import write_report
+
+    paths = write_report(args.runs, out=args.out, max_episodes=args.max_episodes)
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def _cmd_split_manifest(args: argparse.Namespace) -> int:
+    from m3gym.eval.splits import check_manifest, write_manifest
+
+    if args.write:
+        path = write_manifest(args.split, args.per_level)
+        print(f"wrote {path}")
+        return 0
+    bad = check_manifest(args.split, per_family=None if args.full else args.per_family)
+    for m in bad[:20]:
+        print(f"  L{m.level} {m.task_id}: manifest {str(m.expected)[:12]} != {m.actual[:60]}")
+    if bad:
+        print(f"m3gym: error: {len(bad)} task(s) of split {args.split!r} changed; "
+              "regenerate with `m3gym split-manifest --write`", file=sys.stderr)
+        return 1
+    print(f"split {args.split!r}: all checked task hashes match")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of the ``m3gym`` command."""
     parser = argparse.ArgumentParser(prog="m3gym", description=__doc__)
@@ -73,6 +197,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", default="oracle")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_cmd_play)
+    p = sub.add_parser("eval", help="evaluate an agent on frozen test splits into a run folder")
+    p.add_argument("--env", action="append", help="env id (repeatable; default: all levels)")
+    p.add_argument("--agent", default=None,
+                   help="agent name or module:factory (default: heuristic, else random)")
+    p.add_argument("--episodes", type=int, default=None, help="episodes per env (default 30)")
+    p.add_argument("--split", default="test", help="test | val (frozen) or train (random seeds)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reward", default="m3", help="reward preset name or YAML path")
+    p.add_argument("--workers", type=int, default=1, help="processes (same results for any N)")
+    p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", default=None, help="run folder (default runs/eval-AGENT-TIME)")
+    p.add_argument("--resume", action="store_true", help="continue an existing run folder")
+    p.add_argument("--max-infra-errors", type=int, default=3,
+                   help="abort after this many infrastructure errors in a row")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
+    p.set_defaults(func=_cmd_eval)
+    p = sub.add_parser("report", help="write report.md and report.html for run folders")
+    p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
+    p.add_argument("--out", default=None, help="output folder (default: the run folder)")
+    p.add_argument("--max-episodes", type=int, default=60, help="episodes in the viewer")
+    p.set_defaults(func=_cmd_report)
+    p = sub.add_parser("split-manifest", help="check (default) or --write a split manifest")
+    p.add_argument("--split", default="test")
+    p.add_argument("--write", action="store_true", help="regenerate and write the manifest")
+    p.add_argument("--full", action="store_true", help="check every task, not a sample")
+    p.add_argument("--per-family", type=int, default=5, help="tasks checked per family")
+    p.add_argument("--per-level", type=int, default=200, help="tasks per level when writing")
+    p.set_defaults(func=_cmd_split_manifest)
     p = sub.add_parser("stats", help="level statistics over N seeds per family")
     p.add_argument("--level", type=int, choices=(1, 2, 3))
     p.add_argument("--seeds", type=int, default=100)

@@ -8,6 +8,7 @@ resolution. ``answer`` terminates; running past ``max_tool_calls`` or ``max_roun
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,9 @@ from m3gym.trace import CallRecord, Trace
 
 TRAIN_SEED_RANGE = (0, 1_000_000_000)
 """Task seeds drawn for training episodes; frozen test splits use seeds outside this range."""
+
+INPUT_VIEW_CACHE = 256
+"""How many input-image views an env keeps across resets (keyed by task id and index)."""
 
 
 def to_view(array: np.ndarray, view_size: int) -> np.ndarray:
@@ -111,6 +115,9 @@ class M3BenchEnv(gym.Env[dict, Any]):
         show_choices: list the task's categorical choices in the prompt.
         max_images / max_bytes: per-episode bounds of the image state.
         tools: restrict the tool set to these names (``answer`` is always kept).
+        observe_images: put the new images (at view resolution) in observations. Wrappers that
+            build their own pixel observations turn it off and skip the view downscaling; the
+            ``images`` entry is then an empty tuple (``image_indices`` is still filled).
         render_mode: ``"rgb_array"`` for a contact sheet of the episode's images.
     """
 
@@ -130,6 +137,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         max_images: int = 64,
         max_bytes: int = 256 * 1024 * 1024,
         tools: Sequence[str] | None = None,
+        observe_images: bool = True,
         render_mode: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -147,6 +155,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.max_images = int(max_images)
         self.max_bytes = int(max_bytes)
         self.render_mode = render_mode
+        self.observe_images = bool(observe_images)
         registry = default_registry()
         if tools is not None:
             registry = registry.subset([*tools, "answer"])
@@ -164,6 +173,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._ctx: ToolContext | None = None
         self._tracker: RewardTracker | None = None
         self._views: dict[int, np.ndarray] = {}
+        self._input_views: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         self._calls_used = 0
         self._rounds = 0
         self._done = True
@@ -176,10 +186,31 @@ class M3BenchEnv(gym.Env[dict, Any]):
         return self._schemas[fmt]
 
     def view(self, index: int) -> np.ndarray:
-        """Return image ``index`` at view resolution (cached; images never change)."""
+        """Return image ``index`` at view resolution (cached; images never change).
+
+        With ``observe_images=False`` (wrappers that only read views on demand), views of a
+        task's input images are also kept across resets of the same task (a bounded cache keyed by
+        task id), so pooled tasks reset without downscaling again. Observations never share
+        buffers across resets, so the cache is off when views go into observations.
+        """
         if index not in self._views:
+            key = None
+            if not self.observe_images and self.task is not None and index < len(self.task.images):
+                key = (self.task.task_id, index)
+                cached = self._input_views.get(key)
+                if cached is not None:
+                    self._input_views.move_to_end(key)
+                    self._views[index] = cached
+                    return cached
             self._views[index] = to_view(self.state[index].array, self.view_size)
+            if key is not None:
+                self._input_views[key] = self._views[index]
+                if len(self._input_views) > INPUT_VIEW_CACHE:
+                    self._input_views.popitem(last=False)
         return self._views[index]
+
+    def _observed(self, indices: Sequence[int]) -> tuple[np.ndarray, ...]:
+        return tuple(self.view(i) for i in indices) if self.observe_images else ()
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None,
@@ -215,7 +246,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         indices = tuple(range(len(task.images)))
         obs = {
             "text": build_prompt(task, self.view_size, self.show_choices),
-            "images": tuple(self.view(i) for i in indices),
+            "images": self._observed(indices),
             "image_indices": indices,
         }
         info = {
@@ -269,7 +300,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         new_indices = tuple(r.output_index for r in records if r.output_index is not None)
         obs = {
             "text": step_text(records, parsed.errors, parsed.answer),
-            "images": tuple(self.view(i) for i in new_indices),
+            "images": self._observed(new_indices),
             "image_indices": new_indices,
         }
         info: dict[str, Any] = {

@@ -69,7 +69,7 @@ def test_check_env_sb3_and_gymnasium(env_id: str) -> None:
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
     env = gym.make(env_id, **POOL)
-    sb3_check_env(env.unwrapped if False else env, warn=True)
+    sb3_check_env(env, warn=True)
     gym_check_env(gym.make(env_id, **POOL).unwrapped, skip_render_check=True)
 
 

@@ -132,7 +132,8 @@ def options_text(options: Sequence[dict[str, Any]]) -> str:
     return "; ".join(", ".join(f"{k}={v}" for k, v in o.items()) for o in options)
 
 
-def action_table(tools: Sequence[str] = DEFAULT_TOOLS, max_choices: int = 8) -> list[dict[str, Any]]:
+def action_table(tools: Sequence[str] = DEFAULT_TOOLS,
+                 max_choices: int = 8) -> list[dict[str, Any]]:
     """Return the action table: one row per dimension, then one per tool with its options.
 
     Rows have ``dimension``, ``size`` and ``meaning`` keys (README and docs print it).
@@ -488,6 +489,7 @@ def make_discrete_env(level: int | None = 1, family: str | None = None,
     from m3gym.env import M3BenchEnv
 
     kwargs = dict(env_kwargs or {})
+    kwargs.setdefault("observe_images", False)
     for key in ("reward", "view_size", "max_tool_calls", "max_rounds", "family_weights",
                 "family_config", "render_mode"):
         if key in wrapper_kwargs:

@@ -1,0 +1,19 @@
+"""Evaluation: the ``m3gym eval`` runner, frozen test splits, summaries, HTML/Markdown reports."""
+
+from m3gym.agents.errors import InfrastructureError
+from m3gym.eval.replay import replay_trace
+from m3gym.eval.runner import (
+    EpisodeSpec,
+    EvalAbort,
+    EvalConfig,
+    EvalResult,
+    plan_episodes,
+    read_records,
+    run_eval,
+)
+from m3gym.eval.splits import check_manifest, split_entries, write_manifest
+from m3gym.eval.summary import print_summary, summarize
+
+__all__ = ["EpisodeSpec", "EvalAbort", "EvalConfig", "EvalResult", "InfrastructureError",
+           "check_manifest", "plan_episodes", "print_summary", "read_records", "replay_trace",
+           "run_eval", "split_entries", "summarize", "write_manifest"]

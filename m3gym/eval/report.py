@@ -1,0 +1,508 @@
+"""Reports of one or more run folders: ``report.md`` (tables) and a self-contained ``report.html``.
+
+The HTML holds a leaderboard, per-level / per-family / M3-Bench tables, plots (matplotlib, inlined
+as base64 PNG) and a trajectory viewer: per episode the question, each step's calls with arguments
+and results, the images produced (JPEG thumbnails inlined as data URLs; click to enlarge), the
+checkpoints each call passed and the reward components of each step. Several runs are shown side
+by side. The viewer shows at most ``max_episodes`` episodes, spread over runs and families.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from m3gym.eval.runner import read_records
+from m3gym.eval.summary import FAILURE_MODES, M3BENCH_COLUMNS, fmt, stat_value, summarize
+
+LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Acc", "acc"), ("S", "S"), ("V", "V"), ("V_true", "V_true"), ("OT", "OT"), ("M3", "m3"),
+    ("Recall", "recall"), ("Prec", "precision"), ("ArgSim", "arg_similarity"),
+    ("Safety", "safety"), ("Calls", "calls"), ("Reward", "reward"),
+)
+"""(header, statistic) columns of the leaderboard and per-level tables."""
+
+MAX_RESULT_CHARS: int = 600
+"""Longest tool result text shown per call in the viewer."""
+
+
+@dataclass
+class Run:
+    """A loaded run folder: its name, config, latest episode records and summary."""
+
+    name: str
+    path: Path
+    config: dict[str, Any]
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    def trace(self, episode_id: str) -> dict[str, Any] | None:
+        """Return the stored trace of an episode, or ``None`` when it is missing."""
+        path = self.path / "traces" / f"{episode_id}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    def thumb_data_url(self, rel: str | None) -> str | None:
+        """Return a stored thumbnail as a ``data:image/jpeg;base64`` URL."""
+        if not rel:
+            return None
+        path = self.path / rel
+        if not path.is_file():
+            return None
+        return "data:image/jpeg;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def load_run(path: str | Path, name: str | None = None) -> Run:
+    """Load a run folder written by ``m3gym eval`` (its summary is recomputed from records)."""
+    path = Path(path)
+    records_path = path / "episodes.jsonl"
+    if not records_path.is_file():
+        raise FileNotFoundError(f"{path} is not an m3gym run folder (no episodes.jsonl)")
+    cfg_path = path / "config.json"
+    config = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
+    records = read_records(records_path)
+    return Run(name or path.name, path, config, records, summarize(records))
+
+
+def load_runs(paths: Sequence[str | Path]) -> list[Run]:
+    """Load several runs, naming them by folder (with the parent folder when names repeat)."""
+    names = [Path(p).resolve().name for p in paths]
+    runs = []
+    for p, n in zip(paths, names):
+        label = n if names.count(n) == 1 else f"{Path(p).resolve().parent.name}/{n}"
+        runs.append(load_run(p, label))
+    return runs
+
+
+# --------------------------------------------------------------------------- tables
+Table = tuple[list[str], list[list[str]]]
+
+
+def leaderboard_table(runs: Sequence[Run]) -> Table:
+    """Return the overall leaderboard: one row per run, sorted by accuracy."""
+    header = ["run", "agent", "N", *(h for h, _ in LEADERBOARD_COLUMNS)]
+    rows = []
+    for run in sorted(runs, key=lambda r: -(stat_value(r.summary["overall"], "acc") or 0.0)):
+        st = run.summary["overall"]
+        rows.append([run.name, str(run.config.get("agent", "?")), _n(st),
+                     *(fmt(stat_value(st, k), k) for _, k in LEADERBOARD_COLUMNS)])
+    return header, rows
+
+
+def _n(stats: Mapping[str, Any]) -> str:
+    return str(stats["scored"]) + (f"/{stats['episodes']}" if stats["scored"] !=
+                                   stats["episodes"] else "")
+
+
+def level_table(runs: Sequence[Run], columns: Sequence[tuple[str, str]]) -> Table:
+    """Return one row per (level, run) with the given statistics."""
+    header = ["level", "run", "N", *(h for h, _ in columns)]
+    levels = sorted({lv for r in runs for lv in r.summary["by_level"]})
+    rows = []
+    for lv in levels:
+        for run in runs:
+            st = run.summary["by_level"].get(lv)
+            if st is not None:
+                rows.append([lv, run.name, _n(st), *(fmt(stat_value(st, k), k)
+                                                     for _, k in columns)])
+    return header, rows
+
+
+def family_table(runs: Sequence[Run], key: str = "acc") -> Table:
+    """Return one row per family with statistic ``key`` of each run side by side."""
+    header = ["level", "family", *(run.name for run in runs)]
+    fams: dict[str, str] = {}
+    for run in runs:
+        for fam, st in run.summary["by_family"].items():
+            fams.setdefault(fam, str(st.get("level", "")))
+    rows = []
+    for fam, lv in sorted(fams.items(), key=lambda kv: (kv[1], kv[0])):
+        cells = []
+        for run in runs:
+            st = run.summary["by_family"].get(fam)
+            cells.append(fmt(stat_value(st, key), key) if st else "")
+        rows.append([lv, fam, *cells])
+    return header, rows
+
+
+def failure_table(runs: Sequence[Run]) -> Table:
+    """Return failure-mode counts (scored episodes) with runs side by side, plus error counts."""
+    header = ["failure mode", *(run.name for run in runs)]
+    modes = list(FAILURE_MODES) + sorted({m for r in runs for m in
+                                          r.summary["overall"]["failure_modes"]} -
+                                         set(FAILURE_MODES))
+    rows = [[m, *(str(r.summary["overall"]["failure_modes"].get(m, 0)) for r in runs)]
+            for m in modes]
+    for key in ("infra_errors", "agent_errors", "env_errors"):
+        if any(r.summary["overall"][key] for r in runs):
+            rows.append([f"({key.replace('_', ' ')}, not scored)",
+                         *(str(r.summary["overall"][key]) for r in runs)])
+    return header, rows
+
+
+def markdown_table(table: Table) -> str:
+    """Return a table as GitHub Markdown."""
+    header, rows = table
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def html_table(table: Table, css: str = "") -> str:
+    """Return a table as HTML (cells escaped; numeric cells right-aligned)."""
+    header, rows = table
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="{"num" if _is_num(c) else ""}">{html.escape(c)}</td>' for c in row)
+        body.append(f"<tr>{cells}</tr>")
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>' \
+           "</table>"
+
+
+def _is_num(cell: str) -> bool:
+    try:
+        float(cell.split("/")[0])
+        return True
+    except ValueError:
+        return cell == "-"
+
+
+def _runs_table(runs: Sequence[Run]) -> Table:
+    header = ["run", "agent", "split", "envs", "episodes", "scored", "folder"]
+    rows = [[r.name, str(r.config.get("agent", "?")), str(r.config.get("split", "?")),
+             ", ".join(r.config.get("envs", [])), str(r.summary["overall"]["episodes"]),
+             str(r.summary["overall"]["scored"]), str(r.path)] for r in runs]
+    return header, rows
+
+
+def render_markdown(runs: Sequence[Run]) -> str:
+    """Return ``report.md``: runs, leaderboard, per-level, per-family and failure-mode tables."""
+    parts = [
+        "# m3gym evaluation report", "",
+        "## Runs", "", markdown_table(_runs_table(runs)), "",
+        "## Leaderboard", "", markdown_table(leaderboard_table(runs)), "",
+        "## Per level", "", markdown_table(level_table(runs, LEADERBOARD_COLUMNS)), "",
+        "## M3-Bench metrics per level", "", markdown_table(level_table(runs, M3BENCH_COLUMNS)),
+        "",
+        "## Accuracy per family", "", markdown_table(family_table(runs, "acc")), "",
+        "## Failure modes", "", markdown_table(failure_table(runs)), "",
+        "Acc = answer accuracy; S / V = strategy / visual-evidence checkpoints passed (V_true: "
+        "evidence legible in an artifact, verified on pixels); OT = overthink "
+        "max(0, C_agent − C_ref)/(C_ref + 1); M3 = multi-modal / multi-hop / multi-threaded "
+        "tool-use score; Recall, Prec, ArgSim = M3-Bench call alignment. Infrastructure errors "
+        "are not scored.", "",
+    ]
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- plots
+def _png_data_url(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def plot_images(runs: Sequence[Run]) -> dict[str, str]:
+    """Return the report's plots as PNG data URLs: accuracy per level, OT vs Acc, failure modes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    out: dict[str, str] = {}
+    levels = sorted({lv for r in runs for lv in r.summary["by_level"]})
+    width = 0.8 / max(1, len(runs))
+    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    for i, run in enumerate(runs):
+        vals = [stat_value(run.summary["by_level"].get(lv, {}), "acc") or 0.0 for lv in levels]
+        ax.bar(np.arange(len(levels)) + i * width, vals, width, label=run.name)
+    ax.set_xticks(np.arange(len(levels)) + width * (len(runs) - 1) / 2, levels)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy")
+    ax.set_title("Accuracy per level")
+    ax.legend(fontsize=8)
+    out["accuracy"] = _png_data_url(fig)
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    markers = "osD^v<>p*h"
+    for i, run in enumerate(runs):
+        pts = [(stat_value(st, "OT"), stat_value(st, "acc"), lv)
+               for lv, st in run.summary["by_level"].items()]
+        pts = [p for p in pts if p[0] is not None and p[1] is not None]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % 10],
+                       label=run.name)
+            for x, y, lv in pts:
+                ax.annotate(lv, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
+    ax.set_xlabel("overthink OT (lower is better)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title("Overthink vs accuracy (per level)")
+    ax.legend(fontsize=8)
+    out["ot_vs_acc"] = _png_data_url(fig)
+
+    modes = list(FAILURE_MODES)
+    fig, ax = plt.subplots(figsize=(5.6, 3.4))
+    height = 0.8 / max(1, len(runs))
+    for i, run in enumerate(runs):
+        counts = [run.summary["overall"]["failure_modes"].get(m, 0) for m in modes]
+        ax.barh(np.arange(len(modes)) + i * height, counts, height, label=run.name)
+    ax.set_yticks(np.arange(len(modes)) + height * (len(runs) - 1) / 2,
+                  [m.replace("_", " ") for m in modes], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("episodes")
+    ax.set_title("Failure modes")
+    ax.legend(fontsize=8)
+    out["failure_modes"] = _png_data_url(fig)
+    return out
+
+
+# --------------------------------------------------------------------------- trajectory viewer
+def select_episodes(runs: Sequence[Run], max_episodes: int) -> list[tuple[Run, dict[str, Any]]]:
+    """Return up to ``max_episodes`` (run, record) pairs spread over runs and families.
+
+    Each run gets an equal share, taken round-robin over its families, alternating unsolved and
+    solved episodes within a family.
+    """
+    quota = max(1, max_episodes // max(1, len(runs)))
+    chosen: list[tuple[Run, dict[str, Any]]] = []
+    for run in runs:
+        by_family: dict[str, list[dict[str, Any]]] = {}
+        for rec in run.records:
+            by_family.setdefault(str(rec.get("family")), []).append(rec)
+        queues = [_alternate(v) for _, v in sorted(by_family.items())]
+        picked: list[dict[str, Any]] = []
+        while len(picked) < quota and any(queues):
+            for q in queues:
+                if q and len(picked) < quota:
+                    picked.append(q.pop(0))
+        chosen += [(run, rec) for rec in sorted(picked, key=lambda r: r.get("index", 0))]
+    return chosen[:max_episodes]
+
+
+def _alternate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    wrong = [r for r in records if not r.get("answer_correct")]
+    right = [r for r in records if r.get("answer_correct")]
+    out = []
+    for i in range(max(len(wrong), len(right))):
+        out += [x[i] for x in (wrong, right) if i < len(x)]
+    return out
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _args_text(args: Any) -> str:
+    if isinstance(args, Mapping):
+        return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in args.items())
+    return json.dumps(args, default=str)
+
+
+def _img_tag(run: Run, images: Mapping[int, Mapping[str, Any]], index: Any, caption: str) -> str:
+    entry = images.get(index) if isinstance(index, int) else None
+    url = run.thumb_data_url(entry.get("thumb")) if entry else None
+    if url is None:
+        return ""
+    shape = "x".join(str(s) for s in entry.get("shape", [])[:2][::-1])
+    title = f"Image {index} ({shape}) ← {entry.get('op')}"
+    return (f'<figure class="img"><img class="thumb" src="{url}" alt="{_esc(title)}" '
+            f'title="{_esc(title)}" onclick="zoom(this)"><figcaption>{_esc(caption)}'
+            "</figcaption></figure>")
+
+
+def _checkpoint_rows(trace: Mapping[str, Any]) -> tuple[str, dict[str, list[str]]]:
+    """Return the checkpoint table HTML and, per call id, the checkpoints it passed."""
+    results = ((trace.get("audit") or {}).get("checkpoints") or {}).get("results") or []
+    specs = {c["id"]: c for c in ((trace.get("task") or {}).get("checkpoints") or [])}
+    by_call: dict[str, list[str]] = {}
+    rows = []
+    for res in results:
+        cid = res.get("checkpoint_id")
+        if res.get("passed") and res.get("call_id"):
+            by_call.setdefault(str(res["call_id"]), []).append(str(cid))
+        mark = "✓" if res.get("passed") else "✗"
+        desc = specs.get(cid, {}).get("description", "")
+        by = res.get("call_id") or (f"Image {res['image_index']}"
+                                    if res.get("image_index") is not None else "")
+        rows.append(f'<tr class="{"pass" if res.get("passed") else "fail"}"><td>{mark}</td>'
+                    f"<td>{_esc(cid)}</td><td>{_esc(res.get('axis', ''))}</td>"
+                    f"<td>{_esc(res.get('kind', ''))}</td><td>{_esc(by)}</td>"
+                    f"<td>{_esc(desc or res.get('reason', ''))}</td></tr>")
+    if not rows:
+        return "", by_call
+    table = ('<table class="cps"><thead><tr><th></th><th>checkpoint</th><th>axis</th>'
+             "<th>kind</th><th>passed by</th><th>detail</th></tr></thead><tbody>"
+             + "".join(rows) + "</tbody></table>")
+    return table, by_call
+
+
+def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any] | None,
+                   number: int) -> str:
+    """Return the viewer section of one episode."""
+    status = record.get("status")
+    correct = record.get("answer_correct")
+    mark = "✓" if correct else ("✗" if status == "ok" else "⚠")
+    head = (f"{mark} <b>{_esc(record.get('task_id'))}</b> · {_esc(run.name)} · "
+            f"answer {_esc(repr(record.get('answer')))} · calls {_esc(record.get('calls'))} · "
+            f"reward {_esc(round(float(record.get('reward') or 0.0), 3))}")
+    if record.get("failure_mode"):
+        head += f" · <i>{_esc(record['failure_mode'])}</i>"
+    if status != "ok":
+        head += f" · <span class='err'>{_esc(status)}</span>"
+    body: list[str] = []
+    if trace is None:
+        body.append("<p>(trace missing)</p>")
+    else:
+        task = trace.get("task") or {}
+        gold = (task.get("answer") or {}).get("value")
+        body.append(f"<p class='q'><b>Question.</b> {_esc(trace.get('question') or '')}</p>")
+        body.append(f"<p><b>Gold answer:</b> {_esc(gold)} · <b>given:</b> "
+                    f"{_esc(trace.get('answer'))}</p>")
+        if trace.get("error"):
+            body.append(f"<pre class='err'>{_esc(trace['error'])}</pre>")
+        images = {int(im["index"]): im for im in trace.get("images", [])}
+        inputs = [i for i, im in images.items() if im.get("parent") is None and
+                  im.get("op") == "input"]
+        body.append("<div class='imgs'>" + "".join(
+            _img_tag(run, images, i, f"input Image {i}") for i in inputs) + "</div>")
+        reference = task.get("reference") or []
+        if reference:
+            ref_lines = [f"step {i}: " + " ‖ ".join(
+                f"{c.get('name')}({_args_text(c.get('arguments'))})" for c in step)
+                for i, step in enumerate(reference)]
+            body.append("<details class='raw'><summary>reference trajectory</summary><pre>"
+                        + _esc("\n".join(ref_lines)) + "</pre></details>")
+        cp_table, by_call = _checkpoint_rows(trace)
+        for step in trace.get("steps", []):
+            body.append(_render_step(run, step, images, by_call))
+        if cp_table:
+            body.append("<h4>Checkpoints</h4>" + cp_table)
+        metrics = trace.get("metrics") or {}
+        shown = {k: v for k, v in metrics.items() if v is not None and k != "failure_mode"}
+        if shown:
+            body.append("<p class='metrics'>" + " · ".join(
+                f"{_esc(k)}={_esc(round(v, 3) if isinstance(v, float) else v)}"
+                for k, v in shown.items()) + "</p>")
+    opened = " open" if number == 0 else ""
+    return (f'<section class="episode" id="ep-{number}" data-status="{_esc(status)}">'
+            f"<details{opened}><summary>{head}</summary>{''.join(body)}</details></section>")
+
+
+def _render_step(run: Run, step: Mapping[str, Any], images: Mapping[int, Mapping[str, Any]],
+                 by_call: Mapping[str, list[str]]) -> str:
+    comps = step.get("reward_components") or {}
+    comp_text = ", ".join(f"{k} {v:+.3f}" for k, v in comps.items()
+                          if isinstance(v, (int, float)) and v)
+    passed = step.get("checkpoints_passed") or []
+    head = (f"Step {step.get('step')} · reward {step.get('reward', 0):+.3f}"
+            + (f" ({_esc(comp_text)})" if comp_text else "")
+            + (f" · checkpoints passed: {_esc(', '.join(passed))}" if passed else ""))
+    calls = []
+    for call in step.get("calls", []):
+        ok = call.get("ok")
+        text = str(call.get("result_text") or call.get("error") or "")
+        if len(text) > MAX_RESULT_CHARS:
+            text = text[:MAX_RESULT_CHARS] + " …"
+        badges = "".join(f"<span class='cp'>✓ {_esc(c)}</span>"
+                         for c in by_call.get(str(call.get("call_id")), []))
+        img = _img_tag(run, images, call.get("output_index"), f"→ Image {call['output_index']}") \
+            if call.get("output_index") is not None else ""
+        calls.append(
+            f'<div class="call {"ok" if ok else "bad"}"><div class="sig"><code>'
+            f"[{_esc(call.get('call_id'))}] {_esc(call.get('name'))}"
+            f"({_esc(_args_text(call.get('arguments')))})</code> {badges}</div>"
+            f"<div class='res'>{_esc(text)}</div>{img}</div>")
+    if not step.get("calls") and step.get("observation_text"):
+        calls.append(f"<div class='call'>{_esc(step['observation_text'])}</div>")
+    for err in step.get("parse_errors", []):
+        calls.append(f"<div class='call bad'>parse error: {_esc(err)}</div>")
+    if step.get("action"):
+        calls.append(f"<details class='raw'><summary>model output</summary><pre>"
+                     f"{_esc(str(step['action'])[:4000])}</pre></details>")
+    return f"<div class='step'><h4>{head}</h4>{''.join(calls)}</div>"
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}
+h1{margin-top:0} table{border-collapse:collapse;margin:8px 0 18px;font-size:13px;background:#fff}
+th,td{border:1px solid #ccc;padding:3px 8px} th{background:#eef} td.num{text-align:right;
+font-variant-numeric:tabular-nums} .plots img{max-width:32%;margin-right:1%;background:#fff}
+section.episode{border:1px solid #ccc;border-radius:6px;margin:8px 0;padding:6px 10px;
+background:#fff} summary{cursor:pointer} .step{border-left:3px solid #99c;margin:8px 0;
+padding-left:10px} .step h4{margin:4px 0;font-size:13px;color:#335}
+.call{margin:4px 0;padding:4px 6px;border-radius:4px;background:#f4f8f4;font-size:13px}
+.call.bad{background:#fbeeee} .res{white-space:pre-wrap;color:#444;font-size:12px}
+.cp{background:#2a7;color:#fff;border-radius:3px;padding:0 4px;margin-left:4px;font-size:11px}
+figure.img{display:inline-block;margin:4px 8px 4px 0;vertical-align:top}
+figure.img img{max-width:220px;max-height:220px;border:1px solid #999;cursor:zoom-in}
+figcaption{font-size:11px;color:#555} .err{color:#b00} tr.pass td{background:#eef8ee}
+tr.fail td{background:#fbf0f0} #lightbox{display:none;position:fixed;inset:0;
+background:rgba(0,0,0,.85);align-items:center;justify-content:center;z-index:9}
+#lightbox img{max-width:95vw;max-height:95vh;image-rendering:auto} .metrics{font-size:12px;
+color:#555}
+"""
+
+_JS = """
+function zoom(img){var lb=document.getElementById('lightbox');
+document.getElementById('lightbox-img').src=img.src;lb.style.display='flex';}
+"""
+
+
+def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
+    """Return the self-contained ``report.html`` text."""
+    plots = plot_images(runs)
+    chosen = select_episodes(runs, max_episodes)
+    episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i)
+                for i, (run, rec) in enumerate(chosen)]
+    total = sum(len(r.records) for r in runs)
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>m3gym report</title>",
+        f"<style>{_CSS}</style><script>{_JS}</script></head><body>",
+        "<h1>m3gym evaluation report</h1>",
+        "<h2>Runs</h2>", html_table(_runs_table(runs)),
+        "<h2>Leaderboard</h2>", html_table(leaderboard_table(runs), "leaderboard"),
+        "<h2>Plots</h2><div class='plots'>" + "".join(
+            f"<img class='plot' alt='{k}' src='{v}'>" for k, v in plots.items()) + "</div>",
+        "<h2>Per level</h2>", html_table(level_table(runs, LEADERBOARD_COLUMNS)),
+        "<h2>M3-Bench metrics per level</h2>", html_table(level_table(runs, M3BENCH_COLUMNS)),
+        "<h2>Accuracy per family</h2>", html_table(family_table(runs, "acc")),
+        "<h2>Failure modes</h2>", html_table(failure_table(runs)),
+        f"<h2>Trajectories</h2><p>{len(chosen)} of {total} episodes (spread over runs and "
+        "families; click a header to expand, an image to enlarge).</p>",
+        *episodes,
+        "<div id='lightbox' onclick=\"this.style.display='none'\"><img id='lightbox-img' "
+        "alt='enlarged image'></div>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
+                 max_episodes: int = 60) -> list[Path]:
+    """Write ``report.md`` and ``report.html`` for the runs; return the two paths.
+
+    ``out`` defaults to the run folder for one run and to ``<parent>/report`` for several.
+    """
+    if not run_paths:
+        raise ValueError("give at least one run folder")
+    runs = load_runs(run_paths)
+    if out is None:
+        out = runs[0].path if len(runs) == 1 else runs[0].path.parent / "report"
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    md, page = out / "report.md", out / "report.html"
+    md.write_text(render_markdown(runs))
+    page.write_text(render_html(runs, max_episodes))
+    return [md, page]

@@ -1,0 +1,603 @@
+"""The evaluation runner behind ``m3gym eval``: plan, run (in a process pool) and record episodes.
+
+Run folder layout::
+
+    config.json             the run's configuration (checked on --resume)
+    episodes.jsonl          one line per finished episode attempt, flushed per episode
+    traces/<episode>.json   calls, results, per-step rewards/checkpoints, image provenance
+    thumbs/<episode>/<i>.jpg  small JPEG thumbnails of every image of the episode
+    summary.json            aggregated metrics (per level, per family, failure modes)
+
+An episode is identified by ``<env>.<family>.<task_seed>``; its reset seed (env and agent) is
+derived from the run seed and the task seed only, so results do not depend on the order episodes
+run in or on the number of workers. An agent raising :class:`InfrastructureError` (or a
+connection/timeout error) marks the episode ``"status": "infra_error"``: never scored, re-run on
+``--resume``. Too many consecutive infrastructure errors abort the run (:class:`EvalAbort`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import multiprocessing
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import gymnasium as gym
+import numpy as np
+
+from m3gym.agents.errors import InfrastructureError
+
+METRIC_KEYS: tuple[str, ...] = (
+    "acc", "S", "V", "V_tool", "V_true", "OT", "multi_modal", "multi_hop", "multi_threaded", "m3",
+    "recall", "precision", "arg_similarity", "arg_similarity_strong", "step_coherence",
+    "order_consistency", "merge_purity", "safety", "safety_violations", "failure_mode", "calls",
+    "failed_calls", "rounds",
+)
+"""Metric keys of the env's final ``info["metrics"]`` copied into every episode record."""
+
+RERUN_STATUSES: frozenset[str] = frozenset({"infra_error", "agent_error", "env_error"})
+"""Episode statuses that are not scored and are run again on ``--resume``."""
+
+DEFAULT_EPISODES: int = 30
+"""Episodes per env of the default ``m3gym eval`` (all three levels, test split)."""
+
+MAX_STEPS_GUARD: int = 1000
+"""Hard bound on agent steps per episode (the env truncates far earlier)."""
+
+_INFRA_MODULES = ("openai", "httpx", "httpcore", "requests", "urllib3", "aiohttp")
+_INFRA_NAME_PARTS = ("Connection", "Timeout", "RateLimit", "InternalServerError",
+                     "ServiceUnavailable", "APIStatusError")
+
+
+class EvalAbort(RuntimeError):
+    """The run was stopped early (e.g. the model endpoint is unreachable); finished work is kept."""
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Everything that defines an evaluation run.
+
+    Attributes:
+        envs: env ids (level ids such as ``M3Bench-L2`` or family ids).
+        agent: an agent name known to :func:`m3gym.agents.make_agent`, or ``module:attr`` of a
+            factory called as ``factory(seed=..., **agent_args)``.
+        episodes: episodes per env.
+        split: ``test`` / ``val`` (frozen task lists) or ``train`` (random training seeds).
+        seed: run seed (episode reset seeds and ``train`` draws derive from it).
+        reward: reward preset name or YAML path passed to the env.
+        workers: processes; each builds its own env (results are identical for any count).
+        agent_args / env_args: keyword arguments for the agent factory / ``gym.make``.
+        max_consecutive_infra: abort after this many infrastructure errors in a row.
+        thumb_size: longest side of the stored JPEG thumbnails; ``max_thumbs`` caps them.
+    """
+
+    envs: tuple[str, ...]
+    agent: str
+    episodes: int = DEFAULT_EPISODES
+    split: str = "test"
+    seed: int = 0
+    reward: str = "m3"
+    workers: int = 1
+    agent_args: Mapping[str, Any] = field(default_factory=dict)
+    env_args: Mapping[str, Any] = field(default_factory=dict)
+    max_consecutive_infra: int = 3
+    thumb_size: int = 256
+    max_thumbs: int = 24
+
+    def identity(self) -> dict[str, Any]:
+        """Return the settings that must not change when a run is resumed."""
+        return {"agent": self.agent, "agent_args": dict(self.agent_args), "split": self.split,
+                "seed": self.seed, "reward": self.reward, "env_args": dict(self.env_args)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the config as a JSON-serializable dict."""
+        out = asdict(self)
+        out["envs"] = list(self.envs)
+        out["agent_args"] = dict(self.agent_args)
+        out["env_args"] = dict(self.env_args)
+        return out
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One planned episode: which env, which task, which reset seed."""
+
+    index: int
+    episode_id: str
+    env_id: str
+    level: int | None
+    family: str
+    task_seed: int
+    seed: int
+
+
+@dataclass
+class EpisodeOutcome:
+    """What one episode produced: its JSONL record, its trace and its thumbnails (JPEG bytes)."""
+
+    record: dict[str, Any]
+    trace: dict[str, Any]
+    thumbs: dict[int, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class EvalResult:
+    """The outcome of :func:`run_eval`: the run folder, all latest records and the summary."""
+
+    out: Path
+    records: list[dict[str, Any]]
+    summary: dict[str, Any]
+    ran: int
+    skipped: int
+
+
+# --------------------------------------------------------------------------- parsing helpers
+def parse_key_values(items: Iterable[str]) -> dict[str, Any]:
+    """Return ``{"k": value}`` from ``k=value`` strings; values are JSON when they parse."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected key=value, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def env_scope(env_id: str) -> tuple[int | None, list[str]]:
+    """Return the level (or ``None``) and the task families an env id draws from."""
+    import m3gym  # noqa: F401  (registers the ids)
+    from m3gym.env import level_families
+
+    if env_id not in gym.registry:
+        known = ", ".join(m3gym.env_ids())
+        raise ValueError(f"unknown env {env_id!r}; known: {known}")
+    kwargs = dict(gym.registry[env_id].kwargs or {})
+    family = kwargs.get("family")
+    families, _ = level_families(kwargs.get("level"), family, kwargs.get("family_weights"))
+    if family is not None:
+        from m3gym.tasks.registry import get_family
+
+        return int(get_family(family).level), families
+    return kwargs.get("level"), families
+
+
+def default_agent_name() -> str:
+    """Return ``heuristic`` when that agent exists, else ``random``."""
+    from m3gym.agents import base
+
+    names = getattr(base, "AGENTS", ())
+    return "heuristic" if "heuristic" in names else "random"
+
+
+def agent_factory(name: str) -> Callable[..., Any]:
+    """Return a callable ``(seed=..., **kw) -> agent`` for a registered name or ``module:attr``."""
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"cannot load agent {name!r}: {exc}") from None
+    from m3gym.agents import make_agent
+
+    def build(seed: int = 0, **kwargs: Any) -> Any:
+        return make_agent(name, seed=seed, **kwargs)
+
+    return build
+
+
+def build_agent(name: str, seed: int, agent_args: Mapping[str, Any]) -> Any:
+    """Return a fresh agent (unknown names and bad arguments raise ``ValueError``)."""
+    try:
+        return agent_factory(name)(seed=seed, **dict(agent_args))
+    except TypeError as exc:
+        raise ValueError(f"bad arguments for agent {name!r}: {exc}") from None
+
+
+def is_infrastructure_error(exc: BaseException) -> bool:
+    """Return whether ``exc`` is a failure of the machinery (endpoint, network), not the agent."""
+    if isinstance(exc, (InfrastructureError, ConnectionError, TimeoutError)):
+        return True
+    for cls in type(exc).__mro__:
+        if cls.__module__.split(".")[0] in _INFRA_MODULES and \
+                any(p in cls.__name__ for p in _INFRA_NAME_PARTS):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- planning
+def episode_seed(run_seed: int, task_seed: int) -> int:
+    """Return the reset seed of an episode: a function of the run seed and task seed only."""
+    return int(np.random.SeedSequence([int(run_seed), int(task_seed)]).generate_state(1)[0])
+
+
+def _train_draws(env_id: str, families: Sequence[str], n: int, seed: int) -> list[tuple[str, int]]:
+    from m3gym.env import TRAIN_SEED_RANGE
+
+    key = [int(b) for b in env_id.encode("utf-8")]
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=int(seed), spawn_key=key))
+    out: list[tuple[str, int]] = []
+    seen: set[tuple[str, int]] = set()
+    while len(out) < n:
+        pair = (families[int(rng.integers(len(families)))], int(rng.integers(*TRAIN_SEED_RANGE)))
+        if pair not in seen:
+            seen.add(pair)
+            out.append(pair)
+    return out
+
+
+def env_tasks(env_id: str, split: str, n: int, seed: int) -> list[tuple[str, int]]:
+    """Return the first ``n`` ``(family, task_seed)`` pairs an env is evaluated on."""
+    from m3gym.eval.splits import FROZEN_SPLITS, split_entries
+
+    level, families = env_scope(env_id)
+    if split == "train":
+        return _train_draws(env_id, families, n, seed)
+    if split not in FROZEN_SPLITS:
+        raise ValueError(f"unknown split {split!r}; use train, {', '.join(FROZEN_SPLITS)}")
+    per_level = [[(e.family, e.task_seed) for e in split_entries(split, lv)
+                  if e.family in families] for lv in ([level] if level else [1, 2, 3])]
+    width = max((len(p) for p in per_level), default=0)
+    pool = [p[i] for i in range(width) for p in per_level if i < len(p)]  # interleave levels
+    if n > len(pool):
+        raise ValueError(f"split {split!r} has {len(pool)} tasks for {env_id}; "
+                         f"--episodes {n} is more")
+    return pool[:n]
+
+
+def plan_episodes(cfg: EvalConfig) -> list[EpisodeSpec]:
+    """Return every episode of a run, in a fixed order (envs in the given order)."""
+    if cfg.episodes < 1:
+        raise ValueError("--episodes must be >= 1")
+    specs: list[EpisodeSpec] = []
+    for env_id in cfg.envs:
+        level, _ = env_scope(env_id)
+        for family, task_seed in env_tasks(env_id, cfg.split, cfg.episodes, cfg.seed):
+            specs.append(EpisodeSpec(
+                index=len(specs), episode_id=f"{env_id}.{family}.{task_seed}", env_id=env_id,
+                level=level, family=family, task_seed=task_seed,
+                seed=episode_seed(cfg.seed, task_seed)))
+    ids = [s.episode_id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise ValueError("the same env is listed twice")
+    return specs
+
+
+# --------------------------------------------------------------------------- one episode
+_ENV_CACHE: dict[str, gym.Env] = {}
+
+
+def _env_for(cfg: EvalConfig, env_id: str) -> gym.Env:
+    key = json.dumps([env_id, cfg.reward, dict(cfg.env_args)], sort_keys=True, default=str)
+    if key not in _ENV_CACHE:
+        import m3gym  # noqa: F401
+
+        _ENV_CACHE[key] = gym.make(env_id, reward=cfg.reward, disable_env_checker=True,
+                                   **dict(cfg.env_args))
+    return _ENV_CACHE[key]
+
+
+def _json_safe(value: Any) -> Any:
+    """Return ``value`` as JSON-compatible data (arrays → shape notes, unknown → ``str``)."""
+    if isinstance(value, np.ndarray):
+        return f"<array {value.dtype} {list(value.shape)}>"
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def thumbnail_jpeg(array: np.ndarray, size: int, quality: int = 80) -> bytes:
+    """Return a JPEG (longest side ≤ ``size``) of an RGB or grayscale ``uint8`` image."""
+    h, w = array.shape[:2]
+    scale = min(1.0, size / max(h, w))
+    if scale < 1.0:
+        array = cv2.resize(array, (max(1, round(w * scale)), max(1, round(h * scale))),
+                           interpolation=cv2.INTER_AREA)
+    if array.ndim == 3:
+        array = cv2.cvtColor(array, cv2.COLOR_RGB2BGR)
+    ok, buf = cv2.imencode(".jpg", array, [cv2.IMWRITE_JPEG_QUALITY, quality])
+    return buf.tobytes() if ok else b""
+
+
+def _image_records(state: Any, episode_id: str, max_thumbs: int) -> list[dict[str, Any]]:
+    out = []
+    for entry in state:
+        p = entry.provenance
+        out.append({
+            "index": entry.index, "shape": list(entry.array.shape), "label": entry.label,
+            "parent": p.parent, "op": p.op, "args": _json_safe(p.args), "root": p.root,
+            "call_id": p.call_id, "photometric": list(p.photometric),
+            "affine": np.asarray(p.affine).round(6).tolist(),
+            "thumb": f"thumbs/{episode_id}/{entry.index}.jpg" if entry.index < max_thumbs else None,
+        })
+    return out
+
+
+def _agent_call(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call an agent method, tagging its exceptions so the runner can classify them."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        exc._m3gym_from_agent = True  # type: ignore[attr-defined]
+        raise
+
+
+def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
+    """Run one planned episode and return its record, trace and thumbnails (never raises)."""
+    t0 = time.perf_counter()
+    env = _env_for(cfg, spec.env_id)
+    base = env.unwrapped
+    steps: list[dict[str, Any]] = []
+    status, error = "ok", None
+    final: dict[str, Any] = {}
+    prompt = ""
+    terminated = truncated = False
+    reward_total = 0.0
+    task = None
+    try:
+        agent = _agent_call(build_agent, cfg.agent, spec.seed, cfg.agent_args)
+        obs, info = env.reset(seed=spec.seed,
+                              options={"family": spec.family, "task_seed": spec.task_seed})
+        task = base.task
+        prompt = obs["text"]
+        if hasattr(agent, "set_task"):
+            agent.set_task(base.task)
+        if hasattr(agent, "bind_space"):
+            agent.bind_space(base.action_space)
+        _agent_call(agent.reset, obs, info)
+        for _ in range(MAX_STEPS_GUARD):
+            action = _agent_call(agent.act, obs, info)
+            obs, reward, terminated, truncated, info = env.step(action)
+            reward_total += float(reward)
+            steps.append({
+                "step": len(steps), "action": _json_safe(action) if isinstance(action, str)
+                else None, "reward": float(reward),
+                "reward_components": _json_safe(info.get("reward_components", {})),
+                "checkpoints_passed": list(info.get("checkpoints_passed", [])),
+                "calls": _json_safe(info.get("calls", [])),
+                "parse_errors": list(info.get("parse_errors", [])),
+                "observation_text": obs.get("text", ""),
+                "new_images": list(obs.get("image_indices", ())),
+            })
+            if terminated or truncated:
+                final = info
+                break
+    except Exception as exc:
+        if is_infrastructure_error(exc):
+            status = "infra_error"
+        elif getattr(exc, "_m3gym_from_agent", False):
+            status = "agent_error"
+        else:
+            status = "env_error"
+        error = f"{type(exc).__name__}: {exc}"
+        if status != "infra_error":
+            error += "\n" + "".join(traceback.format_exception(exc)[-3:])
+    return _assemble(spec, cfg, task, base, steps, final, status, error, prompt,
+                     terminated, truncated, reward_total, time.perf_counter() - t0)
+
+
+def _assemble(spec: EpisodeSpec, cfg: EvalConfig, task: Any, base: Any,
+              steps: list[dict[str, Any]], final: Mapping[str, Any], status: str,
+              error: str | None, prompt: str, terminated: bool, truncated: bool,
+              reward_total: float, wall: float) -> EpisodeOutcome:
+    raw_metrics = dict(final.get("metrics") or {})
+    metrics = {k: _json_safe(raw_metrics.get(k)) for k in METRIC_KEYS}
+    metrics.update({k: _json_safe(v) for k, v in raw_metrics.items() if k not in metrics})
+    calls = sum(len(s["calls"]) for s in steps)
+    ok = status == "ok"
+    record = {
+        "episode_id": spec.episode_id, "index": spec.index, "env": spec.env_id,
+        "level": task.level if task is not None else spec.level, "family": spec.family,
+        "domain": task.domain if task is not None else None,
+        "task_id": f"{spec.family}/{spec.task_seed}", "task_seed": spec.task_seed,
+        "seed": spec.seed, "agent": cfg.agent, "split": cfg.split, "status": status,
+        "error": error, "answer": final.get("answer") if ok else None,
+        "answer_correct": bool(final.get("answer_correct")) if ok else None,
+        "terminated": terminated, "truncated": truncated, "reward": round(reward_total, 6),
+        "steps": len(steps), "calls": calls if metrics["calls"] is None else metrics["calls"],
+        "failure_mode": metrics.get("failure_mode") if ok else None,
+        "metrics": metrics if ok else {}, "wall_s": round(wall, 3),
+    }
+    images = _image_records(base.state, spec.episode_id, cfg.max_thumbs) if task else []
+    thumbs = {}
+    if task is not None:
+        for entry in base.state:
+            if entry.index < cfg.max_thumbs:
+                thumbs[entry.index] = thumbnail_jpeg(entry.array, cfg.thumb_size)
+    trace = {
+        "episode_id": spec.episode_id, "env": spec.env_id, "family": spec.family,
+        "level": record["level"], "task_id": record["task_id"], "task_seed": spec.task_seed,
+        "seed": spec.seed, "agent": cfg.agent, "status": status, "error": error,
+        "question": task.question if task is not None else None,
+        "prompt": prompt,
+        "task": _json_safe(task.spec_dict()) if task is not None else None,
+        "answer": record["answer"], "answer_correct": record["answer_correct"],
+        "reward": record["reward"], "metrics": metrics,
+        "audit": _json_safe(final.get("audit") or {}),
+        "steps": steps, "images": images,
+        "recreate": {
+            "env": spec.env_id, "env_args": _json_safe(dict(cfg.env_args)),
+            "reward": cfg.reward, "reset_seed": spec.seed,
+            "options": {"family": spec.family, "task_seed": spec.task_seed},
+            "ops": [{"step": s["step"], "name": c.get("name"), "arguments": c.get("arguments")}
+                    for s in steps for c in s["calls"]],
+        },
+    }
+    return EpisodeOutcome(record, trace, thumbs)
+
+
+def _worker(args: tuple[EpisodeSpec, EvalConfig]) -> EpisodeOutcome:
+    return run_episode_outcome(*args)
+
+
+# --------------------------------------------------------------------------- run folder
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Return the latest record of each episode in ``episodes.jsonl`` (ordered by index)."""
+    latest: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a crash: that episode simply re-runs
+            continue
+        latest[rec["episode_id"]] = rec
+    return sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
+
+
+def _write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
+    ep = outcome.record["episode_id"]
+    if outcome.thumbs:
+        thumb_dir = out / "thumbs" / ep
+        thumb_dir.mkdir(parents=True, exist_ok=True)
+        for idx, data in outcome.thumbs.items():
+            (thumb_dir / f"{idx}.jpg").write_bytes(data)
+    (out / "traces" / f"{ep}.json").write_text(json.dumps(outcome.trace, default=str))
+    jsonl.write(json.dumps(outcome.record, default=str) + "\n")
+    jsonl.flush()
+
+
+def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> list[dict[str, Any]]:
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a folder")
+    nonempty = out.is_dir() and any(out.iterdir())
+    if nonempty and not resume:
+        raise FileExistsError(f"run folder {out} already exists and is not empty; "
+                              "pass --resume to continue it or choose another --out")
+    records: list[dict[str, Any]] = []
+    if nonempty:
+        cfg_path = out / "config.json"
+        if not cfg_path.is_file():
+            raise FileExistsError(f"{out} is not an m3gym run folder (no config.json)")
+        old = json.loads(cfg_path.read_text())
+        new = cfg.identity()
+        diff = [k for k in new if json.dumps(old.get(k), sort_keys=True)
+                != json.dumps(new[k], sort_keys=True)]
+        if diff:
+            k = diff[0]
+            raise ValueError(f"cannot resume {out}: {k} was {old.get(k)!r}, now {new[k]!r}")
+        records = read_records(out / "episodes.jsonl")
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    (out / "thumbs").mkdir(parents=True, exist_ok=True)
+    return records
+
+
+def _start_pool(cfg: EvalConfig, n_specs: int) -> Any:
+    """Return a worker pool, or ``None`` for in-process runs.
+
+    ``fork`` is used when the process has a single thread (fast: workers inherit the imported
+    modules); otherwise ``forkserver`` (or ``spawn``) with m3gym preloaded.
+    """
+    if cfg.workers <= 1 or n_specs <= 1:
+        return None
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        ctx = multiprocessing.get_context("fork")
+    elif "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["m3gym", "m3gym.eval.runner"])
+    else:
+        ctx = multiprocessing.get_context("spawn")
+    return ctx.Pool(min(cfg.workers, n_specs))
+
+
+def _outcomes(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
+              pool: Any) -> Iterator[EpisodeOutcome]:
+    if pool is None:
+        for spec in specs:
+            yield run_episode_outcome(spec, cfg)
+        return
+    try:
+        yield from pool.imap(_worker, [(s, cfg) for s in specs], chunksize=1)
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _terminate_last_line(path: Path) -> None:
+    """End a line cut by a crash, so the next record starts on its own line."""
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as f:
+            f.seek(-1, 2)
+            last = f.read(1)
+        if last != b"\n":
+            with path.open("a") as f:
+                f.write("\n")
+
+
+@contextlib.contextmanager
+def _closing(gen: Iterator[Any]) -> Iterator[None]:
+    """Close a generator on exit (terminates the worker pool it may hold)."""
+    try:
+        yield
+    finally:
+        close = getattr(gen, "close", None)
+        if close is not None:
+            close()
+
+
+def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
+             on_episode: Callable[[dict[str, Any]], None] | None = None,
+             on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None) -> EvalResult:
+    """Run (or resume) an evaluation into the folder ``out`` and return the summary.
+
+    Everything is validated (envs, agent, split, reward) before anything is written. Raises
+    ``ValueError``/``FileExistsError`` for bad input and :class:`EvalAbort` when the run stops
+    early; finished episodes are on disk in every case.
+    """
+    from m3gym.eval.summary import summarize
+    from m3gym.reward import load_reward_config
+
+    out = Path(out)
+    if cfg.workers < 1:
+        raise ValueError("--workers must be >= 1")
+    load_reward_config(cfg.reward)
+    specs = plan_episodes(cfg)
+    build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / bad arguments
+    previous = _prepare_folder(out, cfg, resume)
+    done = {r["episode_id"] for r in previous if r.get("status") not in RERUN_STATUSES}
+    todo = [s for s in specs if s.episode_id not in done]
+    (out / "config.json").write_text(json.dumps(
+        {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs]}, indent=2) + "\n")
+    pool = _start_pool(cfg, len(todo))  # before on_start, which may start a display thread
+    if on_start is not None:
+        on_start(todo)
+    consecutive = 0
+    outcomes = _outcomes(todo, cfg, pool)
+    _terminate_last_line(out / "episodes.jsonl")
+    with (out / "episodes.jsonl").open("a") as jsonl, _closing(outcomes):
+        for outcome in outcomes:
+            _write_outcome(out, outcome, jsonl)
+            if on_episode is not None:
+                on_episode(outcome.record)
+            consecutive = consecutive + 1 if outcome.record["status"] == "infra_error" else 0
+            if consecutive >= cfg.max_consecutive_infra:
+                raise EvalAbort(f"{consecutive} infrastructure errors in a row (last: "
+                                f"{outcome.record['error']}); finished episodes are kept in "
+                                f"{out}, rerun with --resume to continue")
+    planned = {s.episode_id for s in specs}
+    records = [r for r in read_records(out / "episodes.jsonl") if r["episode_id"] in planned]
+    summary = summarize(records)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return EvalResult(out, records, summary, ran=len(todo), skipped=len(specs) - len(todo))

@@ -1,0 +1,177 @@
+"""Frozen evaluation splits: fixed ``(family, task_seed)`` lists per level, with content hashes.
+
+The ``test`` split holds :data:`TASKS_PER_LEVEL` tasks per level, dealt round-robin over the
+level's families (sorted by name) with task seeds from ``SPLIT_SEED_BASES["test"] + level * 10**7``
+upward, so they never meet the training range ``[0, 1e9)``. The committed manifest
+(``m3gym/data/splits/test.json``) freezes the list and records ``Task.content_hash()`` per task;
+:func:`check_manifest` regenerates tasks and reports every hash that no longer matches (a task
+generator changed the bytes of a frozen task). ``m3gym split-manifest --write`` rewrites it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from m3gym.tasks.registry import family_names, make_task
+
+SPLIT_SEED_BASES: dict[str, int] = {"test": 1_000_000_000, "val": 2_000_000_000}
+"""First task seed of each frozen split (both above the training range)."""
+
+FROZEN_SPLITS: tuple[str, ...] = tuple(SPLIT_SEED_BASES)
+"""Names of the splits built from a fixed seed list (``train`` draws random training seeds)."""
+
+TASKS_PER_LEVEL: int = 200
+"""Tasks per level in a frozen split."""
+
+LEVELS: tuple[int, ...] = (1, 2, 3)
+MANIFEST_VERSION: int = 1
+
+
+@dataclass(frozen=True)
+class SplitEntry:
+    """One task of a split: its family, task seed, id and (in a manifest) content hash."""
+
+    family: str
+    task_seed: int
+    task_id: str
+    hash: str | None = None
+
+
+@dataclass(frozen=True)
+class HashMismatch:
+    """A manifest entry whose regenerated task differs (``actual`` is the error text on failure)."""
+
+    level: int
+    task_id: str
+    expected: str | None
+    actual: str
+
+
+def level_seed_base(split: str, level: int) -> int:
+    """Return the first task seed of ``level`` in the frozen split ``split``."""
+    if split not in SPLIT_SEED_BASES:
+        raise ValueError(f"unknown split {split!r}; frozen splits: {', '.join(FROZEN_SPLITS)}")
+    return SPLIT_SEED_BASES[split] + level * 10_000_000
+
+
+def generate_split_entries(split: str, level: int, n: int = TASKS_PER_LEVEL) -> list[SplitEntry]:
+    """Return the rule-generated entries of a level (no hashes): round-robin over its families."""
+    families = family_names(level)
+    if not families:
+        return []
+    base = level_seed_base(split, level)
+    out = []
+    for i in range(n):
+        family = families[i % len(families)]
+        out.append(SplitEntry(family, base + i, f"{family}/{base + i}"))
+    return out
+
+
+def manifest_path(split: str) -> Path:
+    """Return the path of the committed manifest of ``split`` inside the package."""
+    return Path(str(resources.files("m3gym").joinpath(f"data/splits/{split}.json")))
+
+
+def build_manifest(split: str = "test", per_level: int = TASKS_PER_LEVEL) -> dict[str, Any]:
+    """Generate every task of ``split`` and return the manifest dict (with content hashes)."""
+    levels: dict[str, list[dict[str, Any]]] = {}
+    for level in LEVELS:
+        entries = []
+        for e in generate_split_entries(split, level, per_level):
+            task = make_task(e.family, e.task_seed)
+            entries.append(asdict(SplitEntry(e.family, e.task_seed, task.task_id,
+                                              task.content_hash())))
+        levels[str(level)] = entries
+    return {"split": split, "version": MANIFEST_VERSION, "tasks_per_level": per_level,
+            "seed_bases": {str(lv): level_seed_base(split, lv) for lv in LEVELS},
+            "levels": levels}
+
+
+def write_manifest(split: str = "test", per_level: int = TASKS_PER_LEVEL,
+                   path: Path | None = None) -> Path:
+    """Regenerate the manifest of ``split`` and write it (sorted keys, one entry a line)."""
+    manifest = build_manifest(split, per_level)
+    target = Path(path) if path is not None else manifest_path(split)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(dump_manifest(manifest))
+    return target
+
+
+def dump_manifest(manifest: dict[str, Any]) -> str:
+    """Return the manifest as stable JSON text with one task per line (diff-friendly)."""
+    head = {k: v for k, v in manifest.items() if k != "levels"}
+    lines = ["{"]
+    for key in sorted(head):
+        lines.append(f"  {json.dumps(key)}: {json.dumps(head[key], sort_keys=True)},")
+    lines.append('  "levels": {')
+    level_keys = sorted(manifest["levels"])
+    for li, level in enumerate(level_keys):
+        entries = manifest["levels"][level]
+        lines.append(f"    {json.dumps(level)}: [")
+        for ei, entry in enumerate(entries):
+            sep = "," if ei < len(entries) - 1 else ""
+            lines.append(f"      {json.dumps(entry, sort_keys=True)}{sep}")
+        lines.append("    ]" + ("," if li < len(level_keys) - 1 else ""))
+    lines += ["  }", "}", ""]
+    return "\n".join(lines)
+
+
+def load_manifest(split: str = "test", path: Path | None = None) -> dict[str, Any] | None:
+    """Return the committed manifest of ``split``, or ``None`` when there is none."""
+    target = Path(path) if path is not None else manifest_path(split)
+    if not target.is_file():
+        return None
+    return json.loads(target.read_text())
+
+
+def split_entries(split: str, level: int) -> list[SplitEntry]:
+    """Return the frozen entries of ``level``: from the manifest, else from the seed rule."""
+    if split not in SPLIT_SEED_BASES:
+        raise ValueError(f"unknown split {split!r}; frozen splits: {', '.join(FROZEN_SPLITS)}")
+    manifest = load_manifest(split)
+    if manifest is None:
+        return generate_split_entries(split, level)
+    return [SplitEntry(**e) for e in manifest["levels"].get(str(level), [])]
+
+
+def sample_entries(entries: Sequence[SplitEntry], per_family: int | None) -> list[SplitEntry]:
+    """Return the first ``per_family`` entries of each family (all when ``None``), in order."""
+    if per_family is None:
+        return list(entries)
+    seen: dict[str, int] = {}
+    out = []
+    for e in entries:
+        if seen.get(e.family, 0) < per_family:
+            seen[e.family] = seen.get(e.family, 0) + 1
+            out.append(e)
+    return out
+
+
+def check_manifest(split: str = "test", per_family: int | None = 5,
+                   path: Path | None = None) -> list[HashMismatch]:
+    """Regenerate manifest tasks (``per_family`` per family, or all) and return the mismatches."""
+    manifest = load_manifest(split, path)
+    if manifest is None:
+        where = path or manifest_path(split)
+        raise FileNotFoundError(f"no manifest for split {split!r} at {where}")
+    bad: list[HashMismatch] = []
+    for level_key, raw in sorted(manifest["levels"].items()):
+        for e in sample_entries([SplitEntry(**r) for r in raw], per_family):
+            bad.extend(_check_entry(int(level_key), e))
+    return bad
+
+
+def _check_entry(level: int, entry: SplitEntry) -> Iterable[HashMismatch]:
+    try:
+        task = make_task(entry.family, entry.task_seed)
+    except Exception as exc:  # a removed family or a generator crash is a mismatch, not a crash
+        return [HashMismatch(level, entry.task_id, entry.hash, f"error: {exc}")]
+    actual = task.content_hash()
+    if actual != entry.hash or task.task_id != entry.task_id:
+        return [HashMismatch(level, entry.task_id, entry.hash, actual)]
+    return []

@@ -1,0 +1,83 @@
+import json
+import os
+from collections import Counter
+
+import pytest
+
+from m3gym.env import TRAIN_SEED_RANGE
+from m3gym.eval.splits import (
+    TASKS_PER_LEVEL,
+    check_manifest,
+    dump_manifest,
+    generate_split_entries,
+    load_manifest,
+    manifest_path,
+    sample_entries,
+    split_entries,
+)
+from m3gym.tasks.registry import family_names, make_task
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    data = load_manifest("test")
+    assert data is not None, "run `m3gym split-manifest --write`"
+    return data
+
+
+def test_manifest_shape(manifest):
+    assert manifest["split"] == "test" and manifest["tasks_per_level"] == TASKS_PER_LEVEL
+    ids = set()
+    for level in ("1", "2", "3"):
+        entries = manifest["levels"][level]
+        assert len(entries) == TASKS_PER_LEVEL
+        for e in entries:
+            assert e["task_seed"] >= TRAIN_SEED_RANGE[1]  # disjoint from training seeds
+            assert e["task_id"] == f"{e['family']}/{e['task_seed']}"
+            assert e["family"] in family_names(int(level))
+            assert len(e["hash"]) == 64
+            ids.add(e["task_id"])
+        counts = Counter(e["family"] for e in entries)
+        assert max(counts.values()) - min(counts.values()) <= 1  # spread over the families
+    assert len(ids) == 3 * TASKS_PER_LEVEL
+
+
+def test_manifest_file_is_stable_text(manifest):
+    assert manifest_path("test").read_text() == dump_manifest(manifest)
+    assert json.loads(dump_manifest(manifest)) == manifest
+
+
+def test_split_entries_come_from_manifest(manifest):
+    entries = split_entries("test", 2)
+    assert [(e.family, e.task_seed) for e in entries] == \
+        [(e["family"], e["task_seed"]) for e in manifest["levels"]["2"]]
+    rule = generate_split_entries("test", 2, 5)
+    assert [e.task_seed for e in rule] == [1_020_000_000 + i for i in range(5)]
+    with pytest.raises(ValueError, match="unknown split"):
+        split_entries("nope", 1)
+
+
+def test_sample_entries_takes_first_per_family():
+    entries = generate_split_entries("test", 1, 12)
+    sample = sample_entries(entries, 2)
+    assert Counter(e.family for e in sample) == {f: 2 for f in family_names(1)}
+    assert sample_entries(entries, None) == entries
+
+
+def test_sampled_hashes_match(manifest):
+    per_family = None if os.environ.get("M3GYM_FULL_SPLIT_CHECK") else 3
+    bad = check_manifest("test", per_family=per_family)
+    if bad:
+        pytest.fail(f"{len(bad)} frozen test tasks changed (first: {bad[0].task_id}); "
+                    "regenerate with `m3gym split-manifest --write`")
+
+
+def test_hash_detects_change(tmp_path, manifest):
+    e = manifest["levels"]["1"][0]
+    assert make_task(e["family"], e["task_seed"]).content_hash() == e["hash"]
+    broken = json.loads(json.dumps(manifest))
+    broken["levels"] = {"1": [dict(e, hash="0" * 64)]}
+    path = tmp_path / "m.json"
+    path.write_text(dump_manifest(broken))
+    bad = check_manifest("test", per_family=None, path=path)
+    assert [m.task_id for m in bad] == [e["task_id"]]

@@ -1,0 +1,142 @@
+"""Reward-shaping ablation: train under several reward presets x seeds, plot accuracy vs steps.
+
+Usage::
+
+    python training/reward_ablation.py --config configs/train/reward_ablation.yaml [--jobs 2]
+        [--set base.total_timesteps=50000] [--set presets=[sparse,process,m3]]
+
+For every ``(preset, seed)`` it trains ``base`` (a :mod:`train_sb3` config) with
+``env.kwargs.reward = preset``, reads the held-out evaluations (``eval_history.jsonl``) and writes
+``ablation.csv`` (preset, seed, timesteps, accuracy, mean_reward, mean_length) and
+``ablation.png`` (mean accuracy per preset with a min-max band over seeds) to ``out_dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_sb3 import DEFAULT_CONFIG, apply_overrides, deep_merge, train  # noqa: E402
+
+CSV_FIELDS = ("preset", "seed", "timesteps", "accuracy", "mean_reward", "mean_length")
+
+
+def run_config(base: dict[str, Any], preset: str, seed: int, out_dir: Path) -> dict[str, Any]:
+    """Return the training config of one ablation cell."""
+    cfg = deep_merge(DEFAULT_CONFIG, base)
+    cfg["env"].setdefault("kwargs", {})["reward"] = preset
+    cfg["seed"] = int(seed)
+    cfg["out_dir"] = str(out_dir / f"{preset}_seed{seed}")
+    return cfg
+
+
+def train_cell(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Train one cell; return its evaluation rows."""
+    out = train(cfg)
+    preset = cfg["env"]["kwargs"]["reward"]
+    rows = []
+    for line in (out / "eval_history.jsonl").read_text().splitlines():
+        h = json.loads(line)
+        rows.append({"preset": preset, "seed": cfg["seed"], "timesteps": h["timesteps"],
+                     "accuracy": h["accuracy"], "mean_reward": h["mean_reward"],
+                     "mean_length": h["mean_length"]})
+    return rows
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Write the ablation rows as CSV."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def curve_stats(rows: Sequence[dict[str, Any]], preset: str
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return (steps, mean, min, max) accuracy of a preset over seeds, on shared eval steps."""
+    by_seed: dict[int, dict[int, float]] = {}
+    for r in rows:
+        if r["preset"] == preset:
+            by_seed.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r["accuracy"])
+    if not by_seed:
+        empty = np.zeros(0)
+        return empty, empty, empty, empty
+    steps = sorted(set.intersection(*(set(d) for d in by_seed.values())))
+    acc = np.array([[d[s] for s in steps] for d in by_seed.values()])
+    return np.array(steps), acc.mean(0), acc.min(0), acc.max(0)
+
+
+def plot(rows: Sequence[dict[str, Any]], presets: Sequence[str], path: Path,
+         chance: float | None = None) -> None:
+    """Plot mean held-out accuracy vs env steps per preset with a min-max band over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for preset in presets:
+        steps, mean, lo, hi = curve_stats(rows, preset)
+        if steps.size:
+            n = len({r["seed"] for r in rows if r["preset"] == preset})
+            ax.plot(steps, mean, marker="o", label=f"{preset} (n={n})")
+            ax.fill_between(steps, lo, hi, alpha=0.2)
+    if chance is not None:
+        ax.axhline(chance, color="gray", linestyle="--", label="chance")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_ylim(0, 1)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", required=True, help="configs/train/reward_ablation.yaml")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--jobs", type=int, default=1, help="cells trained in parallel")
+    parser.add_argument("--chance", type=float, default=1 / 6, help="chance line on the plot")
+    args = parser.parse_args(argv)
+    spec = apply_overrides(yaml.safe_load(Path(args.config).read_text()), args.set)
+    out_dir = Path(spec.get("out_dir", "runs/reward_ablation"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    presets = [str(p) for p in spec["presets"]]
+    seeds = [int(s) for s in spec["seeds"]]
+    if len(seeds) < 3:
+        print("warning: fewer than 3 seeds; the spread is not meaningful", file=sys.stderr)
+    cfgs = [run_config(spec["base"], p, s, out_dir) for p in presets for s in seeds]
+    rows: list[dict[str, Any]] = []
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for cell in pool.map(train_cell, cfgs):
+                rows += cell
+    else:
+        for cfg in cfgs:
+            rows += train_cell(cfg)
+    write_csv(rows, out_dir / "ablation.csv")
+    plot(rows, presets, out_dir / "ablation.png", args.chance)
+    for preset in presets:
+        steps, mean, lo, hi = curve_stats(rows, preset)
+        if steps.size:
+            print(f"{preset:>8}: final accuracy {mean[-1]:.3f} (min {lo[-1]:.3f}, max {hi[-1]:.3f})"
+                  f" at {int(steps[-1])} steps")
+    print(f"wrote {out_dir / 'ablation.csv'} and {out_dir / 'ablation.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

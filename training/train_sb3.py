@@ -1,0 +1,310 @@
+"""Train a stable-baselines3 policy on the discrete m3gym wrapper.
+
+Usage::
+
+    python training/train_sb3.py --config configs/train/maskable_ppo_l1.yaml \
+        --set total_timesteps=20000 --set env.kwargs.reward=sparse --progress-bar
+
+Algorithms: ``maskable_ppo`` (sb3-contrib, default; uses the wrapper's action masks), ``ppo`` and
+``recurrent_ppo`` (sb3-contrib). Training envs are vectorized (``vec_env: dummy|subproc``);
+evaluation runs on held-out task seeds (``eval.pool_offset``, outside the training pool) and logs
+``eval/accuracy``, ``eval/mean_reward`` and the mean of every numeric m3gym metric. Logs go to
+TensorBoard and CSV in ``out_dir``; checkpoints to ``out_dir/checkpoints``; the final model
+(``final_model.zip``) and the resolved config (``config.yaml``) are saved side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
+    sys.path.insert(0, str(REPO_ROOT))
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "algo": "maskable_ppo",
+    "env": {"id": "M3Bench-L1-Discrete", "kwargs": {}},
+    "n_envs": 2,
+    "vec_env": "dummy",
+    "total_timesteps": 100_000,
+    "seed": 0,
+    "policy": "MultiInputPolicy",
+    "policy_kwargs": {},
+    "algo_kwargs": {},
+    "eval": {"freq": 10_000, "n_episodes": 50, "pool_offset": 1_000_000_000},
+    "checkpoint_freq": 50_000,
+    "progress_bar": False,
+    "torch_threads": 0,
+    "out_dir": "runs/sb3",
+}
+"""Defaults every config is merged over (see ``configs/train/*.yaml``)."""
+
+ALGOS = ("maskable_ppo", "ppo", "recurrent_ppo")
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Return ``base`` updated recursively by ``over`` (neither is modified)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def apply_overrides(cfg: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return ``cfg`` with ``key.sub=value`` overrides applied (values parsed as YAML)."""
+    cfg = copy.deepcopy(cfg)
+    for item in overrides:
+        if "=" not in item:
+            raise ValueError(f"--set expects key=value, got {item!r}")
+        key, raw = item.split("=", 1)
+        node = cfg
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(raw)
+    return cfg
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Return the config: defaults, then the YAML file, then the overrides."""
+    cfg = copy.deepcopy(DEFAULT_CONFIG)
+    if path is not None:
+        cfg = deep_merge(cfg, yaml.safe_load(Path(path).read_text()) or {})
+    cfg = apply_overrides(cfg, overrides)
+    if cfg["algo"] not in ALGOS:
+        raise ValueError(f"algo must be one of {ALGOS}, got {cfg['algo']!r}")
+    return cfg
+
+
+def make_env_fn(env_id: str, kwargs: dict[str, Any], seed: int) -> Callable[[], gym.Env]:
+    """Return a thunk building one monitored env (importable in a fresh subprocess)."""
+
+    def thunk() -> gym.Env:
+        from stable_baselines3.common.monitor import Monitor
+
+        import m3gym.wrappers  # noqa: F401  (registers the discrete ids)
+
+        env = gym.make(env_id, **kwargs)
+        env.reset(seed=seed)
+        return Monitor(env)
+
+    return thunk
+
+
+def make_vec_env(cfg: dict[str, Any], n_envs: int, seed: int,
+                 extra_kwargs: dict[str, Any] | None = None) -> Any:
+    """Return the vectorized training (or eval) env of a config."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    kwargs = {**cfg["env"].get("kwargs", {}), **(extra_kwargs or {})}
+    fns = [make_env_fn(cfg["env"]["id"], kwargs, seed + i) for i in range(n_envs)]
+    if cfg.get("vec_env") == "subproc" and n_envs > 1:
+        return SubprocVecEnv(fns)
+    return DummyVecEnv(fns)
+
+
+def algo_class(name: str) -> Any:
+    """Return the SB3 algorithm class of ``name``."""
+    if name == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    if name == "recurrent_ppo":
+        from sb3_contrib import RecurrentPPO
+
+        return RecurrentPPO
+    from stable_baselines3 import PPO
+
+    return PPO
+
+
+def policy_name(cfg: dict[str, Any]) -> str:
+    """Return the policy class name (recurrent PPO needs its LSTM policy)."""
+    policy = cfg["policy"]
+    if cfg["algo"] == "recurrent_ppo" and "Lstm" not in policy:
+        return "MultiInputLstmPolicy"
+    return policy
+
+
+def run_episodes(model: Any, venv: Any, n_episodes: int, algo: str,
+                 deterministic: bool = True) -> list[dict[str, Any]]:
+    """Run ``n_episodes`` episodes of ``model`` on ``venv``; return one record per episode.
+
+    Records hold ``task_id``, ``family``, ``correct``, ``reward``, ``length``, ``actions`` (decoded)
+    and the env's final ``metrics``. Masks are used for ``maskable_ppo``; the LSTM state is
+    carried for ``recurrent_ppo``.
+    """
+    n = venv.num_envs
+    obs = venv.reset()
+    state = None
+    starts = np.ones(n, dtype=bool)
+    ep_reward = np.zeros(n)
+    ep_len = np.zeros(n, dtype=int)
+    ep_actions: list[list[str]] = [[] for _ in range(n)]
+    records: list[dict[str, Any]] = []
+    while len(records) < n_episodes:
+        if algo == "maskable_ppo":
+            masks = np.stack(venv.env_method("action_masks"))
+            action, state = model.predict(obs, deterministic=deterministic, action_masks=masks)
+        elif algo == "recurrent_ppo":
+            action, state = model.predict(obs, state=state, episode_start=starts,
+                                          deterministic=deterministic)
+        else:
+            action, _ = model.predict(obs, deterministic=deterministic)
+        obs, reward, done, infos = venv.step(action)
+        ep_reward += reward
+        ep_len += 1
+        for i, info in enumerate(infos):
+            ep_actions[i].append(info.get("decoded_action", ""))
+            if done[i] and len(records) < n_episodes:
+                records.append({
+                    "task_id": info.get("task_id", ""), "family": info.get("family", ""),
+                    "correct": bool(info.get("answer_correct", False)),
+                    "reward": float(ep_reward[i]), "length": int(ep_len[i]),
+                    "actions": ep_actions[i], "metrics": info.get("metrics", {}),
+                })
+            if done[i]:
+                ep_reward[i], ep_len[i], ep_actions[i] = 0.0, 0, []
+        starts = np.asarray(done, dtype=bool)
+    return records
+
+
+def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Return accuracy, mean reward/length, per-family accuracy and mean numeric metrics."""
+    if not records:
+        return {"episodes": 0}
+    out: dict[str, Any] = {
+        "episodes": len(records),
+        "accuracy": float(np.mean([r["correct"] for r in records])),
+        "mean_reward": float(np.mean([r["reward"] for r in records])),
+        "mean_length": float(np.mean([r["length"] for r in records])),
+    }
+    fams = sorted({r["family"] for r in records})
+    out["accuracy_by_family"] = {
+        f: float(np.mean([r["correct"] for r in records if r["family"] == f])) for f in fams}
+    keys = sorted({k for r in records for k, v in r["metrics"].items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    out["metrics"] = {k: float(np.mean([r["metrics"][k] for r in records if k in r["metrics"]]))
+                      for k in keys}
+    return out
+
+
+def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
+    """Return a callback evaluating on held-out seeds every ``eval.freq`` env steps."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    ev = cfg["eval"]
+
+    class HeldOutEval(BaseCallback):
+        """Evaluates on a fixed held-out task pool; logs accuracy and metrics; keeps the best."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.venv: Any = None
+            self.best = -1.0
+            self.last = 0
+            self.history: list[dict[str, Any]] = []
+
+        def _on_training_start(self) -> None:
+            n = int(ev["n_episodes"])
+            self.venv = make_vec_env(cfg, 1, cfg["seed"] + 10_000, {
+                "task_pool": n, "pool_offset": int(ev["pool_offset"]),
+                "pool_order": "sequential", "cache_size": min(n, 256)})
+
+        def evaluate(self) -> None:
+            """Run the held-out episodes and log their summary."""
+            self.venv.seed(cfg["seed"] + 10_000)
+            summary = summarize(run_episodes(self.model, self.venv, int(ev["n_episodes"]),
+                                             cfg["algo"]))
+            self.logger.record("eval/accuracy", summary["accuracy"])
+            self.logger.record("eval/mean_reward", summary["mean_reward"])
+            self.logger.record("eval/mean_length", summary["mean_length"])
+            for k, v in summary["metrics"].items():
+                self.logger.record(f"eval/{k}", v)
+            self.logger.dump(self.num_timesteps)
+            self.history.append({"timesteps": self.num_timesteps, **summary})
+            with open(out_dir / "eval_history.jsonl", "a") as fh:
+                fh.write(json.dumps(self.history[-1]) + "\n")
+            if summary["accuracy"] > self.best:
+                self.best = summary["accuracy"]
+                self.model.save(out_dir / "best_model")
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps - self.last >= int(ev["freq"]):
+                self.last = self.num_timesteps
+                self.evaluate()
+            return True
+
+        def _on_training_end(self) -> None:
+            if not self.history or self.history[-1]["timesteps"] != self.num_timesteps:
+                self.evaluate()
+            self.venv.close()
+
+    return HeldOutEval()
+
+
+def train(cfg: dict[str, Any]) -> Path:
+    """Train per ``cfg``; return the output directory (final model, config, logs)."""
+    import torch
+    from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
+    from stable_baselines3.common.logger import configure
+
+    if cfg.get("torch_threads"):
+        torch.set_num_threads(int(cfg["torch_threads"]))
+    out_dir = Path(cfg["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (out_dir / "eval_history.jsonl").write_text("")
+    venv = make_vec_env(cfg, int(cfg["n_envs"]), int(cfg["seed"]))
+    cls = algo_class(cfg["algo"])
+    model = cls(policy_name(cfg), venv, seed=int(cfg["seed"]), verbose=0,
+                policy_kwargs=cfg.get("policy_kwargs") or None, **cfg.get("algo_kwargs", {}))
+    model.set_logger(configure(str(out_dir), ["csv", "tensorboard"]))
+    n_envs = int(cfg["n_envs"])
+    callbacks = [make_eval_callback(cfg, out_dir)]
+    if cfg.get("checkpoint_freq"):
+        callbacks.append(CheckpointCallback(max(1, int(cfg["checkpoint_freq"]) // n_envs),
+                                            str(out_dir / "checkpoints"), name_prefix="model"))
+    start = time.perf_counter()
+    model.learn(total_timesteps=int(cfg["total_timesteps"]), callback=CallbackList(callbacks),
+                progress_bar=bool(cfg.get("progress_bar")))
+    model.save(out_dir / "final_model")
+    (out_dir / "train_info.json").write_text(json.dumps({
+        "wall_seconds": time.perf_counter() - start, "timesteps": model.num_timesteps,
+        "algo": cfg["algo"]}, indent=2))
+    venv.close()
+    return out_dir
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", help="YAML config (configs/train/*.yaml)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key (dotted, value parsed as YAML)")
+    parser.add_argument("--progress-bar", action="store_true", help="show SB3's progress bar")
+    args = parser.parse_args(argv)
+    cfg = load_config(args.config, args.set)
+    if args.progress_bar:
+        cfg["progress_bar"] = True
+    out = train(cfg)
+    print(f"saved final model and config in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
