@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import cv2
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -118,3 +119,43 @@ def test_same_seed_same_actions() -> None:
         agent.reset(obs, info)
         actions.append(repr(agent.act(obs, info)))
     assert actions[0] == actions[1]
+
+
+def test_no_tools_mode_answers_unknown_when_it_reads_nothing() -> None:
+    env = gym.make("M3Bench-L2")
+    agent = HeuristicAgent(use_tools=False)
+    r = run_episode(env, agent, seed=0, options={"family": "clock_reading", "task_seed": 3})
+    assert r.final_info["answer"] == "unknown"
+    assert r.final_info["metrics"]["calls"] == 0
+
+
+def test_grid_shape_counts_rows_and_columns() -> None:
+    from m3gym.agents.heuristic_plans import count_runs, grid_shape
+
+    img = np.zeros((300, 500), np.uint8)
+    for r in range(4):
+        for c in range(7):
+            img[20 + r * 70:60 + r * 70, 15 + c * 70:45 + c * 70] = 255
+    assert grid_shape(img) == (4, 7)
+    assert grid_shape(255 - img) == (4, 7)  # the objects are the minority class either way
+    assert count_runs(np.array([0, 1, 1, 0, 1, 0, 0, 1], np.float32)) == 3
+
+
+@pytest.mark.parametrize(("hour", "minute", "tilt"), [(9, 24, 0.0), (2, 49, 90.0),
+                                                      (12, 5, -135.0), (6, 31, 40.0)])
+def test_clock_hands_read_a_rendered_tilted_clock(hour: int, minute: int, tilt: float) -> None:
+    from m3gym.agents import heuristic_vision as hv
+    from m3gym.tasks.families import l2_common as c2
+    from m3gym.tasks.families.l2_dials import clock_strokes
+
+    radius, size = 190.0, 420
+    dial = c2.render_dial(size, radius, (245, 245, 240), (90, 90, 90), radius / 10,
+                          clock_strokes(hour, minute, radius, (30, 30, 40), (20, 10, 10)), tilt,
+                          (60, 140, 70), marker=(0.0, (206, 40, 40)), cap=(20, 10, 10))
+    rgb = dial.rgb
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    guess = hv.Circle(size / 2 + 6, size / 2 - 5, radius * 0.9)
+    found = hv.tick_radius(gray, hv.tick_centre(gray, hv.tick_radius(gray, guess, 0.78)), 0.78)
+    hands = hv.clock_hands(rgb, found)
+    assert hands is not None
+    assert hv.clock_time(*hands) == (hour, minute)

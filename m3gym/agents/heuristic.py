@@ -10,7 +10,8 @@ read it with OCR (:mod:`m3gym.agents.ocr`), match it against ``info["choices"]``
 look-up questions search the offline web and pick the choice a fetched page states.
 
 ``use_tools=False`` answers from the initial view only (OCR of the images as shown): the
-no-tools ablation, which should sit near chance.
+no-tools ablation. It answers only what it actually read, else a fixed ``"unknown"`` (never a
+guess among the choices), so its accuracy measures reading without tools.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from m3gym.agents import heuristic_plans as plans
-from m3gym.agents.heuristic_text import best_choice, question_of
+from m3gym.agents.heuristic_text import choice_scores, question_of
 from m3gym.agents.ocr import read_words_batch, words_text
 
 
@@ -59,6 +60,12 @@ class EpisodeView:
 
 
 Plan = Generator[list[dict[str, Any]], StepOutcome, str | None]
+
+UNKNOWN_ANSWER = "unknown"
+"""What the no-tools ablation answers when it read nothing (it never guesses among choices)."""
+
+NO_TOOLS_MIN_SCORE = 90.0
+"""Similarity (0-100) a reading of the initial view needs before the no-tools mode answers it."""
 
 
 class BudgetExhausted(Exception):
@@ -112,7 +119,8 @@ class HeuristicAgent:
         if view is None:
             raise RuntimeError("HeuristicAgent.act() before reset()")
         if not self.use_tools:
-            return self._answer(self._answer_without_tools())
+            read = self._answer_without_tools()
+            return {"name": "answer", "arguments": {"text": read or UNKNOWN_ANSWER}}
         try:
             if self._plan is None:
                 self._plan = self._make_plan()
@@ -161,11 +169,21 @@ class HeuristicAgent:
         return {"name": "answer", "arguments": {"text": text or "unknown"}}
 
     def _answer_without_tools(self) -> str | None:
-        """Return the choice best matching OCR of the initial images as shown (no tools)."""
+        """Return the choice OCR clearly reads in the initial images as shown, else None.
+
+        No tools and no guessing: the images are read as the agent sees them (no contrast
+        stretch), and a choice is answered only when it is read almost verbatim and no other
+        choice is read as well (a near tie means nothing was really read).
+        """
         assert self.view is not None
         images = list(self.view.images.values())
         if not self.view.choices or not images:
             return None
         texts = [words_text(ws) for ws in read_words_batch(images, enhance=False)]
-        choice, score = best_choice(texts, self.view.choices)
-        return choice if score >= 75 else None
+        scores = choice_scores(texts, self.view.choices)
+        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        top = ranked[0]
+        runner_up = scores[ranked[1]] if len(ranked) > 1 else 0.0
+        if scores[top] >= NO_TOOLS_MIN_SCORE and scores[top] - runner_up >= 5.0:
+            return self.view.choices[top]
+        return None

@@ -416,6 +416,343 @@ def _page_parts(text: str) -> tuple[str, list[str]]:
 
 
 # --------------------------------------------------------------------------------------------
+# L2: dials (clock, gauges)
+
+
+CLOCK_RADIUS_FULL: tuple[float, float] = (30.0, 47.0)
+"""Dial radii (full-resolution pixels) the clock search accepts (the scenes draw 33-44 px)."""
+
+GAUGE_RADIUS_FULL: tuple[float, float] = (19.0, 33.0)
+"""Gauge radii (full-resolution pixels) the gauge search accepts (the scenes draw 22-30 px)."""
+
+CLOCK_TICK_STEP = 0.78
+"""Fraction of a clock's radius where its dense minute ticks begin (measured dial size)."""
+
+GAUGE_TICK_STEP = 0.72
+"""Fraction of a gauge's radius where its dense ticks begin (measured dial size)."""
+
+DIAL_CROP_PX = 460
+"""Side (pixels) a zoomed dial crop aims at: the ticks become several pixels apart."""
+
+
+def crop_pixels(text: str) -> tuple[int, int, int, int] | None:
+    """Return the source pixel box ``(x0, y0, x1, y1)`` a crop's result text reports."""
+    m = re.search(r"pixels x (\d+)-(\d+), y (\d+)-(\d+)", text)
+    if not m:
+        return None
+    x0, x1, y0, y1 = (int(v) for v in m.groups())
+    return x0, y0, x1, y1
+
+
+def full_size(view: EpisodeView, index: int) -> tuple[int, int]:
+    """Return ``(width, height)`` of image ``index`` at full resolution (view size if unknown)."""
+    if index in view.sizes:
+        return view.sizes[index]
+    h, w = view.images[index].shape[:2]
+    return w, h
+
+
+def dial_crop_call(index: int, dial: hv.Circle, size: tuple[int, int], margin: float = 0.3,
+                   target_px: int = DIAL_CROP_PX) -> dict[str, Any]:
+    """Return a zoomed crop of a dial (full-resolution circle) with a margin of ``margin`` r."""
+    box = hv.grow(dial.box(margin * dial.r), 0, 0, size[0], size[1])
+    side = max(box[2] - box[0], box[3] - box[1], 1)
+    zoom = float(np.clip(np.floor(target_px / side * 2) / 2, 1.0, 5.0))
+    return crop_call(index, hv.to_bbox1000(box, size[0], size[1]), zoom)
+
+
+def dial_in_crop(image: np.ndarray, record: dict[str, Any], dial: hv.Circle,
+                 step_frac: float) -> hv.Circle:
+    """Return ``dial`` (full-resolution circle) in the pixels of its crop's output ``image``."""
+    px = crop_pixels(str(record.get("result_text", "")))
+    if px is None:
+        h, w = image.shape[:2]
+        return hv.Circle(w / 2, h / 2, min(w, h) / 2 / 1.3)
+    k = image.shape[1] / max(px[2] - px[0], 1)
+    guess = hv.Circle((dial.x - px[0]) * k, (dial.y - px[1]) * k, dial.r * k)
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    dial = hv.tick_radius(gray, hv.refine_circle(gray, guess, 0.35), step_frac)
+    return hv.tick_radius(gray, hv.tick_centre(gray, dial), step_frac)
+
+
+def find_dial(view: EpisodeView, radius_full: tuple[float, float], where: str | None,
+              min_score: float = 0.7) -> Plan:
+    """Locate a light round dial in image 0 near ``where``; return it in full-res pixels.
+
+    Circles found at view size are trusted when they look clearly like a dial face; otherwise
+    the named grid cell is cropped (one call) and searched at a finer scale.
+    """
+    img = view.images[0]
+    s = view.view_scale(0)
+    size = full_size(view, 0)
+    cands = hv.dial_candidates(img, radius_full[0] * s, radius_full[1] * s, where)
+    if cands and cands[0].score >= min_score:
+        c = cands[0]
+        return hv.Circle(c.x / s, c.y / s, c.r / s, c.score)
+    x0, y0, x1, y1 = hv.position_region(where)
+    cell = (x0 - 0.06, y0 - 0.06, x1 + 0.06, y1 + 0.06)
+    box = hv.grow((cell[0] * size[0], cell[1] * size[1], cell[2] * size[0], cell[3] * size[1]),
+                  0, 0, size[0], size[1])
+    zoom = float(np.clip(np.floor(760 / max(box[2] - box[0], box[3] - box[1]) * 4) / 4, 0.5, 2))
+    out = yield [crop_call(0, hv.to_bbox1000(box, size[0], size[1]), zoom)]
+    crop = out.images[0] if out.images else None
+    px = crop_pixels(out.text) if crop is not None else None
+    if crop is None or px is None:
+        c = cands[0] if cands else None
+        return hv.Circle(c.x / s, c.y / s, c.r / s, c.score) if c else None
+    k = crop.shape[1] / max(px[2] - px[0], 1)
+    fine = hv.dial_candidates(crop, radius_full[0] * k, radius_full[1] * k, None)
+    if not fine:
+        c = cands[0] if cands else None
+        return hv.Circle(c.x / s, c.y / s, c.r / s, c.score) if c else None
+    c = fine[0]
+    return hv.Circle(px[0] + c.x / k, px[1] + c.y / k, c.r / k, c.score)
+
+
+def rotated_point(x: float, y: float, w: int, h: int, angle: float, out_w: int, out_h: int
+                  ) -> tuple[float, float]:
+    """Return where pixel ``(x, y)`` of a ``w x h`` image lands after a CCW rotate.
+
+    The rotation by ``angle`` (with expand) turns about the centres of the source and of the
+    ``out_w x out_h`` canvas.
+    """
+    a = np.deg2rad(angle)
+    dx, dy = x - w / 2, y - h / 2
+    return (out_w / 2 + dx * np.cos(a) + dy * np.sin(a),
+            out_h / 2 - dx * np.sin(a) + dy * np.cos(a))
+
+
+def time_minutes(text: str) -> int | None:
+    """Return minutes past 12:00 (0-719) of an ``H:MM`` time, None when it is no time."""
+    m = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*", text)
+    if not m:
+        return None
+    return (int(m.group(1)) % 12) * 60 + int(m.group(2))
+
+
+def nearest_time(hour: int, minute: int, choices: Sequence[str], max_off: int = 4
+                 ) -> str:
+    """Return the choice nearest (circularly, 12 h) to the read time, else the read time."""
+    read = (hour % 12) * 60 + minute
+    best: tuple[int, str] | None = None
+    for c in choices:
+        t = time_minutes(c)
+        if t is None:
+            continue
+        d = min(abs(t - read), 720 - abs(t - read))
+        if best is None or d < best[0]:
+            best = (d, c)
+    if best is not None and best[0] <= max_off:
+        return best[1]
+    return f"{hour}:{minute:02d}"
+
+
+def plan_clock_reading(view: EpisodeView) -> Plan:
+    """Find the clock, crop-zoom it, rotate it upright by its red marker, read the hands."""
+    where = asked_position(view.question)
+    dial = yield from find_dial(view, CLOCK_RADIUS_FULL, where)
+    if dial is None:
+        return None
+    out = yield [dial_crop_call(0, dial, full_size(view, 0))]
+    if not out.images or out.images[0] is None or out.indices[0] is None:
+        return None
+    zimg, zidx = out.images[0], int(out.indices[0])
+    zdial = dial_in_crop(zimg, out.calls[0], dial, CLOCK_TICK_STEP)
+    zero = hv.clock_zero(zimg, zdial) if hv.marker_angle(zimg, zdial) is not None else None
+    hands = hv.clock_hands(zimg, zdial)
+    if hands is not None:
+        view.guess = nearest_time(*hv.clock_time(*hands), view.choices)
+    if zero is None or min(zero, 360.0 - zero) < 3.0:
+        return view.guess
+    angle = round(zero - 360.0 if zero > 180.0 else zero, 1)
+    out = yield [op_call("rotate", zidx, angle=angle, expand=True)]
+    if not out.images or out.images[0] is None:
+        return view.guess
+    up = out.images[0]
+    h, w = zimg.shape[:2]
+    x, y = rotated_point(zdial.x, zdial.y, w, h, angle, up.shape[1], up.shape[0])
+    ugray = cv2.cvtColor(up, cv2.COLOR_RGB2GRAY)
+    udial = hv.tick_centre(ugray, hv.Circle(float(x), float(y), zdial.r))
+    hands = hv.clock_hands(up, udial)
+    if hands is None:
+        return view.guess
+    return nearest_time(*hv.clock_time(*hands), view.choices)
+
+
+# --------------------------------------------------------------------------------------------
+# L2: counting in a marked region (region_count)
+
+
+def stretched_view(rgb: np.ndarray, cutoff: float = 0.5) -> np.ndarray:
+    """Return ``rgb`` with each channel's ``cutoff``..``100-cutoff`` percentiles stretched.
+
+    The agent's own look at a dim view to find the layout (the frame), not to count.
+    """
+    out = np.empty_like(rgb)
+    for c in range(3):
+        lo, hi = np.percentile(rgb[..., c], (cutoff, 100.0 - cutoff))
+        scale = 255.0 / max(float(hi - lo), 1.0)
+        lut = np.clip((np.arange(256, dtype=np.float32) - lo) * scale, 0, 255).astype(np.uint8)
+        out[..., c] = cv2.LUT(rgb[..., c], lut)
+    return out
+
+
+def chroma_mask(rgb: np.ndarray, color: Sequence[int], min_cos: float = 0.85,
+                min_chroma: float = 18.0) -> np.ndarray:
+    """Return a ``uint8`` mask of pixels whose colour cast points the way ``color``'s does.
+
+    Thin strokes blend with their ground at view size, so their RGB is far from the pure
+    colour but their cast (pixel minus its gray level) keeps its direction. For white (no
+    cast) the mask holds pixels much lighter than their 15 px neighbourhood instead.
+    """
+    f = rgb.astype(np.float32)
+    target = np.asarray(color, np.float32)
+    tcast = target - target.mean()
+    if float(np.linalg.norm(tcast)) < 20.0:
+        gray = f.mean(axis=2)
+        local = cv2.blur(gray, (15, 15))
+        return np.where(gray - local >= 35.0, 255, 0).astype(np.uint8)
+    cast = f - f.mean(axis=2, keepdims=True)
+    norm = np.linalg.norm(cast, axis=2)
+    cos = (cast @ (tcast / np.linalg.norm(tcast))) / np.maximum(norm, 1e-6)
+    return np.where((cos >= min_cos) & (norm >= min_chroma), 255, 0).astype(np.uint8)
+
+
+def dashed_frame(rgb: np.ndarray, color: str, min_side: float) -> hv.Box | None:
+    """Return the inner box of the dashed rectangle of ``color`` (view pixels), or None.
+
+    Dashes of the colour (matched exactly, else by colour cast) are joined by a close; each
+    component at least ``min_side`` wide and high is scored by how much of its box's outline
+    the raw mask covers (a dashed frame covers about half, a blob's box far less inside its
+    outline band relative to its fill); the best outline wins, shrunk by 2 px to its inside.
+    """
+    stretched = stretched_view(rgb)
+    best: tuple[float, hv.Box] | None = None
+    for mask in (hv.color_mask(stretched, hv.COLORS[color], tol=70.0),
+                 chroma_mask(stretched, hv.COLORS[color])):
+        k = max(5, int(min_side / 6)) | 1
+        joined = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((k, k), np.uint8))
+        n, _, stats, _ = cv2.connectedComponentsWithStats(joined, connectivity=8)
+        on = mask > 0
+        for i in range(1, n):
+            x, y, w, h, area = (int(v) for v in stats[i])
+            if w < min_side or h < min_side or area > 0.35 * w * h:
+                continue
+            band = np.concatenate([on[y:y + 3, x:x + w].any(axis=0), on[y + h - 3:y + h,
+                                   x:x + w].any(axis=0), on[y:y + h, x:x + 3].any(axis=1),
+                                   on[y:y + h, x + w - 3:x + w].any(axis=1)])
+            inside = float(on[y + 4:y + h - 4, x + 4:x + w - 4].mean()) if w > 8 < h else 1.0
+            score = float(band.mean()) - 2.0 * inside
+            if best is None or score > best[0]:
+                best = (score, (x, y, x + w, y + h))
+        if best is not None and best[0] >= 0.3:
+            break
+    if best is None:
+        return None
+    x0, y0, x1, y1 = best[1]
+    return x0 + 2, y0 + 2, x1 - 2, y1 - 2
+
+
+def count_colour_blobs(rgb: np.ndarray, color: str, min_area: float, max_area: float) -> int:
+    """Return how many blobs of ``color`` with an area in ``min_area..max_area`` ``rgb`` holds."""
+    mask = hv.color_mask(rgb, hv.COLORS[color], tol=75.0)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    single = int(np.count_nonzero((areas >= min_area) & (areas <= max_area)))
+    merged = areas[areas > max_area]  # touching objects: count by area
+    return single + int(np.round(merged / (0.5 * (min_area + max_area))).sum())
+
+
+def plan_region_count(view: EpisodeView) -> Plan:
+    """Find the dashed region, crop it, autocontrast the crop, count blobs of the asked colour."""
+    img = view.images[0]
+    s = view.view_scale(0)
+    size = full_size(view, 0)
+    colors = named_colors_in(view.question, list(hv.COLORS))
+    if len(colors) < 2:
+        return None
+    target, frame = colors[0], colors[1]
+    inner = dashed_frame(img, frame, 150 * s)
+    if inner is None:
+        return None
+    box = tuple(v / s for v in inner)
+    side = max(box[2] - box[0], box[3] - box[1])
+    zoom = float(np.clip(np.floor(740 / side * 4) / 4, 1.0, 5.0))
+    out = yield [crop_call(0, hv.to_bbox1000(box, size[0], size[1]), zoom)]
+    if not out.images or out.indices[0] is None:
+        return None
+    out = yield [op_call("autocontrast", int(out.indices[0]), cutoff=0.0)]
+    if not out.images or out.images[0] is None:
+        return None
+    crop = out.images[0]
+    k = crop.shape[1] / max(box[2] - box[0], 1.0)  # output pixels per full-res pixel
+    cars = "cars" in view.question.lower()
+    lo_d, hi_d = 5.0 * k, 10.0 * k
+    area = (lambda d: 1.7 * d * d) if cars else (lambda d: np.pi * d * d / 4)
+    edge = max(2, int(3 * k))
+    body = crop[edge:-edge, edge:-edge]
+    count = count_colour_blobs(body, target, 0.5 * area(lo_d), 1.6 * area(hi_d))
+    return str(count)
+
+
+# --------------------------------------------------------------------------------------------
+# L3: global analysis (grid_period)
+
+
+def count_runs(profile: np.ndarray, level: float = 0.5) -> int:
+    """Return how many runs of ``profile`` lie above ``level`` of its range (peaks counted)."""
+    lo, hi = float(profile.min()), float(profile.max())
+    if hi - lo <= 1e-6:
+        return 0
+    above = profile >= lo + level * (hi - lo)
+    return int(np.count_nonzero(above[1:] & ~above[:-1]) + int(above[0]))
+
+
+def grid_shape(binary: np.ndarray) -> tuple[int, int] | None:
+    """Return ``(rows, cols)`` of a binarized repetitive pattern by projection profiles.
+
+    The objects are the minority class; the mask is denoised by a median filter, and rows
+    (columns) are the runs of the row (column) profile above half its range.
+    """
+    gray = binary if binary.ndim == 2 else cv2.cvtColor(binary, cv2.COLOR_RGB2GRAY)
+    mask = (gray >= 128).astype(np.uint8)
+    if mask.mean() > 0.5:
+        mask = 1 - mask
+    mask = cv2.medianBlur(mask * 255, 5)
+    if not mask.any():
+        return None
+    rows = mask.mean(axis=1).astype(np.float32)
+    cols = mask.mean(axis=0).astype(np.float32)
+    k = max(3, (min(mask.shape) // 100) | 1)
+    rows = cv2.GaussianBlur(rows[:, None], (1, k), 0).ravel()
+    cols = cv2.GaussianBlur(cols[None, :], (k, 1), 0).ravel()
+    r, c = count_runs(rows), count_runs(cols)
+    return (r, c) if r and c else None
+
+
+def plan_grid_period(view: EpisodeView) -> Plan:
+    """Stretch the whole faint image, threshold it between its two levels, count rows/columns."""
+    out = yield [op_call("autocontrast", 0, cutoff=0.5)]
+    if not out.images or out.images[0] is None or out.indices[0] is None:
+        return None
+    gray = cv2.GaussianBlur(cv2.cvtColor(out.images[0], cv2.COLOR_RGB2GRAY), (5, 5), 0)
+    value, _ = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)
+    out = yield [op_call("threshold", int(out.indices[0]), value=int(value), mode="binary")]
+    if not out.images or out.images[0] is None:
+        return None
+    shape = grid_shape(out.images[0])
+    if shape is None:
+        return None
+    rows, cols = shape
+    if "in total" in view.question.lower():
+        answer = str(rows * cols)
+    else:
+        answer = f"{rows}x{cols}"
+    return answer
+
+
+# --------------------------------------------------------------------------------------------
 # fallback
 
 
@@ -435,6 +772,9 @@ PLANS: dict[str, Callable[[EpisodeView], Plan]] = {
     "tiny_faint_text": plan_tiny_faint_text,
     "price_sum": plan_price_sum,
     "code_lookup": plan_code_lookup,
+    "clock_reading": plan_clock_reading,
+    "grid_period": plan_grid_period,
+    "region_count": plan_region_count,
 }
 """Plan per family name (the reset info's ``family``)."""
 
