@@ -780,9 +780,17 @@ PLANS: dict[str, Callable[[EpisodeView], Plan]] = {
 
 
 def planner_for(view: EpisodeView) -> Callable[[EpisodeView], Plan]:
-    """Return the plan for the episode: by family name, else by the question's wording."""
+    """Return the plan for the episode: by family name, else by the question's wording.
+
+    The look-up plans live in :mod:`m3gym.agents.heuristic_lookup` (which imports this
+    module's helpers, hence the import here).
+    """
+    from m3gym.agents.heuristic_lookup import LOOKUP_PLANS
+
     if view.family in PLANS:
         return PLANS[view.family]
+    if view.family in LOOKUP_PLANS:
+        return LOOKUP_PLANS[view.family]
     q = view.question.lower()
     if "sticker" in q:
         return plan_tiny_text
