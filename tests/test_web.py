@@ -167,7 +167,7 @@ def test_image_search_scaled_gray_contrast(world):
     ok = sum(world.image_search(degrade(rng, world.logo(world.entities[i]), k % 2 == 0,
                                         margin=0.0), 1)[0].entity == world.entities[i].key
              for k, i in enumerate(idx))
-    assert ok / len(idx) >= 0.95
+    assert ok / len(idx) >= SCALED_FLOOR
 
 
 def test_image_search_crop_with_background(world):
@@ -175,7 +175,64 @@ def test_image_search_crop_with_background(world):
     idx = rng.choice(len(world), 100, replace=False)
     ok = sum(world.image_search(degrade(rng, world.logo(world.entities[i]), k % 2 == 0), 3)[0]
              .entity == world.entities[i].key for k, i in enumerate(idx))
-    assert ok / len(idx) >= 0.9
+    assert ok / len(idx) >= CROP_FLOOR
+
+
+# measured top-1 of the deterministic query sets below (see benchmarks/bench_reset.py
+# --image-search for the full table over 300 entities per perturbation)
+SCALED_FLOOR = 0.98
+CROP_FLOOR = 0.92
+MARGIN_FLOOR = 0.95
+SCENE_FLOOR = 0.93
+
+
+def scene_crop(rng, logo, jitter=0):
+    """A logo_lookup-like query: a 40-60 px logo on a plate in a noisy scene, cropped with a
+    1-5 % margin (plus ``jitter`` px on every side) and zoomed like the crop tool."""
+    from m3gym.tasks import render as R
+
+    side = int(rng.integers(40, 61))
+    img = R.background(rng, 240, 320)
+    x, y = int(rng.integers(40, 320 - side - 40)), int(rng.integers(40, 240 - side - 40))
+    cv2.rectangle(img, (x - 30, y - side // 4), (x + side + 30, y + side + side // 4),
+                  R.rand_color(rng, 30, 230), -1)
+    img[y:y + side, x:x + side] = cv2.resize(logo, (side, side), interpolation=cv2.INTER_AREA)
+    img = R.add_sensor_noise(img, rng, float(rng.uniform(0.8, 2.0)))
+    m = max(1, int(side * rng.uniform(0.0, 0.05))) + jitter
+    crop = img[y - m:y + side + m, x - m:x + side + m]
+    return cv2.resize(crop, (crop.shape[1] * 5 // 2, crop.shape[0] * 5 // 2),
+                      interpolation=cv2.INTER_LANCZOS4)
+
+
+def test_image_search_margins_up_to_20_percent(world):
+    rng = np.random.default_rng(21)
+    idx = rng.choice(len(world), 60, replace=False)
+    ok = 0
+    for i in idx:
+        logo = world.logo(world.entities[i])
+        n = logo.shape[0]
+        t, b, lft, r = (int(rng.uniform(0, 0.2) * n) for _ in range(4))
+        bg = cv2.GaussianBlur(rng.integers(0, 256, (n + t + b, n + lft + r, 3), dtype=np.uint8),
+                              (0, 0), 5)
+        bg[t:t + n, lft:lft + n] = logo
+        ok += world.image_search(bg, 1)[0].entity == world.entities[i].key
+    assert ok / len(idx) >= MARGIN_FLOOR
+
+
+def test_image_search_scene_crops(world):
+    rng = np.random.default_rng(31)
+    idx = rng.choice(len(world), 60, replace=False)
+    ok = sum(world.image_search(scene_crop(rng, world.logo(world.entities[i])), 1)[0].entity
+             == world.entities[i].key for i in idx)
+    assert ok / len(idx) >= SCENE_FLOOR
+
+
+def test_image_search_is_deterministic_and_ranked(world):
+    q = scene_crop(np.random.default_rng(3), world.logo(world.entities[5]))
+    a, b = world.image_search(q, 10), world.image_search(q.copy(), 10)
+    assert a == b and len(a) == 10
+    assert all(x.score >= y.score for x, y in zip(a, a[1:]))
+    assert len({h.entity for h in a}) == 10
 
 
 def test_image_search_rejects_bad_images(world):

@@ -102,14 +102,15 @@ BACKGROUND_KINDS: tuple[str, ...] = (
 
 def rand_color(rng: np.random.Generator, low: int = 0, high: int = 256) -> Color:
     """Return a random RGB colour with channels in ``[low, high)``."""
-    c = rng.integers(low, high, size=3)
-    return (int(c[0]), int(c[1]), int(c[2]))
+    c = rng.integers(low, high, size=3).tolist()
+    return (c[0], c[1], c[2])
 
 
 def jitter_color(rng: np.random.Generator, color: Color, amount: int = 20) -> Color:
     """Return ``color`` with each channel moved by up to ``amount`` levels (clipped)."""
-    d = rng.integers(-amount, amount + 1, size=3)
-    return tuple(int(np.clip(c + x, 0, 255)) for c, x in zip(color, d))  # type: ignore[return-value]
+    d = rng.integers(-amount, amount + 1, size=3).tolist()
+    return (min(255, max(0, int(color[0]) + d[0])), min(255, max(0, int(color[1]) + d[1])),
+            min(255, max(0, int(color[2]) + d[2])))
 
 
 def luminance(color: Color) -> float:
@@ -146,15 +147,35 @@ def find_free_spot(
     """
     w, h = size
     bx0, by0, bx1, by1 = bounds
-    if bx1 - bx0 < w or by1 - by0 < h:
+    if bx1 - bx0 < w or by1 - by0 < h or tries < 1:
         return None
-    for _ in range(tries):
-        x = int(rng.integers(bx0, bx1 - w + 1))
-        y = int(rng.integers(by0, by1 - h + 1))
-        cand = (x, y, x + w, y + h)
-        if not any(boxes_overlap(cand, o, margin) for o in occupied):
-            return x, y
-    return None
+    # all candidates at once (one draw of 2 * tries integers), tested against every box at once
+    xs = rng.integers(bx0, bx1 - w + 1, size=tries)
+    ys = rng.integers(by0, by1 - h + 1, size=tries)
+    x, y = int(xs[0]), int(ys[0])
+    first = (x, y, x + w, y + h)
+    if not any(boxes_overlap(first, o, margin) for o in occupied):
+        return x, y  # the common case: no arrays built
+    occ = np.asarray(occupied, dtype=np.float64).reshape(-1, 4)
+    x0, y0 = xs[:, None].astype(np.float64), ys[:, None].astype(np.float64)
+    apart = ((x0 + w + margin <= occ[:, 0]) | (occ[:, 2] <= x0 - margin)
+             | (y0 + h + margin <= occ[:, 1]) | (occ[:, 3] <= y0 - margin))
+    free = np.flatnonzero(apart.all(axis=1))
+    if free.size == 0:
+        return None
+    return int(xs[free[0]]), int(ys[free[0]])
+
+
+def solid_image(height: int, width: int, color: Sequence[float], dtype: type = np.uint8
+                ) -> np.ndarray:
+    """Return a new ``(height, width, 3)`` image of ``dtype`` filled with ``color``.
+
+    Filled with ``cv2.rectangle``: numpy's broadcast of a 3-tuple into an ``(H, W, 3)`` array is
+    over twenty times slower.
+    """
+    out = np.empty((height, width, 3), dtype)
+    cv2.rectangle(out, (0, 0), (width, height), tuple(float(c) for c in color), -1)
+    return out
 
 
 def position_phrase(box: Sequence[float], width: int, height: int) -> str:
@@ -172,13 +193,17 @@ def position_phrase(box: Sequence[float], width: int, height: int) -> str:
 # backgrounds
 
 
+BACKGROUND_DETAIL: int = 192
+"""Longest side, in pixels, at which :func:`background` computes its texture by default."""
+
+
 def _smooth_field(rng: np.random.Generator, h: int, w: int, cells: int) -> np.ndarray:
     """Return a float32 ``(h, w)`` smooth random field in [0, 1] (bicubic from a coarse grid)."""
     gh = max(2, cells * h // max(h, w) + 2)
     gw = max(2, cells * w // max(h, w) + 2)
     coarse = rng.random((gh, gw), dtype=np.float32)
     field = cv2.resize(coarse, (w, h), interpolation=cv2.INTER_CUBIC)
-    return np.clip(field, 0.0, 1.0)
+    return np.clip(field, 0.0, 1.0, out=field)
 
 
 def lighting_field(rng: np.random.Generator, h: int, w: int, strength: float = 0.25) -> np.ndarray:
@@ -187,27 +212,34 @@ def lighting_field(rng: np.random.Generator, h: int, w: int, strength: float = 0
     Values lie in ``[1 - strength, 1]``.
     """
     angle = rng.uniform(0, 2 * np.pi)
-    xs = np.linspace(0.0, 1.0, w, dtype=np.float32)[None, :]
-    ys = np.linspace(0.0, 1.0, h, dtype=np.float32)[:, None]
-    ramp = xs * np.float32(np.cos(angle)) + ys * np.float32(np.sin(angle))
-    lo, hi = float(ramp.min()), float(ramp.max())
-    return (1.0 - strength * (ramp - lo) / max(hi - lo, 1e-6)).astype(np.float32)
+    xs = np.linspace(0.0, 1.0, w, dtype=np.float32) * np.float32(np.cos(angle))
+    ys = np.linspace(0.0, 1.0, h, dtype=np.float32) * np.float32(np.sin(angle))
+    lo = float(min(xs[0], xs[-1]) + min(ys[0], ys[-1]))
+    hi = float(max(xs[0], xs[-1]) + max(ys[0], ys[-1]))
+    k = np.float32(strength / max(hi - lo, 1e-6))
+    # 1 - k * (x + y - lo), built from the two 1-D ramps by one broadcast add
+    return (np.float32(1.0 + k * lo) - k * xs)[None, :] - (k * ys)[:, None]
 
 
 def vignette_field(h: int, w: int, strength: float = 0.3) -> np.ndarray:
     """Return a float32 ``(h, w)`` radial map: 1 at the centre, ``1 - strength`` at the corners."""
-    xs = (np.linspace(-0.5, 0.5, w, dtype=np.float32) ** 2)[None, :]
-    ys = (np.linspace(-0.5, 0.5, h, dtype=np.float32) ** 2)[:, None]
-    return (1.0 - strength * (xs + ys) / 0.5).astype(np.float32)
+    k = np.float32(strength / 0.5)
+    xs = np.float32(1.0) - k * np.linspace(-0.5, 0.5, w, dtype=np.float32) ** 2
+    ys = k * np.linspace(-0.5, 0.5, h, dtype=np.float32) ** 2
+    return xs[None, :] - ys[:, None]
+
+
+def _ramp_rgb(field: np.ndarray, c0: np.ndarray, c1: np.ndarray) -> np.ndarray:
+    """Return the float32 RGB image ``c1 + (c0 - c1) * field`` (``field`` is ``(h, w)``)."""
+    return c1 + field[..., None] * (c0 - c1)
 
 
 def _base_texture(rng: np.random.Generator, kind: str, h: int, w: int) -> np.ndarray:
     """Return a float32 RGB texture of ``kind`` at (low) resolution ``(h, w)``, values 0..255."""
     if kind == "gradient":
-        c0, c1 = np.array(rand_color(rng, 40, 240), np.float32), np.array(rand_color(rng, 40, 240),
-                                                                         np.float32)
-        t = lighting_field(rng, h, w, 1.0)[..., None]
-        return c0 * t + c1 * (1 - t)
+        c0 = np.array(rand_color(rng, 40, 240), np.float32)
+        c1 = np.array(rand_color(rng, 40, 240), np.float32)
+        return _ramp_rgb(lighting_field(rng, h, w, 1.0), c0, c1)
     if kind in ("noise", "asphalt", "fabric", "paper"):
         base = {
             "noise": rand_color(rng, 60, 220),
@@ -215,42 +247,54 @@ def _base_texture(rng: np.random.Generator, kind: str, h: int, w: int) -> np.nda
             "fabric": rand_color(rng, 50, 200),
             "paper": jitter_color(rng, (232, 226, 210), 12),
         }[kind]
-        amp = {"noise": 60.0, "asphalt": 28.0, "fabric": 30.0, "paper": 14.0}[kind]
-        f = _smooth_field(rng, h, w, 6) - 0.5
-        g = rng.random((h, w), dtype=np.float32) - 0.5
-        out = np.array(base, np.float32) + (amp * f + 0.6 * amp * g)[..., None]
+        amp = np.float32({"noise": 60.0, "asphalt": 28.0, "fabric": 30.0, "paper": 14.0}[kind])
+        field = _smooth_field(rng, h, w, 6)
+        field *= amp
+        g = rng.random((h, w), dtype=np.float32)
+        g *= np.float32(0.6) * amp
+        field += g
+        field -= np.float32(0.8) * amp  # both terms centred on zero
         if kind == "fabric":
-            ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
-            out += (10.0 * np.sin(xs * 1.3) * np.sin(ys * 1.3))[..., None]
-        return out
+            weave = (np.float32(10.0) * np.sin(np.arange(h, dtype=np.float32) * 1.3))[:, None]
+            field += weave * np.sin(np.arange(w, dtype=np.float32) * 1.3)[None, :]
+        return np.array(base, np.float32) + field[..., None]
     if kind == "wood":
         base = np.array(jitter_color(rng, (150, 105, 65), 25), np.float32)
-        ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
-        warp = _smooth_field(rng, h, w, 4) * 12.0
-        freq = rng.uniform(0.25, 0.6)
-        grain = np.sin((ys + warp * 3.0) * freq + np.sin(xs * 0.02) * 2.0)
-        return base * (0.82 + 0.14 * grain)[..., None]
+        warp = _smooth_field(rng, h, w, 4)
+        freq = np.float32(rng.uniform(0.25, 0.6))
+        phase = np.arange(h, dtype=np.float32)[:, None] * freq + (
+            np.sin(np.arange(w, dtype=np.float32) * 0.02) * 2.0)[None, :]
+        warp *= np.float32(36.0) * freq
+        warp += phase
+        grain = np.sin(warp, out=warp)
+        grain *= np.float32(0.14)
+        grain += np.float32(0.82)
+        return grain[..., None] * base
     if kind == "brick":
-        mortar = np.array(jitter_color(rng, (200, 195, 185), 15), np.float32)
-        img = np.empty((h, w, 3), np.float32)
-        img[:] = mortar
+        mortar = jitter_color(rng, (200, 195, 185), 15)
+        img = solid_image(h, w, mortar, np.float32)
         bh = max(3, int(rng.integers(h // 14 + 2, h // 8 + 3)))
         bw = bh * 2 + 1
-        brick = jitter_color(rng, (160, 70, 50), 25)
-        for row, y in enumerate(range(0, h, bh)):
+        brick = np.array(jitter_color(rng, (160, 70, 50), 25), np.float64)
+        rows = range(0, h, bh)
+        per_row = -(-(w + bw) // bw)
+        shades = rng.uniform(0.8, 1.15, size=(len(rows), per_row))
+        cols = np.minimum(255.0, shades[..., None] * brick).tolist()
+        for row, y in enumerate(rows):
             shift = (bw // 2) * (row % 2)
-            for x in range(-shift, w, bw):
-                shade = float(rng.uniform(0.8, 1.15))
-                col = tuple(float(min(255.0, c * shade)) for c in brick)
-                cv2.rectangle(img, (x + 1, y + 1), (x + bw - 1, y + bh - 1), col, -1)
+            for i, x in enumerate(range(-shift, w, bw)):
+                cv2.rectangle(img, (x + 1, y + 1), (x + bw - 1, y + bh - 1), cols[row][i], -1)
         return img
     if kind == "sky":
         top = np.array(jitter_color(rng, (70, 130, 210), 25), np.float32)
         bottom = np.array(jitter_color(rng, (190, 215, 240), 15), np.float32)
         t = np.linspace(0, 1, h, dtype=np.float32)[:, None, None]
         sky = top * (1 - t) + bottom * t
-        clouds = np.clip((_smooth_field(rng, h, w, 5) - 0.55) * 3.0, 0, 1)[..., None]
-        return sky * (1 - clouds) + 245.0 * clouds
+        clouds = _smooth_field(rng, h, w, 5)
+        clouds -= np.float32(0.55)
+        clouds *= np.float32(3.0)
+        clouds = np.clip(clouds, 0, 1, out=clouds)[..., None]
+        return sky + clouds * (np.float32(245.0) - sky)
     raise ValueError(f"unknown background kind {kind!r}; known: {', '.join(BACKGROUND_KINDS)}")
 
 
@@ -261,20 +305,25 @@ def background(
     """Return a ``uint8`` RGB ``(height, width, 3)`` textured background.
 
     The texture, lighting gradient and vignette are computed at ``1/detail`` resolution (by
-    default so that the longest side is about 256 px) and upscaled once (bilinear). ``kind`` is
-    one of :data:`BACKGROUND_KINDS` (random if ``None``); ``lighting`` / ``vignette`` are
-    darkening strengths in ``[0, 1)`` (random if ``None``).
+    default so that the longest side is about :data:`BACKGROUND_DETAIL` px) and upscaled once
+    (bilinear), the only full-size pass. ``kind`` is one of :data:`BACKGROUND_KINDS` (random if
+    ``None``); ``lighting`` / ``vignette`` are darkening strengths in ``[0, 1)`` (random if
+    ``None``).
     """
     if kind is None:
         kind = BACKGROUND_KINDS[int(rng.integers(len(BACKGROUND_KINDS)))]
     if detail is None:
-        detail = max(1, max(height, width) // 256)
+        detail = max(1, -(-max(height, width) // BACKGROUND_DETAIL))
     sh, sw = max(2, height // detail), max(2, width // detail)
     tex = _base_texture(rng, kind, sh, sw)
     light = rng.uniform(0.0, 0.3) if lighting is None else lighting
     vig = rng.uniform(0.0, 0.35) if vignette is None else vignette
-    tex *= (lighting_field(rng, sh, sw, light) * vignette_field(sh, sw, vig))[..., None]
-    small = np.clip(tex, 0, 255).astype(np.uint8)
+    shade = lighting_field(rng, sh, sw, light)
+    shade *= vignette_field(sh, sw, vig)
+    tex *= shade[..., None]
+    small = np.empty((sh, sw, 3), np.uint8)
+    np.clip(tex, 0, 255, out=tex)
+    np.copyto(small, tex, casting="unsafe")
     return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
 
 
@@ -369,9 +418,11 @@ def paste_text(img: np.ndarray, patch: TextPatch, x: int, y: int, color: Color) 
         raise ValueError(f"text patch {w}x{h} at ({x}, {y}) leaves the {img.shape[1]}x"
                          f"{img.shape[0]} image")
     region = img[y:y + h, x:x + w]
-    a = patch.alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
-    blended = region.astype(np.float32) * (1.0 - a) + np.asarray(color, np.float32) * a
-    region[:] = (blended + 0.5).astype(np.uint8)
+    a = patch.alpha.astype(np.float32)
+    a *= np.float32(1.0 / 255.0)
+    solid = (solid_image(h, w, color, region.dtype) if region.ndim == 3
+             else np.full((h, w), round(luminance(color)), region.dtype))
+    cv2.blendLinear(solid, region, a, np.float32(1.0) - a, dst=region)
     return PlacedText(text=patch.text, box=(x, y, x + w, y + h), mask=patch.mask,
                       glyph_height=patch.glyph_height)
 
@@ -614,18 +665,37 @@ def compress_dynamic_range(img: np.ndarray, low: Sequence[float], span: float) -
     """Return ``img`` mapped linearly from 0..255 to ``low[c] .. low[c] + span`` per channel.
 
     ``low`` has one offset per channel (a tint); the result is a washed-out, low-contrast image.
+    One ``cv2.transform`` pass (rounded, saturated), about three times faster than a 3-channel
+    ``cv2.LUT``.
     """
-    ramp = np.arange(256, dtype=np.float32) * (span / 255.0)
-    lut = np.stack([np.clip(ramp + lo + 0.5, 0, 255) for lo in low], axis=1).astype(np.uint8)
-    return cv2.LUT(img, lut.reshape(256, 1, 3))
+    channels = 1 if img.ndim == 2 else img.shape[2]
+    if len(low) != channels:
+        raise ValueError(f"need {channels} offsets, got {len(low)}")
+    m = np.zeros((channels, channels + 1), np.float32)
+    m[np.arange(channels), np.arange(channels)] = span / 255.0
+    m[:, channels] = np.asarray(low, np.float32)
+    if channels == 1:
+        return cv2.convertScaleAbs(img, alpha=float(m[0, 0]), beta=float(m[0, 1]))
+    return cv2.transform(img, m)
 
 
-@lru_cache(maxsize=16)
-def _unit_noise_tile(seed: int) -> np.ndarray:
-    """Return a cached read-only ``(241, 257, 3)`` float32 tile of standard normal noise."""
-    tile = np.random.default_rng(seed).standard_normal((241, 257, 3), dtype=np.float32)
-    tile.setflags(write=False)
-    return tile
+NOISE_TILE_SHAPE: tuple[int, int] = (197, 643)
+"""Rows and columns of the cached unit-noise tile (prime-ish sizes: repeats never align)."""
+
+
+@lru_cache(maxsize=1)
+def _noise_tile_parts() -> tuple[np.ndarray, np.ndarray]:
+    """Return the cached read-only positive and negative parts of a unit Gaussian noise tile.
+
+    The tile (``NOISE_TILE_SHAPE`` x 3, float32) comes from a fixed seed, so it is the same in
+    every process; ``unit = pos - neg`` with ``pos, neg >= 0``.
+    """
+    unit = np.random.default_rng(20240531).standard_normal((*NOISE_TILE_SHAPE, 3),
+                                                           dtype=np.float32)
+    pos, neg = np.maximum(unit, 0.0), np.maximum(-unit, 0.0)
+    pos.setflags(write=False)
+    neg.setflags(write=False)
+    return pos, neg
 
 
 def add_sensor_noise(
@@ -633,32 +703,41 @@ def add_sensor_noise(
 ) -> np.ndarray:
     """Return ``img`` plus zero-mean Gaussian noise of std ``sigma`` levels.
 
-    With ``inplace`` the (writeable) ``img`` itself is modified and returned, saving a copy.
+    With ``inplace`` the (writeable) ``img`` itself is modified and returned; otherwise the
+    result is written to a new array in the same pass (no separate copy).
 
-    The noise is a fixed 241x257 tile (one of 16, chosen by ``rng``) repeated from a random
-    offset: indistinguishable from fresh noise at these amplitudes and ten times faster.
+    The noise is one fixed tile of unit noise (``NOISE_TILE_SHAPE``), scaled by ``sigma`` and
+    rounded to whole levels once per call (on the tile, not on the image), then repeated from a
+    random offset with saturating ``uint8`` adds: indistinguishable from fresh noise at these
+    amplitudes and several times faster. Deterministic in ``rng`` and independent of the
+    number of OpenCV threads (integer element-wise ops only).
     """
     if sigma <= 0:
         return img
     h, w = img.shape[:2]
-    unit = _unit_noise_tile(int(rng.integers(16)))
-    scaled = unit * np.float32(sigma)
-    pos = np.clip(scaled + np.float32(0.5), 0, 255).astype(np.uint8)
-    neg = np.clip(np.float32(0.5) - scaled, 0, 255).astype(np.uint8)
-    if img.ndim == 2:
-        pos, neg = pos[..., 0], neg[..., 0]
-    th, tw = unit.shape[:2]
+    pos_unit, neg_unit = _noise_tile_parts()
+    th, tw = NOISE_TILE_SHAPE
     oy, ox = int(rng.integers(th)), int(rng.integers(tw))
-    out = img if inplace else img.copy()
-    # add the tile block by block (saturating uint8 adds on views): no full-size noise array
+    flip = bool(rng.integers(2))
+    # scale and round the tile once, then lay it out as one full-width strip starting at
+    # column ``ox``: the image is then processed in a few contiguous full-width row bands
+    alpha = float(sigma)
+    reps = -(-(w + ox) // tw)
+    pos = np.tile(cv2.convertScaleAbs(pos_unit, alpha=alpha), (1, reps, 1))[:, ox:ox + w]
+    neg = np.tile(cv2.convertScaleAbs(neg_unit, alpha=alpha), (1, reps, 1))[:, ox:ox + w]
+    if flip:
+        pos, neg = neg, pos
+    if img.ndim == 2:
+        pos, neg = np.ascontiguousarray(pos[..., 0]), np.ascontiguousarray(neg[..., 0])
+    elif img.shape[2] != 3:
+        raise ValueError(f"add_sensor_noise needs a gray or RGB image, got {img.shape}")
+    out = img if inplace else np.empty_like(img)
     for y in range(-oy, h, th):
-        for x in range(-ox, w, tw):
-            y0, x0, y1, x1 = max(y, 0), max(x, 0), min(y + th, h), min(x + tw, w)
-            block = out[y0:y1, x0:x1]
-            ty, tx = y0 - y, x0 - x
-            sl = (slice(ty, ty + y1 - y0), slice(tx, tx + x1 - x0))
-            cv2.add(block, pos[sl], dst=block)
-            cv2.subtract(block, neg[sl], dst=block)
+        y0, y1 = max(y, 0), min(y + th, h)
+        ty = y0 - y
+        band = out[y0:y1]
+        cv2.add(img[y0:y1], pos[ty:ty + y1 - y0], dst=band)
+        cv2.subtract(band, neg[ty:ty + y1 - y0], dst=band)
     return out
 
 

@@ -21,11 +21,10 @@ from m3gym.web.entities import (
     finalize,
 )
 from m3gym.web.logos import (
-    COARSE_SIZE,
-    descriptor,
+    LogoIndex,
+    build_logo_index,
     match_logos,
     render_logo,
-    to_gray_float,
 )
 from m3gym.web.names import check_split, pick
 
@@ -288,14 +287,9 @@ class World:
         return hits
 
     @cached_property
-    def logo_descriptors(self) -> tuple[np.ndarray, np.ndarray]:
-        """Coarse and fine ``(N, D)`` logo descriptor matrices (built on first use)."""
-        grays = [to_gray_float(self.logo(e)) for e in self.entities]
-        coarse = np.stack([descriptor(g, COARSE_SIZE) for g in grays]).astype(np.float32)
-        fine = np.stack([descriptor(g) for g in grays]).astype(np.float32)
-        coarse.setflags(write=False)
-        fine.setflags(write=False)
-        return coarse, fine
+    def logo_descriptors(self) -> LogoIndex:
+        """The reverse-image-search index of every logo (built on first use)."""
+        return build_logo_index([self.logo(e) for e in self.entities])
 
     def image_search(self, image: np.ndarray, top_k: int = 5) -> list[ImageHit]:
         """Return the ``top_k`` (at most 48) pages whose logos best match ``image``.
@@ -304,7 +298,7 @@ class World:
         with changed brightness/contrast. Raises ``ValueError`` for an unusable image.
         """
         check_query_image(image)
-        indices, scores = match_logos(image, *self.logo_descriptors)
+        indices, scores = match_logos(image, self.logo_descriptors)
         out = []
         for i, score in zip(indices[:top_k], scores[:top_k]):
             e = self.entities[int(i)]
