@@ -14,7 +14,6 @@ from scipy.optimize import linear_sum_assignment
 
 from m3gym.scoring.checkpoints import (
     CheckpointTracker,
-    _Candidate,
     evaluate_checkpoints,
     measure_evidence,
     orientation_of,
@@ -289,9 +288,10 @@ def test_orientation_of_rotation_matrix_matches_cv2_convention():
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def test_s_checkpoints_and_one_call_one_checkpoint():
+def test_one_crop_passes_s_v_tool_and_v_true():
     cps = (
         Checkpoint("s_crop", "S", "crop_covers", {"evidence": "e0"}),
+        Checkpoint("v_tool", "V", "v_tool", {"evidence": "e0", "tools": ["crop"]}),
         Checkpoint("v_true", "V", "v_true", {"evidence": "e0"}),
     )
     task = make_task(checkpoints=cps)
@@ -299,21 +299,81 @@ def test_s_checkpoints_and_one_call_one_checkpoint():
     z4 = crop(state, 0, EVIDENCE_CROP, 4.0, call_id="c0")
     trace = Trace(steps=[[record("c0", "crop", input_index=0, output_index=z4)]])
     report = evaluate_checkpoints(task, trace, state)
-    # the single crop passes both on its own, but may satisfy only one of them
-    assert report.progress == pytest.approx(0.5)
-    assert sorted(report.passed_ids) == ["s_crop"]
-    failed = report.result("v_true")
-    assert "assigned to another checkpoint" in failed.reason
-    # a second artifact from another call frees the crop for the other checkpoint
-    g = photometric(state, z4, "grayscale", lambda a: cv2.cvtColor(a, cv2.COLOR_RGB2GRAY),
-                    call_id="c1")
-    trace.steps.append([record("c1", "grayscale", input_index=z4, output_index=g)])
-    report = evaluate_checkpoints(task, trace, state)
-    assert report.S == 1.0 and report.V == 1.0 and report.V_true == 1.0
-    assert report.result("s_crop").call_id == "c0"
-    assert report.result("v_true").call_id == "c1"
-    assert report.result("v_true").image_index == g
+    # one call per group: the single crop satisfies one checkpoint of each group
+    assert report.progress == 1.0
+    assert (report.S, report.V, report.V_tool, report.V_true) == (1.0, 1.0, 1.0, 1.0)
+    assert {r.call_id for r in report.results} == {"c0"}
+    assert report.result("v_true").image_index == z4
+    assert report.result("v_tool").measurements == {"input_index": 0, "output_index": z4}
     json.dumps(report.to_dict())
+
+
+def test_same_call_cannot_satisfy_two_s_checkpoints():
+    cps = (
+        Checkpoint("s_crop", "S", "crop_covers", {"evidence": "e0"}),
+        Checkpoint("s_crop_again", "S", "crop_covers", {"evidence": "e0"}),
+        Checkpoint("v_a", "V", "v_tool", {"evidence": "e0", "tools": ["crop"]}),
+        Checkpoint("v_b", "V", "v_tool", {"evidence": "e0", "tools": ["crop", "autocontrast"]}),
+    )
+    task = make_task(checkpoints=cps)
+    state = fresh_state(task)
+    z4 = crop(state, 0, EVIDENCE_CROP, 4.0, call_id="c0")
+    trace = Trace(steps=[[record("c0", "crop", input_index=0, output_index=z4)]])
+    report = evaluate_checkpoints(task, trace, state)
+    assert report.S == 0.5 and report.V_tool == 0.5
+    assert report.result("s_crop").call_id == "c0"
+    failed = report.result("s_crop_again")
+    assert not failed.passed
+    assert "assigned to another S checkpoint" in failed.reason
+    assert "assigned to another v_tool checkpoint" in report.result("v_b").reason
+    # a second call frees one checkpoint in each group: autocontrast on the crop passes v_b only
+    a = photometric(state, z4, "autocontrast", autocontrast, call_id="c1")
+    trace.steps.append([record("c1", "autocontrast", input_index=z4, output_index=a)])
+    report = evaluate_checkpoints(task, trace, state)
+    assert report.S == 0.5 and report.V_tool == 1.0
+    assert report.result("v_a").call_id == "c0" and report.result("v_b").call_id == "c1"
+    # a second covering crop passes the second S checkpoint
+    z2 = crop(state, 0, EVIDENCE_CROP, 2.0, call_id="c2")
+    trace.steps.append([record("c2", "crop", input_index=0, output_index=z2)])
+    assert evaluate_checkpoints(task, trace, state).S == 1.0
+
+
+def test_v_true_passes_from_an_artifact_of_any_call():
+    """v_true is artifact-level: a call already holding S and v_tool checkpoints still counts."""
+    second = Evidence(id="e1", image=0, box=(820, 540, 840, 560), glyph_height=8.0)
+    cps = (
+        Checkpoint("s_crop", "S", "crop_covers", {"evidence": "e0"}),
+        Checkpoint("v_tool", "V", "v_tool", {"evidence": "e0", "tools": ["autocontrast"]}),
+        Checkpoint("v_true_0", "V", "v_true", {"evidence": "e0"}),
+        Checkpoint("v_true_1", "V", "v_true", {"evidence": "e1"}),
+    )
+    base = make_task()
+    task = dataclasses.replace(base, evidence=(*base.evidence, second), checkpoints=cps)
+    state = fresh_state(task)
+    z1 = crop(state, 0, EVIDENCE_CROP, 1.0, call_id="c0")  # covers both, too small to read
+    a = photometric(state, z1, "autocontrast", autocontrast, call_id="c1")
+    z4 = crop(state, a, (0, 0, 250, 100), 4.0, call_id="c2")  # the autocontrasted crop, zoomed
+    trace = Trace(steps=[[record("c0", "crop", input_index=0, output_index=z1)],
+                         [record("c1", "autocontrast", input_index=z1, output_index=a)],
+                         [record("c2", "crop", input_index=a, output_index=z4)]])
+    report = evaluate_checkpoints(task, trace, state)
+    assert report.progress == 1.0
+    # both pieces of evidence are read from the one zoomed artifact of c2
+    for cid in ("v_true_0", "v_true_1"):
+        assert report.result(cid).call_id == "c2" and report.result(cid).image_index == z4
+    # c2 also holds an S checkpoint whichever crop the matching gave it; v_true is independent
+    assert {report.result("s_crop").call_id} <= {"c0", "c2"}
+    assert report.result("v_tool").call_id == "c1"
+
+
+def test_v_tool_needs_the_output_to_keep_the_evidence():
+    cps = (Checkpoint("v", "V", "v_tool", {"evidence": "e0", "tools": ["crop"]}),)
+    task = make_task(checkpoints=cps)
+    state = fresh_state(task)
+    cut = crop(state, 0, (650, 480, 760, 580), 4.0, call_id="c0")  # from Image 0, cuts the text
+    report = evaluate_checkpoints(
+        task, Trace(steps=[[record("c0", "crop", input_index=0, output_index=cut)]]), state)
+    assert report.V_tool == 0.0
 
 
 def test_matching_does_not_depend_on_checkpoint_order():
@@ -464,11 +524,13 @@ def test_tracker_is_incremental_and_monotone():
     assert tracker.observe(state) == [] and tracker.progress == 0.0
     z4 = crop(state, 0, EVIDENCE_CROP, 4.0, call_id="c0")
     step0 = [record("c0", "crop", input_index=0, output_index=z4)]
-    assert tracker.observe(state, step0) == ["s"]
+    assert tracker.observe(state, step0) == ["s", "v"]  # S and v_true from one crop
+    assert tracker.progress == pytest.approx(2 / 3)
     g = photometric(state, z4, "sharpen", lambda a: a, call_id="c1")
     step1 = [record("c1", "sharpen", input_index=z4, output_index=g),
              record("c2", "fetch_webpage", payload={"url": "u"})]
-    assert tracker.observe(state, step0 + step1) == ["v", "f"]  # old calls are skipped
+    assert tracker.observe(state, step0 + step1) == ["f"]  # old calls are skipped
+    assert tracker.report().result("v").call_id == "c0"  # the first passing artifact is kept
     assert tracker.progress == 1.0
     # measurements are cached per (image, evidence)
     assert len(tracker._views) == 3
@@ -477,22 +539,43 @@ def test_tracker_is_incremental_and_monotone():
     assert json.loads(json.dumps(full.to_dict())) == full.to_dict()
 
 
+GROUPED_CPS = (
+    *(Checkpoint(f"s{i}", "S", "fetch", {"url": f"u{i}"}) for i in range(3)),
+    *(Checkpoint(f"t{i}", "V", "v_tool", {"evidence": "e0", "tools": [f"x{i}"]})
+      for i in range(3)),
+    *(Checkpoint(f"r{i}", "V", "v_true", {"evidence": "e0"}) for i in range(2)),
+)
+
+
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(st.booleans(), min_size=4, max_size=4), max_size=7))
-def test_incremental_matching_is_maximum(rows):
-    """Kuhn's incremental matching passes as many checkpoints as the optimal assignment."""
-    cps = tuple(Checkpoint(f"k{i}", "S", "fetch", {"url": f"u{i}"}) for i in range(4))
-    tracker = CheckpointTracker(dataclasses.replace(TASK_NO_CP, checkpoints=cps))
+@given(st.lists(st.lists(st.booleans(), min_size=8, max_size=8), max_size=7))
+def test_incremental_matching_is_maximum_per_group(rows):
+    """Per group, the incremental matching passes as many as the optimal assignment.
+
+    Columns 0-2 are S checkpoints, 3-5 ``v_tool`` (each matched one call per checkpoint, in two
+    independent matchings), 6-7 ``v_true`` (passed by any candidate, no exclusivity).
+    """
+    tracker = CheckpointTracker(dataclasses.replace(TASK_NO_CP, checkpoints=GROUPED_CPS))
     for j, row in enumerate(rows):
-        edges = [i for i in range(4) if row[i]]
-        tracker._register(_Candidate(f"c{j}", f"c{j}", None, edges, {i: {} for i in edges}))
-    matrix = np.array(rows, dtype=float).reshape(len(rows), 4)
-    r, c = linear_sum_assignment(-matrix)
-    assert tracker.num_passed == int(matrix[r, c].sum())
-    # each passed checkpoint is held by a distinct candidate that really passes it
-    held = [m for m in tracker._match_cp if m is not None]
-    assert len(held) == len(set(held))
-    assert all(rows[m][i] for i, m in enumerate(tracker._match_cp) if m is not None)
+        edges = [i for i in range(8) if row[i]]
+        tracker._add_edges(f"c{j}", f"c{j}", None, edges, {i: {} for i in edges})
+    matrix = np.array(rows, dtype=float).reshape(len(rows), 8)
+    expected = 0
+    for cols in (slice(0, 3), slice(3, 6)):
+        sub = matrix[:, cols]
+        r, c = linear_sum_assignment(-sub)
+        expected += int(sub[r, c].sum())
+    expected += int(matrix[:, 6:].any(axis=0).sum())
+    assert tracker.num_passed == expected
+    # within S and within v_tool, passed checkpoints are held by distinct calls that pass them
+    for group in (range(0, 3), range(3, 6)):
+        held = [tracker._match_cp[i] for i in group if tracker._match_cp[i] is not None]
+        assert len(held) == len(set(held))
+    for i, m in enumerate(tracker._match_cp):
+        if m is not None:
+            cand = tracker._candidates[m]
+            assert i in cand.edges and rows[int(cand.key[1:])][i]
+            assert cand.group == tracker.groups[i]
 
 
 def test_real_tools_keep_thin_rotated_text_aligned():
@@ -521,3 +604,48 @@ def test_real_tools_keep_thin_rotated_text_aligned():
     assert not view_of(task, state, 1).passed  # still sideways before the rotation
     report = evaluate_checkpoints(task, Trace(steps=[calls]), state)
     assert report.V_true == 1.0
+
+
+def test_search_hit_needs_the_url_within_max_rank():
+    url = "https://corpus.m3gym/wiki/Kx-4821"
+    others = [{"url": f"https://corpus.m3gym/wiki/Other{i}"} for i in range(4)]
+
+    def ranked(call_id: str, rank: int) -> CallRecord:
+        rows = others[:rank - 1] + [{"url": url}] + others[rank - 1:]
+        return record(call_id, "web_search", payload={"results": rows})
+
+    default = Checkpoint("s", "S", "search_hit", {"tool": "web_search", "url": url})
+    first = Checkpoint("s", "S", "search_hit", {"tool": "web_search", "url": url, "max_rank": 1})
+    for cp, rank, passed in ((default, 3, True), (default, 4, False), (first, 1, True),
+                             (first, 2, False)):
+        task = make_task(checkpoints=(cp,))
+        res = evaluate_checkpoints(task, Trace(steps=[[ranked("q", rank)]]),
+                                   fresh_state(task)).result("s")
+        assert res.passed is passed, (cp.params, rank)
+        if passed:
+            assert res.measurements["rank"] == rank
+
+
+def test_builders_map_reference_calls_to_checkpoints():
+    from m3gym.scoring.checkpoints import CONTRAST_TOOLS, evidence_checkpoints, step_checkpoint
+    from m3gym.tasks.spec import RefCall
+
+    crop_call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": [0, 0, 10, 10]})
+    rot = RefCall("c2", "rotate", {"image_index": 1, "angle": 90}, ("c1",))
+    ac = RefCall("c3", "autocontrast", {"image_index": 2}, ("c2",))
+    ac2 = RefCall("c4", "equalize", {"image_index": 3}, ("c3",))
+    cps = evidence_checkpoints("e0", [crop_call, rot, ac, ac2])
+    assert [(c.id, c.kind) for c in cps] == [
+        ("s_crop_e0", "crop_covers"), ("s_upright_e0", "rotate_upright"),
+        ("s_contrast_e0", "contrast_op"), ("s_contrast_e0_c4", "contrast_op"),
+        ("v_tool_e0", "v_tool"), ("v_true_e0", "v_true")]
+    assert cps[4].params["tools"] == list(CONTRAST_TOOLS)  # the decisive (last) tool's group
+    search = step_checkpoint(RefCall("q", "google_search", {"query": "x"}), url="u", max_rank=1)
+    assert (search.kind, search.params) == ("search_hit", {"tool": "web_search", "url": "u",
+                                                           "max_rank": 1})
+    fetch = step_checkpoint(RefCall("f", "fetch_webpage", {"url": "u"}))
+    assert (fetch.id, fetch.kind, fetch.params) == ("s_fetch_f", "fetch", {"url": "u"})
+    glob = step_checkpoint(RefCall("g", "threshold", {"image_index": 0}))
+    assert glob.kind == "global_op" and "threshold" in glob.params["tools"]
+    with pytest.raises(ValueError):
+        step_checkpoint(RefCall("q", "web_search", {"query": "x"}))

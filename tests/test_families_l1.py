@@ -101,12 +101,86 @@ def test_task_structure(family):
 
 
 def test_checkpoint_kinds():
+    # per axis group: the one reference call holds one S, one v_tool and the (artifact) v_true
     kinds = {f: tuple((c.axis, c.kind) for c in task(f, 0).checkpoints) for f in FAMILIES}
     assert kinds["tiny_text"] == (("S", "crop_covers"), ("V", "v_tool"), ("V", "v_true"))
-    assert kinds["rotated_text"] == (("S", "rotate_upright"), ("V", "v_true"))
+    assert kinds["rotated_text"] == (("S", "rotate_upright"), ("V", "v_tool"), ("V", "v_true"))
     assert kinds["faint_text"] == (("S", "contrast_op"), ("V", "v_tool"), ("V", "v_true"))
     assert task("tiny_text", 0).checkpoints[1].params["tools"] == ["crop"]
+    assert task("rotated_text", 0).checkpoints[1].params["tools"] == ["rotate", "flip"]
     assert "autocontrast" in task("faint_text", 0).checkpoints[0].params["tools"]
+
+
+ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_oracle_passes_every_checkpoint(family):
+    """The reference's single call passes S, v_tool and v_true at once (S = V = 1)."""
+    from m3gym.agents import OracleAgent
+    from m3gym.env import M3BenchEnv
+    from m3gym.scoring.checkpoints import evaluate_checkpoints
+
+    env = M3BenchEnv(family=family)
+    for seed in range(ORACLE_SEEDS):
+        t = make_task(family, seed)
+        agent = OracleAgent(t)
+        obs, info = env.reset(options={"task": t})
+        agent.reset(obs, info)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(agent.act(obs, info))
+            done = term or trunc
+        assert info["answer_correct"], seed
+        assert all(c.ok for c in env.trace.calls), seed
+        report = evaluate_checkpoints(t, env.trace, env.state)
+        assert report.S == 1.0 and report.V == 1.0, (seed, report.to_dict())
+
+
+def _scored(t: Task, calls: list[tuple[str, dict]]):
+    """Run ``calls`` (name, arguments) one per step through the real tools; return the report."""
+    from m3gym.scoring.checkpoints import evaluate_checkpoints
+    from m3gym.tools.base import ToolContext
+    from m3gym.tools.registry import ToolRegistry
+    from m3gym.tools.visual import VISUAL_TOOLS
+    from m3gym.trace import Trace
+
+    reg = ToolRegistry(VISUAL_TOOLS)
+    state = ImageState()
+    for img in t.images:
+        state.add_root(img)
+    trace = Trace()
+    for i, (name, args) in enumerate(calls):
+        rec = reg.execute(ToolContext(state=state, visible_images=len(state)), name, args,
+                          step=i, call_id=f"a{i}")
+        assert rec.ok, rec.error
+        trace.steps.append([rec])
+    return evaluate_checkpoints(t, trace, state)
+
+
+def test_each_l1_checkpoint_fails_for_a_sloppy_agent():
+    for seed in range(5):
+        tiny = task("tiny_text", seed)
+        call = tiny.reference[0][0]
+        # a crop of (nearly) everything holds the code but shows it no larger than Image 0
+        lazy = _scored(tiny, [("crop", {"image_index": 0, "bbox_2d": [0, 0, 1000, 1000]})])
+        assert lazy.S == 1.0 and lazy.V_tool == 1.0 and lazy.V_true == 0.0
+        x0, y0, x1, y1 = call.arguments["bbox_2d"]
+        cut = [x0, y0, (x0 + x1) // 2, y1]  # half the sticker: the code is cut
+        half = _scored(tiny, [("crop", {**call.arguments, "bbox_2d": cut})])
+        assert half.S == 0.0 and half.V == 0.0
+        faint = task("faint_text", seed)
+        sharpened = _scored(faint, [("sharpen", {"image_index": 0})])
+        assert sharpened.S == 0.0 and sharpened.V == 0.0
+    for seed in range(12):
+        rot = task("rotated_text", seed)
+        call = rot.reference[0][0]
+        if call.name != "rotate":
+            continue
+        wrong = _scored(rot, [("rotate", {"image_index": 0,
+                                          "angle": call.arguments["angle"] + 180})])
+        # the right tool on the whole document (v_tool), but upside down: S and v_true fail
+        assert wrong.S == 0.0 and wrong.V_tool == 1.0 and wrong.V_true == 0.0
 
 
 # ------------------------------------------------------------------------------- tiny_text

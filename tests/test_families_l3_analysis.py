@@ -19,6 +19,29 @@ ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
 SEARCH_FAMILIES = ("cross_image", "knowledge_count")
 
 
+VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
+                "equalize", "threshold", "blur", "sharpen", "denoise", "edge_detect", "enhance"}
+
+
+def assert_checkpoint_density(task) -> None:
+    """The per-group rule: each reference call carries one S checkpoint, each evidence one
+    ``v_tool`` (at most one per visual call) and one ``v_true`` (artifact-level)."""
+    cps = task.checkpoints
+    assert len({cp.id for cp in cps}) == len(cps)
+    s = [cp for cp in cps if cp.axis == "S"]
+    v_tool = [cp for cp in cps if cp.kind == "v_tool"]
+    v_true = [cp for cp in cps if cp.kind == "v_true"]
+    assert len(s) == len(task.reference_calls)  # one S checkpoint per reference call
+    visual = [c for c in task.reference_calls if c.name in VISUAL_NAMES]
+    assert len(v_tool) <= len(visual)  # one call satisfies at most one v_tool checkpoint
+    ids = sorted(ev.id for ev in task.evidence)
+    assert sorted(cp.params["evidence"] for cp in v_true) == ids
+    assert sorted(cp.params["evidence"] for cp in v_tool) == ids
+    for cp in cps:
+        if cp.kind == "search_hit":
+            assert cp.params["max_rank"] == 1
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_registered_as_level_3(family):
     cls = get_family(family)
@@ -75,8 +98,7 @@ def test_task_invariants(family):
         assert task.domain in get_family(family).domains
         assert task.choices is not None and task.answer.value in task.choices
         assert len(set(task.choices)) == len(task.choices) >= 4
-        # one checkpoint per reference call: the scorer lets a call satisfy one checkpoint
-        assert len(task.checkpoints) == len(task.reference_calls)
+        assert_checkpoint_density(task)
         for ev in task.evidence:
             img = task.images[ev.image]
             x0, y0, x1, y1 = ev.box
@@ -160,3 +182,27 @@ def test_test_split_world():
 def test_validate_rejects_bad_config(family, config):
     with pytest.raises(ValueError):
         make_task(family, 0, config)
+
+
+@pytest.mark.parametrize("family", SEARCH_FAMILIES)
+def test_search_hit_fails_for_the_distractor_query(family):
+    """A neighbouring entity's query often lists the target 2nd-5th: that is not finding it."""
+    env = M3BenchEnv(family=family)
+    listed_lower = 0
+    for seed in range(30):
+        task = make_task(family, seed)
+        bad = task.metadata["distractor_query"]
+        if bad is None:
+            continue
+        hit = next(cp for cp in task.checkpoints if cp.kind == "search_hit")
+        env.reset(options={"task": task})
+        env.step({"name": "web_search", "arguments": {"query": bad, "top_k": 5}})
+        (call,) = env.trace.calls
+        assert call.ok
+        urls = [r["url"] for r in call.payload["results"]]
+        listed_lower += hit.params["url"] in urls[1:]
+        assert not evaluate_checkpoints(task, env.trace, env.state).result(hit.id).passed, seed
+        env.step({"name": "web_search", "arguments": {"query": task.metadata["query"],
+                                                      "top_k": 5}})
+        assert evaluate_checkpoints(task, env.trace, env.state).result(hit.id).passed, seed
+    assert listed_lower >= 3  # the leniency max_rank = 1 removes is real

@@ -27,7 +27,30 @@ from m3gym.tasks.spec import Task
 from m3gym.web.world import build_world
 
 FAMILIES = ("code_lookup", "logo_lookup", "privacy_safe_lookup")
-ORACLE_SEEDS = 200
+ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
+
+
+VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
+                "equalize", "threshold", "blur", "sharpen", "denoise", "edge_detect", "enhance"}
+
+
+def assert_checkpoint_density(task) -> None:
+    """The per-group rule: each reference call carries one S checkpoint, each evidence one
+    ``v_tool`` (at most one per visual call) and one ``v_true`` (artifact-level)."""
+    cps = task.checkpoints
+    assert len({cp.id for cp in cps}) == len(cps)
+    s = [cp for cp in cps if cp.axis == "S"]
+    v_tool = [cp for cp in cps if cp.kind == "v_tool"]
+    v_true = [cp for cp in cps if cp.kind == "v_true"]
+    assert len(s) == len(task.reference_calls)  # one S checkpoint per reference call
+    visual = [c for c in task.reference_calls if c.name in VISUAL_NAMES]
+    assert len(v_tool) <= len(visual)  # one call satisfies at most one v_tool checkpoint
+    ids = sorted(ev.id for ev in task.evidence)
+    assert sorted(cp.params["evidence"] for cp in v_true) == ids
+    assert sorted(cp.params["evidence"] for cp in v_tool) == ids
+    for cp in cps:
+        if cp.kind == "search_hit":
+            assert cp.params["max_rank"] == 1
 
 
 def world_of(task: Task):
@@ -99,8 +122,7 @@ def test_task_structure(family):
         for ev in task.evidence:
             x0, y0, x1, y1 = ev.box
             assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
-        # one checkpoint per reference call (one call satisfies at most one checkpoint)
-        assert len(task.checkpoints) == len(task.reference_calls)
+        assert_checkpoint_density(task)
         names = [c.name for c in task.reference_calls]
         assert names[0] == "crop"
         assert names[-1] == "fetch_webpage"
@@ -220,3 +242,24 @@ def test_answer_choices_keep_answer_and_are_distinct():
     rng = np.random.default_rng(0)
     out = answer_choices(rng, "1990", ["1990", "1991", "1991", "1880", "x", "y", "z"], 5)
     assert "1990" in out and len(out) == len(set(out)) == 5
+
+
+@pytest.mark.parametrize("family", ("code_lookup", "privacy_safe_lookup"))
+def test_search_hit_fails_for_the_distractor_query(family):
+    """The near-duplicate's query often lists the target 2nd-5th: that is not finding it."""
+    env = M3BenchEnv(family=family)
+    listed_lower = 0
+    for seed in range(30):
+        task = make_task(family, seed)
+        hit = next(cp for cp in task.checkpoints if cp.kind == "search_hit")
+        env.reset(options={"task": task})
+        env.step({"name": "web_search", "arguments": {"query": task.metadata["distractor_query"]}})
+        (call,) = env.trace.calls
+        assert call.ok
+        urls = [r["url"] for r in call.payload["results"]]
+        listed_lower += hit.params["url"] in urls[1:]
+        assert not evaluate_checkpoints(task, env.trace, env.state).result(hit.id).passed, seed
+        query = next(c for c in task.reference_calls if c.name == "web_search")
+        env.step({"name": "web_search", "arguments": dict(query.arguments)})
+        assert evaluate_checkpoints(task, env.trace, env.state).result(hit.id).passed, seed
+    assert listed_lower >= 5  # the leniency max_rank = 1 removes is real

@@ -18,14 +18,32 @@ Every checkpoint kind of :mod:`m3gym.tasks.spec` is decided from logged facts, n
   of a zoomed artifact is judged at the size the agent sees it. Evidence without ``clean``/``mask``
   is judged on geometry only. Any artifact may pass (Image 0 included).
 
-**One call satisfies at most one checkpoint.** Each successful call (and each input image, which
-has no call) is a *candidate*; a ``v_true`` checkpoint is satisfied by an image and is attributed
-to the call that produced it. Checkpoints and candidates form a bipartite graph (edge = "this call
-passes this checkpoint on its own") and a *maximum matching* decides what passed, so the count
-does not depend on checkpoint order. The matching is kept incrementally (one augmenting-path
-search per new candidate, Kuhn's algorithm), which keeps it maximum, never un-passes a passed
-checkpoint (progress is monotone) and costs per step only what the new calls add. Among maximum
-matchings, earlier calls keep the checkpoints they took first.
+**Exclusivity is per axis group** (the project's reading of Agentic-MME, where one step is judged
+on both the strategy and the evidence axis). Checkpoints fall into three groups:
+
+1. **S** (``crop_covers``, ``rotate_upright``, ``contrast_op``, ``global_op``, ``search_hit``,
+   ``fetch``) ↔ calls: one call satisfies at most one S checkpoint;
+2. **V_tool** (``v_tool``) ↔ calls: one call satisfies at most one ``v_tool`` checkpoint, in a
+   matching of its own;
+3. **V_true** (``v_true``) ↔ *artifacts*: a ``v_true`` passes when any artifact (an input image
+   included, if the evidence is legible there) shows the evidence — no exclusivity at all, so two
+   pieces of evidence visible in one crop both pass. The result names the first artifact that
+   passed and the call that produced it (``None`` for an input image).
+
+So one good crop may pass ``crop_covers`` (S), a ``v_tool`` (V) and a ``v_true`` (V) at once, yet
+two S checkpoints (or two ``v_tool`` checkpoints) need two calls. Within groups 1 and 2 the
+checkpoints and the successful calls form a bipartite graph (edge = "this call passes this
+checkpoint on its own") and a *maximum matching* decides what passed, so the count does not
+depend on checkpoint order. Each matching is kept incrementally (one augmenting-path search per
+new call and group, Kuhn's algorithm), which keeps it maximum, never un-passes a passed checkpoint
+(progress is monotone) and costs per step only what the new calls add. Among maximum matchings,
+earlier calls keep the checkpoints they took first.
+
+``search_hit`` passes only when the expected url ranks within the first ``max_rank`` results
+(param, default :data:`DEFAULT_MAX_RANK`): a query for a near-duplicate entity often lists the
+target further down, which must not count as finding it. ``v_tool`` passes when one of its
+``tools`` was applied to an image containing the whole evidence and, when the call produced an
+image, that image still contains it (a tool "applied to the evidence" keeps it in view).
 
 Axis scores: ``S`` = passed S checkpoints / S checkpoints, ``V`` likewise, ``V_tool`` and
 ``V_true`` = share of ``v_tool`` / ``v_true`` checkpoints passed. A score over **zero**
@@ -44,7 +62,7 @@ import cv2
 import numpy as np
 
 from m3gym.state import ImageEntry, ImageState, apply_affine
-from m3gym.tasks.spec import Checkpoint, Evidence, Task
+from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.trace import CallRecord, Trace
 
 UPRIGHT_TOLERANCE_DEG: float = 10.0
@@ -64,6 +82,12 @@ MAX_FRAME_GLYPH: float = 32.0
 
 DEFAULT_VIEW_SIZE: int = 768
 """The longest side, in pixels, at which the agent sees an image."""
+
+DEFAULT_MAX_RANK: int = 3
+"""Default of ``search_hit``'s ``max_rank``: the expected url must be among this many results."""
+
+MATCHED_GROUPS: tuple[str, ...] = ("S", "v_tool")
+"""Checkpoint groups decided by a call ↔ checkpoint matching (one call, one checkpoint each)."""
 
 SEARCH_ALIASES: Mapping[str, str] = {"google_search": "web_search",
                                      "google_lens_search": "image_search"}
@@ -440,6 +464,21 @@ def result_urls(payload: Mapping[str, Any]) -> list[str]:
     return urls
 
 
+def checkpoint_group(checkpoint: Checkpoint) -> str:
+    """Return the exclusivity group of a checkpoint: ``"S"``, ``"v_tool"`` or ``"v_true"``."""
+    if checkpoint.kind in ("v_tool", "v_true"):
+        return checkpoint.kind
+    return "S"
+
+
+def search_max_rank(params: Mapping[str, Any]) -> int:
+    """Return a ``search_hit``'s ``max_rank`` (default :data:`DEFAULT_MAX_RANK`, at least 1)."""
+    value = params.get("max_rank", DEFAULT_MAX_RANK)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return DEFAULT_MAX_RANK
+    return max(1, value)
+
+
 @dataclass
 class _Candidate:
     key: str
@@ -447,6 +486,7 @@ class _Candidate:
     image_index: int | None
     edges: list[int]
     detail: dict[int, dict[str, Any]]
+    group: str = "S"
 
 
 class CheckpointTracker:
@@ -454,13 +494,15 @@ class CheckpointTracker:
 
     Per step the cost is proportional to the new calls (and the new images they made): each new
     call is tested against every checkpoint once, each new image is measured once per ``v_true``
-    evidence, and the maximum matching is extended by one augmenting-path search per candidate.
+    evidence, and each group's maximum matching is extended by one augmenting-path search per new
+    call (``v_true`` needs no matching: any artifact may pass it).
     """
 
     def __init__(self, task: Task, view_size: int = DEFAULT_VIEW_SIZE) -> None:
         self.task = task
         self.view_size = view_size
         self.checkpoints: tuple[Checkpoint, ...] = tuple(task.checkpoints)
+        self.groups: tuple[str, ...] = tuple(checkpoint_group(cp) for cp in self.checkpoints)
         self._evidence = {ev.id: ev for ev in task.evidence}
         self._candidates: list[_Candidate] = []
         self._match_cp: list[int | None] = [None] * len(self.checkpoints)
@@ -507,16 +549,32 @@ class CheckpointTracker:
             if ok:
                 edges.append(i)
                 detail[i] = info
-        self._register(_Candidate(key, call_id, image_index, edges, detail))
+        self._add_edges(key, call_id, image_index, edges, detail)
+
+    def _add_edges(self, key: str, call_id: str | None, image_index: int | None,
+                   edges: list[int], detail: dict[int, dict[str, Any]]) -> None:
+        """Split one call's (or input image's) passing checkpoints by group and register them."""
+        for group in ("S", "v_tool", "v_true"):
+            mine = [i for i in edges if self.groups[i] == group]
+            if mine:
+                self._register(_Candidate(key, call_id, image_index, mine,
+                                          {i: detail.get(i, {}) for i in mine}, group))
 
     def _register(self, candidate: _Candidate) -> None:
-        """Add a candidate and extend the maximum matching by one augmenting-path search."""
+        """Add a candidate; extend its group's maximum matching, or take free ``v_true``s."""
         self._candidates.append(candidate)
         self._match_cand.append(None)
+        cand = len(self._candidates) - 1
+        if candidate.group not in MATCHED_GROUPS:  # v_true: no exclusivity, first artifact kept
+            for cp in candidate.edges:
+                if self._match_cp[cp] is None:
+                    self._match_cp[cp] = cand
+            return
         if candidate.edges:
-            self._augment(len(self._candidates) - 1, set())
+            self._augment(cand, set())
 
     def _augment(self, cand: int, visited: set[int]) -> bool:
+        # edges of a candidate stay in its group, so the search never leaves the group
         for cp in self._candidates[cand].edges:
             if cp in visited:
                 continue
@@ -583,7 +641,11 @@ class CheckpointTracker:
             src = self._input_entry(call, state)
             ok = (call.name in tuple(p.get("tools", ())) and ev is not None and src is not None
                   and contains_box(src, ev))
-            return ok, {"input_index": src.index if src is not None else None}
+            if ok and kind == "v_tool" and call.output_index is not None:
+                out = self._output_entry(call, state)
+                ok = out is not None and contains_box(out, ev)  # the result keeps the evidence
+            return ok, {"input_index": src.index if src is not None else None,
+                        "output_index": call.output_index}
         if kind == "global_op":
             src = self._input_entry(call, state)
             if call.name not in tuple(p.get("tools", ())) or src is None:
@@ -597,8 +659,12 @@ class CheckpointTracker:
             name = SEARCH_ALIASES.get(call.name, call.name)
             if name != p.get("tool"):
                 return False, {}
-            ok = normalize_url(p.get("url", "")) in result_urls(call.payload)
-            return ok, {"url": p.get("url")}
+            urls = result_urls(call.payload)
+            want = normalize_url(p.get("url", ""))
+            rank = urls.index(want) + 1 if want in urls else None
+            max_rank = search_max_rank(p)
+            ok = rank is not None and rank <= max_rank
+            return ok, {"url": p.get("url"), "rank": rank, "max_rank": max_rank}
         if kind == "fetch":
             if call.name != "fetch_webpage":
                 return False, {}
@@ -635,8 +701,10 @@ class CheckpointTracker:
                 continue
             others = [c.key for c in self._candidates if i in c.edges]
             if others:
-                reason = (f"its only satisfying candidates ({', '.join(others)}) were each "
-                          "assigned to another checkpoint (one call satisfies one checkpoint)")
+                what = self.groups[i]
+                reason = (f"its only satisfying calls ({', '.join(others)}) were each assigned "
+                          f"to another {what} checkpoint (one call satisfies at most one {what} "
+                          "checkpoint)")
             elif cp.kind == "v_true" and i in self._best_view:
                 reason = f"no artifact shows the evidence; best: {self._best_view[i].reason}"
             else:
@@ -654,3 +722,107 @@ def evaluate_checkpoints(
     tracker = CheckpointTracker(task, view_size)
     tracker.observe(state, trace.calls)
     return tracker.report()
+
+
+# ---------------------------------------------------------------------------------------------
+# builders (used by the task families)
+
+CONTRAST_TOOLS: tuple[str, ...] = ("autocontrast", "equalize", "threshold", "enhance")
+"""Tools that count as the same contrast repair (any of them may pass a contrast checkpoint)."""
+
+UPRIGHT_TOOLS: tuple[str, ...] = ("rotate", "flip")
+"""Tools that can turn evidence upright."""
+
+_EQUIVALENT: Mapping[str, tuple[str, ...]] = {
+    **{t: CONTRAST_TOOLS for t in CONTRAST_TOOLS}, **{t: UPRIGHT_TOOLS for t in UPRIGHT_TOOLS}}
+_SEARCH_TOOLS = ("web_search", "image_search")
+
+
+def equivalent_tools(name: str) -> tuple[str, ...]:
+    """Return the tools that do the job of reference tool ``name`` (itself included)."""
+    return _EQUIVALENT.get(name, (name,))
+
+
+def v_tool_checkpoint(evidence: str, tools: Iterable[str], cp_id: str | None = None,
+                      description: str = "") -> Checkpoint:
+    """Return a ``v_tool`` checkpoint: one of ``tools`` applied to the evidence (and kept it)."""
+    tools = list(tools)
+    return Checkpoint(cp_id or f"v_tool_{evidence}", "V", "v_tool",
+                      {"evidence": evidence, "tools": tools},
+                      description or f"apply {' / '.join(tools)} to an image showing {evidence}")
+
+
+def v_true_checkpoint(evidence: str, cp_id: str | None = None,
+                      description: str = "") -> Checkpoint:
+    """Return a ``v_true`` checkpoint: some artifact shows ``evidence`` legibly."""
+    return Checkpoint(cp_id or f"v_true_{evidence}", "V", "v_true", {"evidence": evidence},
+                      description or f"an artifact shows {evidence} legibly at view size")
+
+
+def search_hit_checkpoint(tool: str, url: str, cp_id: str | None = None,
+                          max_rank: int = DEFAULT_MAX_RANK, description: str = "") -> Checkpoint:
+    """Return a ``search_hit`` checkpoint: ``url`` ranks within ``max_rank`` of a ``tool`` call."""
+    return Checkpoint(cp_id or f"s_{tool}", "S", "search_hit",
+                      {"tool": tool, "url": url, "max_rank": max_rank},
+                      description or f"{tool} ranks {url} within the top {max_rank}")
+
+
+def fetch_checkpoint(url: str, cp_id: str | None = None, description: str = "") -> Checkpoint:
+    """Return a ``fetch`` checkpoint: page ``url`` was fetched."""
+    return Checkpoint(cp_id or "s_fetch", "S", "fetch", {"url": url},
+                      description or f"fetch {url}")
+
+
+def step_checkpoint(call: RefCall, evidence: str | None = None, cp_id: str | None = None,
+                    url: str | None = None, max_rank: int = DEFAULT_MAX_RANK) -> Checkpoint:
+    """Return the S checkpoint a reference call must reproduce.
+
+    Visual calls on ``evidence``: ``crop`` → ``crop_covers``, ``rotate``/``flip`` →
+    ``rotate_upright``, other ops → ``contrast_op`` (tools: :func:`equivalent_tools`); a visual
+    call without evidence → ``global_op``. ``web_search``/``image_search`` → ``search_hit`` on
+    ``url`` (required) within ``max_rank``; ``fetch_webpage`` → ``fetch`` of its ``url``.
+    The id defaults to ``s_<what>_<evidence>`` for a visual call on evidence (``s_crop_code``,
+    ``s_upright_code``, ``s_contrast_code``) and to ``s_<what>_<call id>`` otherwise.
+    """
+    name = SEARCH_ALIASES.get(call.name, call.name)
+    if name in _SEARCH_TOOLS:
+        if url is None:
+            raise ValueError(f"search call {call.id!r} needs the expected url")
+        return search_hit_checkpoint(name, url, cp_id or f"s_search_{call.id}", max_rank)
+    if name == "fetch_webpage":
+        return fetch_checkpoint(str(call.arguments["url"]), cp_id or f"s_fetch_{call.id}")
+    tools = list(equivalent_tools(name))
+    if evidence is None:
+        return Checkpoint(cp_id or f"s_global_{call.id}", "S", "global_op", {"tools": tools},
+                          f"apply {' / '.join(tools)} to a full input image")
+    if name == "crop":
+        return Checkpoint(cp_id or f"s_crop_{evidence}", "S", "crop_covers",
+                          {"evidence": evidence}, f"crop an image holding all of {evidence}")
+    if name in UPRIGHT_TOOLS:
+        return Checkpoint(cp_id or f"s_upright_{evidence}", "S", "rotate_upright",
+                          {"evidence": evidence}, f"rotate/flip {evidence} upright")
+    return Checkpoint(cp_id or f"s_contrast_{evidence}", "S", "contrast_op",
+                      {"evidence": evidence, "tools": tools},
+                      f"apply {' / '.join(tools)} to an image holding {evidence}")
+
+
+def evidence_checkpoints(evidence: str, chain: Iterable[RefCall],
+                         v_tool_tools: Iterable[str] | None = None) -> tuple[Checkpoint, ...]:
+    """Return the checkpoints of one evidence surfaced by a chain of visual reference calls.
+
+    One S checkpoint per call (:func:`step_checkpoint`), one ``v_tool`` on the evidence for the
+    chain's decisive tool (the last call's, unless ``v_tool_tools`` is given) and one ``v_true``.
+    """
+    calls = list(chain)
+    out: list[Checkpoint] = []
+    for c in calls:
+        cp = step_checkpoint(c, evidence)
+        if any(o.id == cp.id for o in out):  # a second op of one kind on the same evidence
+            cp = step_checkpoint(c, evidence, f"{cp.id}_{c.id}")
+        out.append(cp)
+    if v_tool_tools is None and calls:
+        v_tool_tools = equivalent_tools(calls[-1].name)
+    if v_tool_tools is not None:
+        out.append(v_tool_checkpoint(evidence, v_tool_tools))
+    out.append(v_true_checkpoint(evidence))
+    return tuple(out)

@@ -15,14 +15,20 @@ kind                      axis  params
 ``contrast_op``           S     ``evidence`` id, ``tools`` list; a contrast op applied to an
                                 image containing the evidence
 ``global_op``             S     ``tools`` list; one of the tools applied to a full input image
-``search_hit``            S     ``tool`` (web_search / image_search), ``url``; the url appears
-                                in the call's results
+``search_hit``            S     ``tool`` (web_search / image_search), ``url``, ``max_rank``
+                                (default 3); the url ranks within the first ``max_rank``
+                                results of the call
 ``fetch``                 S     ``url``; the page was fetched
 ``v_tool``                V     ``evidence`` id, ``tools`` list; one of the tools was applied
-                                to an image whose region contains the evidence
+                                to an image whose region contains the evidence (and its
+                                output, if any, still contains it)
 ``v_true``                V     ``evidence`` id; some artifact shows the evidence legibly
                                 (geometry, visibility, fidelity at view resolution)
 ========================  ====  ==========================================================
+
+Exclusivity is per group: one call satisfies at most one S checkpoint and at most one ``v_tool``
+checkpoint (two separate matchings), while ``v_true`` is judged on artifacts with no exclusivity,
+so one crop may pass ``crop_covers``, a ``v_tool`` and several ``v_true`` checkpoints at once.
 """
 
 from __future__ import annotations

@@ -549,6 +549,8 @@ class RotatedTextFamily(FamilyConfig):
         checkpoints = (
             Checkpoint("s_upright", "S", "rotate_upright", {"evidence": "field"},
                        "a rotate/flip made the document upright"),
+            Checkpoint("v_tool", "V", "v_tool", {"evidence": "field", "tools": ["rotate", "flip"]},
+                       "a rotate/flip was applied to an image holding the whole field"),
             Checkpoint("v_true", "V", "v_true", {"evidence": "field"},
                        "some image shows the field value upright and legibly"),
         )

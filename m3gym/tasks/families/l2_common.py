@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
-from m3gym.tasks.spec import Evidence, RefCall
+from m3gym.tasks.spec import Checkpoint, Evidence, RefCall
 from m3gym.tools.visual import crop_pixel_box, rotated_size
 
 Box = tuple[int, int, int, int]
@@ -216,8 +217,7 @@ def render_dial(size: int, radius: float, face: Color | None, rim: Color | None,
     big = size * ss
     c = big / 2.0
     r = radius * ss
-    canvas = np.empty((big, big, 3), np.uint8)
-    canvas[:] = background
+    canvas = render.solid_image(big, big, background)
     cover = np.zeros((big, big), np.uint8)
     shift = 4
     one = 1 << shift
@@ -300,6 +300,27 @@ def crop_call(call_id: str, image_index: int, box: Sequence[float], width: int, 
     zoom = zoom_for((px[2] - px[0], px[3] - px[1]), detail, rotate_deg)
     return RefCall(call_id, "crop", {"image_index": image_index, "bbox_2d": bbox,
                                      "zoom_scale": zoom}, depends_on)
+
+
+def chain_checkpoints(evidence: Sequence[Evidence],
+                      steps: Sequence[Sequence[RefCall]]) -> tuple[Checkpoint, ...]:
+    """Return the checkpoints of parallel chains, one chain per evidence.
+
+    The i-th call without dependencies (a crop of an input) starts the chain of ``evidence[i]``;
+    every later call joins the chain of the call it depends on. Each chain gets
+    :func:`m3gym.scoring.checkpoints.evidence_checkpoints`: an S checkpoint per call, a
+    ``v_tool`` on its decisive (last) tool and a ``v_true``.
+    """
+    calls = [c for step in steps for c in step]
+    roots = [c for c in calls if not c.depends_on]
+    if len(roots) != len(evidence):
+        raise ValueError(f"{len(roots)} chain starts for {len(evidence)} pieces of evidence")
+    owner = {c.id: e.id for c, e in zip(roots, evidence)}
+    for c in calls:
+        if c.depends_on:
+            owner[c.id] = owner[c.depends_on[0]]
+    return tuple(cp for e in evidence
+                 for cp in evidence_checkpoints(e.id, [c for c in calls if owner[c.id] == e.id]))
 
 
 def normalized_angle(angle: float) -> float:

@@ -19,10 +19,11 @@ from typing import ClassVar
 import cv2
 import numpy as np
 
+from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
 from m3gym.tasks.families import l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
+from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
 
 TICK_RADIUS: float = 0.85
 """Radius (fraction of the dial radius) at which tick spacing is measured."""
@@ -184,12 +185,7 @@ class ClockReading(FamilyConfig):
             (c2.crop_call("c1", 0, box, w, h, detail, rotate_deg=undo),),
             (RefCall("c2", "rotate", {"image_index": 1, "angle": undo}, ("c1",)),),
         )
-        checkpoints = (
-            Checkpoint("crop_clock", "S", "crop_covers", {"evidence": "clock"},
-                       "a crop contains the whole clock"),
-            Checkpoint("see_clock", "V", "v_true", {"evidence": "clock"},
-                       "an artifact shows the clock upright with resolvable minute ticks"),
-        )
+        checkpoints = evidence_checkpoints("clock", [c for step in steps for c in step])
         pos = render.position_phrase(box, w, h)
         question = (f"What time does the small {noun} in the {pos} part of the image show? "
                     "It may hang tilted; a red triangle marks its 12 o'clock. "
@@ -356,20 +352,9 @@ class CompareLabels(FamilyConfig):
             steps.append(tuple(RefCall(f"c{i + 3}", "autocontrast",
                                        {"image_index": i + 1, "cutoff": 1.0}, (f"c{i + 1}",))
                                for i in range(2)))
-            checkpoints = (
-                *(Checkpoint(f"crop_{e.id}", "S", "crop_covers", {"evidence": e.id},
-                             f"a crop contains {e.id}") for e in ev),
-                *(Checkpoint(f"see_{e.id}", "V", "v_true", {"evidence": e.id},
-                             f"an artifact shows {e.id} legibly") for e in ev),
-            )
         else:
-            first, second = (ev[0], ev[1]) if rng.random() < 0.5 else (ev[1], ev[0])
-            checkpoints = (
-                Checkpoint(f"crop_{first.id}", "S", "crop_covers", {"evidence": first.id},
-                           f"a crop contains {first.id}"),
-                Checkpoint(f"see_{second.id}", "V", "v_true", {"evidence": second.id},
-                           f"an artifact shows {second.id} legibly"),
-            )
+            rng.random()  # an unused draw, kept so every seed's scene and choices stay the same
+        checkpoints = c2.chain_checkpoints(ev, steps)
         answer = na if va > vb else nb
         question = (f"Among the small {where}, which reads higher: the one labelled {na} or the "
                     f"one labelled {nb}? Answer with the label.")

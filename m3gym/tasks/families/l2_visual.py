@@ -15,10 +15,11 @@ from typing import ClassVar
 import cv2
 import numpy as np
 
+from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
 from m3gym.tasks.families import l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
+from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
 
 
 def _check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
@@ -136,20 +137,16 @@ class TinyFaintText(FamilyConfig):
         crop_box = render.grow_box(target.ink_box, 2, w, h)
         c1 = c2.crop_call("c1", 0, crop_box, w, h, target.glyph_height, rotate_deg=-angle)
         steps: list[tuple[RefCall, ...]] = [(c1,)]
-        checkpoints = [Checkpoint("crop_label", "S", "crop_covers", {"evidence": "label"},
-                                  "a crop contains the whole label")]
         last, last_index = "c1", 1
         if angle != 0.0:
             steps.append((RefCall("c2", "rotate", {"image_index": 1, "angle": -angle},
                                   ("c1",)),))
-            checkpoints.append(Checkpoint("upright_label", "S", "rotate_upright",
-                                          {"evidence": "label"}, "the label is turned upright"))
             last, last_index = "c2", 2
         cid = f"c{len(steps) + 1}"
         steps.append((RefCall(cid, "autocontrast", {"image_index": last_index, "cutoff": 1.0},
                               (last,)),))
-        checkpoints.append(Checkpoint("see_label", "V", "v_true", {"evidence": "label"},
-                                      "an artifact shows the label zoomed, upright, contrasted"))
+        # per call an S checkpoint; a v_tool on the contrast repair; v_true on the label
+        checkpoints = evidence_checkpoints("label", [c for step in steps for c in step])
         pos = render.position_phrase(target.plate_box, w, h)
         question = (f"A small, faded {noun} with a {tab} tab on its left edge is in the {pos} "
                     f"part of the image. What code is printed on it?")
@@ -289,20 +286,9 @@ class PriceSum(FamilyConfig):
             steps.append(tuple(RefCall(f"c{i + 3}", "autocontrast",
                                        {"image_index": i + 1, "cutoff": 1.0}, (f"c{i + 1}",))
                                for i in range(2)))
-            checkpoints = (
-                *(Checkpoint(f"crop_{e.id}", "S", "crop_covers", {"evidence": e.id},
-                             f"a crop contains {e.id}") for e in ev),
-                *(Checkpoint(f"see_{e.id}", "V", "v_true", {"evidence": e.id},
-                             f"an artifact shows {e.id} legibly") for e in ev),
-            )
         else:
-            first, second = (ev[0], ev[1]) if rng.random() < 0.5 else (ev[1], ev[0])
-            checkpoints = (
-                Checkpoint(f"crop_{first.id}", "S", "crop_covers", {"evidence": first.id},
-                           f"a crop contains {first.id}"),
-                Checkpoint(f"see_{second.id}", "V", "v_true", {"evidence": second.id},
-                           f"an artifact shows {second.id} legibly"),
-            )
+            rng.random()  # an unused draw, kept so every seed's scene and choices stay the same
+        checkpoints = c2.chain_checkpoints(ev, steps)
         total = a + b
         question = (f"What is the total of the prices on the tag with the {colors[0]} dot and "
                     f"the tag with the {colors[1]} dot? Answer with the number only.")
@@ -471,12 +457,7 @@ class RegionCount(FamilyConfig):
             (c2.crop_call("c1", 0, crop_box, w, h, float(d)),),
             (RefCall("c2", "autocontrast", {"image_index": 1, "cutoff": 0.0}, ("c1",)),),
         )
-        checkpoints = (
-            Checkpoint("crop_region", "S", "crop_covers", {"evidence": "region"},
-                       "a crop contains the whole marked region"),
-            Checkpoint("see_region", "V", "v_true", {"evidence": "region"},
-                       "an artifact shows the region's objects large and contrasted"),
-        )
+        checkpoints = evidence_checkpoints("region", [c for step in steps for c in step])
         question = (f"How many {target} {spec['object']} are inside the {frame_col} "
                     f"{spec['region']}? Answer with a number.")
         return Task(
