@@ -123,8 +123,11 @@ class ToolCallSpace(spaces.Space[Any]):
 
 
 def sample_arguments(spec: ToolSpec, rng: np.random.Generator, num_images: int) -> dict[str, Any]:
-    """Draw arguments for ``spec`` from its JSON schema (required ones always, optional ones half
-    of the time); ``image_index`` stays below ``num_images`` and boxes are well ordered."""
+    """Draw arguments for ``spec`` from its JSON schema.
+
+    Required arguments always, optional ones half of the time; ``image_index`` stays below
+    ``num_images`` and boxes are well ordered.
+    """
     schema = spec.parameters_schema()
     required = set(schema.get("required", []))
     args: dict[str, Any] = {}

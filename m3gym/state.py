@@ -178,7 +178,8 @@ class ImageState:
 
     def _append(self, array: np.ndarray, prov: Provenance, label: str | None) -> ImageEntry:
         if array.dtype != np.uint8 or array.ndim not in (2, 3):
-            raise TypeError(f"images must be uint8 (H, W[, 3]) arrays, got {array.dtype} {array.shape}")
+            raise TypeError(
+                f"images must be uint8 (H, W[, 3]) arrays, got {array.dtype} {array.shape}")
         problem = self.check_room(array.nbytes)
         if problem is not None:
             raise ImageBudgetError(problem)

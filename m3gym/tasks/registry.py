@@ -66,7 +66,8 @@ def get_family(name: str) -> type[FamilyConfig]:
     try:
         return _FAMILIES[name]
     except KeyError:
-        raise KeyError(f"unknown task family {name!r}; known: {', '.join(family_names())}") from None
+        known = ", ".join(family_names())
+        raise KeyError(f"unknown task family {name!r}; known: {known}") from None
 
 
 def task_seed_rng(family: str, seed: int) -> np.random.Generator:

@@ -30,9 +30,10 @@ The module has six groups of helpers:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import cv2
 import numpy as np
@@ -636,13 +637,58 @@ def near_miss_codes(
     return out
 
 
+def pivot_choices(
+    rng: np.random.Generator, answer: Any, neighbours: Callable[[Any], Sequence[Any]],
+    count: int, fmt: Callable[[Any], str] = str, exclude: Sequence[str] = (),
+) -> tuple[str, ...]:
+    """Return ``count`` shuffled choices whose centre is *not* the answer.
+
+    Distractors built around the answer (near-miss codes, answer ± k) make the answer the medoid
+    or median of the list, which a policy can pick without looking at the image. Instead a hidden
+    *pivot* is drawn among the answer's neighbours, and the distractors are the pivot's
+    neighbours: the answer is then one neighbour of the pivot like every other option, so no
+    choice-only statistic singles it out. The pivot itself is never offered.
+    """
+    banned = {fmt(answer), *exclude}
+    near = [n for n in neighbours(answer) if fmt(n) not in banned]
+    if not near:
+        raise ValueError(f"no neighbours of {answer!r} to build choices from")
+    pivot = near[int(rng.integers(len(near)))]
+    banned.add(fmt(pivot))
+    options = [fmt(answer)]
+    for pool in (neighbours(pivot), near):
+        for i in rng.permutation(len(pool)):
+            text = fmt(pool[int(i)])
+            if len(options) == count:
+                break
+            if text not in banned:
+                banned.add(text)
+                options.append(text)
+    if len(options) < count:
+        raise ValueError(f"cannot make {count} choices around {answer!r}")
+    order = rng.permutation(len(options))
+    return tuple(options[int(i)] for i in order)
+
+
+def single_edits(code: str) -> list[str]:
+    """Return every code that differs from ``code`` in exactly one letter (or one digit)."""
+    out = []
+    for i in _mutable_positions(code):
+        pool = CODE_LETTERS if code[i] in CODE_LETTERS else CODE_DIGITS
+        out += [code[:i] + c + code[i + 1:] for c in pool if c != code[i]]
+    return out
+
+
 def code_choices(
     rng: np.random.Generator, code: str, count: int = 6, exclude: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    """Return ``count`` shuffled choices: ``code`` and ``count - 1`` near misses of it."""
-    options = [code, *near_miss_codes(rng, code, count - 1, exclude)]
-    order = rng.permutation(len(options))
-    return tuple(options[int(i)] for i in order)
+    """Return ``count`` shuffled codes: ``code`` and near misses that do not centre on it.
+
+    Every option differs from a hidden pivot code in one character (see
+    :func:`pivot_choices`), so options differ from the answer in one or two characters and
+    reading the code is the only way to tell them apart.
+    """
+    return pivot_choices(rng, code, single_edits, count, exclude=exclude)
 
 
 def code_variants(code: str) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The ``answer`` tool: its schema is exported with the others; the env handles it, not the registry."""
+"""The ``answer`` tool: exported with the other schemas; the env handles it, not the registry."""
 
 from __future__ import annotations
 

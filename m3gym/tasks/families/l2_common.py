@@ -85,9 +85,15 @@ def shuffled(rng: np.random.Generator, items: Sequence[str]) -> tuple[str, ...]:
 
 def count_choices(rng: np.random.Generator, value: int, count: int = 6,
                   low: int = 0) -> tuple[str, ...]:
-    """Return ``count`` shuffled integer choices around ``value`` (never below ``low``)."""
-    start = max(low, value - int(rng.integers(1, count - 1)))
-    return shuffled(rng, [str(v) for v in range(start, start + count)])
+    """Return ``count`` shuffled integer choices near ``value`` (never below ``low``).
+
+    Built around a hidden pivot (:func:`m3gym.tasks.render.pivot_choices`), so the answer is not
+    the median of the options.
+    """
+    def near(v: int) -> list[int]:
+        return [v + d for d in (-3, -2, -1, 1, 2, 3) if v + d >= low]
+
+    return render.pivot_choices(rng, value, near, count)
 
 
 # --------------------------------------------------------------------------------------------

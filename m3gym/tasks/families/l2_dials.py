@@ -72,28 +72,25 @@ def time_variants(hour: int, minute: int) -> tuple[str, ...]:
 
 def time_choices(rng: np.random.Generator, hour: int, minute: int,
                  count: int = 6) -> tuple[str, ...]:
-    """Return ``count`` shuffled times: the true one and typical misreadings of it.
+    """Return ``count`` shuffled times: the true one and typical misreadings.
 
-    Misreadings: a minute tick off, five minutes off, the hour off by one (the hour hand near
-    the next hour), and the hands swapped.
+    Misreadings of a time: a minute tick off, five or ten minutes off, the hour off by one (the
+    hour hand near the next hour), and the hands swapped. The distractors are misreadings of a
+    hidden pivot that is itself a misreading of the true time (:func:`render.pivot_choices`), so
+    the true time is not the centre of the options.
     """
     def wrap(h: int, m: int) -> tuple[int, int]:
         h += m // 60
         return (h - 1) % 12 + 1, m % 60
 
-    swapped_h = (minute // 5) % 12 or 12
-    swapped_m = ((hour % 12) * 5 + minute // 12) % 60
-    pool = [wrap(hour, minute + d) for d in (1, -1, 2, -2, 5, -5, 10, -10)]
-    pool += [wrap(hour + 1, minute), wrap(hour - 1, minute), (swapped_h, swapped_m)]
-    true = format_time(hour, minute)
-    picked: list[str] = []
-    for i in rng.permutation(len(pool)):
-        t = format_time(*pool[int(i)])
-        if t != true and t not in picked:
-            picked.append(t)
-        if len(picked) == count - 1:
-            break
-    return c2.shuffled(rng, [true, *picked])
+    def misreadings(t: tuple[int, int]) -> list[tuple[int, int]]:
+        h, m = t
+        swapped = ((m // 5) % 12 or 12, ((h % 12) * 5 + m // 12) % 60)
+        return [wrap(h, m + d) for d in (1, -1, 2, -2, 5, -5, 10, -10)] + [
+            wrap(h + 1, m), wrap(h - 1, m), swapped]
+
+    return render.pivot_choices(rng, (hour, minute), misreadings, count,
+                                fmt=lambda t: format_time(*t))
 
 
 def clock_strokes(hour: int, minute: int, radius: float, ink: tuple[int, int, int],

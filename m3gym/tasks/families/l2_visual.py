@@ -55,7 +55,8 @@ class TinyFaintText(FamilyConfig):
     """Read a code from a tiny, faded label (a 2-hop crop → autocontrast chain).
 
     The label's glyphs are 9–14 px tall in a 1400–2000 px scene, so at the agent's view size
-    (longest side 768) they are 3–8 px tall (below the 9 px legibility bar) and faint. Its ink is only
+    (longest side 768) they are 3–8 px tall (below the 9 px legibility bar) and faint. Its ink is
+    only
     ``contrast_range`` gray levels darker than its plate (< 28), so the zoomed crop is still too
     faint; an autocontrast *of the crop* (whose histogram is just plate + ink) stretches it to
     full contrast, while an autocontrast of the full image does nothing for the tiny glyphs.
@@ -186,18 +187,17 @@ def _money(cents: int) -> str:
 
 def _sum_choices(rng: np.random.Generator, a: int, b: int, others: list[int],
                  count: int = 6) -> tuple[str, ...]:
-    """Return ``count`` shuffled sums: the true one, digit slips, and sums with decoy prices."""
-    true = a + b
-    pool = [true + d for d in (100, -100, 10, -10, 90, -90, 1000, -1000, 9, -9)]
-    pool += [a + o for o in others] + [b + o for o in others]
-    picked: list[int] = []
-    for i in rng.permutation(len(pool)):
-        v = pool[int(i)]
-        if v > 0 and v != true and v not in picked:
-            picked.append(v)
-        if len(picked) == count - 1:
-            break
-    return c2.shuffled(rng, [_money(v) for v in (true, *picked)])
+    """Return ``count`` shuffled sums (in cents): the true one and digit-slip misreadings.
+
+    The distractors are slips of a hidden pivot that is itself a slip of the true sum
+    (:func:`render.pivot_choices`), so the true sum is not the median of the options.
+    ``others`` (decoy prices) is kept for the signature and unused.
+    """
+    def slips(v: int) -> list[int]:
+        return [v + d for d in (100, -100, 10, -10, 90, -90, 1000, -1000, 9, -9, 1, -1)
+                if v + d > 0]
+
+    return render.pivot_choices(rng, a + b, slips, count, fmt=_money)
 
 
 @register_family

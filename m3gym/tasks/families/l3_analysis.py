@@ -126,13 +126,23 @@ def _fact_choices(rng: np.random.Generator, world: World, entity: Any, attribute
 
 def _count_choices(rng: np.random.Generator, answer: int, hints: list[int],
                    count: int = 6) -> tuple[str, ...]:
-    """Return ``count`` shuffled distinct non-negative counts: ``answer``, ``hints``, neighbours."""
-    options = [answer]
-    for v in [*hints, answer - 1, answer + 1, answer + 2, answer - 2, answer + 3, answer - 3,
-              answer + 4, answer + 5]:
-        if v >= 0 and v not in options and len(options) < count:
-            options.append(v)
-    return _shuffled(rng, [str(v) for v in options])
+    """Return ``count`` shuffled distinct non-negative counts near ``answer``.
+
+    Built around a hidden pivot (:func:`R.pivot_choices`) so the answer is not the median;
+    ``hints`` (other teams' counts) is kept for the signature and unused.
+    """
+    def near(v: int) -> list[int]:
+        return [v + d for d in (-3, -2, -1, 1, 2, 3) if v + d >= 0]
+
+    return R.pivot_choices(rng, answer, near, count)
+
+
+def _grid_neighbours(rc: tuple[int, int]) -> list[tuple[int, int]]:
+    """Return the grids one row and/or column off ``rc`` (and the transposed grid)."""
+    r, c = rc
+    out = [(r + dr, c + dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
+    out.append((c, r))
+    return [(a, b) for a, b in out if a >= 1 and b >= 1 and (a, b) != rc]
 
 
 # ============================================================================================
@@ -820,12 +830,8 @@ class GridPeriod(FamilyConfig):
             question = (f"This image shows {scene}. How many {things} does the pattern have in "
                         "total?")
             answer = AnswerSpec(str(total), match="numeric")
-            options = [total]
-            for dr, dc in ((1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, -1), (1, -1), (2, 0)):
-                v = (n_rows + dr) * (n_cols + dc)
-                if v > 0 and v not in options and len(options) < 6:
-                    options.append(v)
-            choices = _shuffled(rng, [str(v) for v in options])
+            choices = R.pivot_choices(
+                rng, (n_rows, n_cols), _grid_neighbours, 6, fmt=lambda rc: str(rc[0] * rc[1]))
         else:
             rc = f"{n_rows}x{n_cols}"
             question = (f"This image shows {scene}. How many rows and columns of {things} does "
@@ -833,13 +839,8 @@ class GridPeriod(FamilyConfig):
             answer = AnswerSpec(rc, variants=(f"{n_rows} x {n_cols}", f"{n_rows} by {n_cols}",
                                               f"{n_rows}×{n_cols}",
                                               f"{n_rows} rows and {n_cols} columns"))
-            pairs = [(n_rows, n_cols)]
-            for dr, dc in ((0, 0), (1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, -1), (1, -1)):
-                p = (n_cols + dr, n_rows + dc) if (dr, dc) == (0, 0) else (n_rows + dr,
-                                                                            n_cols + dc)
-                if min(p) >= 1 and p not in pairs and len(pairs) < 6:
-                    pairs.append(p)
-            choices = _shuffled(rng, [f"{r}x{c}" for r, c in pairs])
+            choices = R.pivot_choices(rng, (n_rows, n_cols), _grid_neighbours, 6,
+                                      fmt=lambda rc: f"{rc[0]}x{rc[1]}")
         images = (R.freeze(img),)
         evidence = (ev,)
         return Task(
