@@ -178,12 +178,38 @@ def _reading_quality(words: Sequence[OcrWord], choices: Sequence[str]) -> float:
 
 
 def plan_faint_text(view: EpisodeView) -> Plan:
-    """Stretch the contrast of the whole photo (autocontrast) and read the named field."""
+    """Stretch the contrast of the whole photo (autocontrast), even its lighting, read the field.
+
+    The stretched photo still carries the page's uneven lighting (a shading several times the
+    ink's depth), so no global threshold separates ink from paper; the agent flattens the
+    tool's output (ink depth below a local paper level, :func:`flatten_lighting`) and reads
+    that, falling back to the output as returned.
+    """
     out = yield [op_call("autocontrast", 0, cutoff=1.0)]
     if not out.images or out.images[0] is None:
         return None
-    choice, _ = pick_code(read_words(out.images[0]), view.choices, asked_label(view.question))
+    stretched = out.images[0]
+    label = asked_label(view.question)
+    readings = read_words_batch([flatten_lighting(stretched), stretched])
+    choice, _ = best_of(readings, view.choices, label)
     return choice
+
+
+def flatten_lighting(image: np.ndarray, glyph_px: float = 24.0) -> np.ndarray:
+    """Return ``image`` (gray) as ink depth below the local paper level: even lighting.
+
+    The paper level is a gray closing (removes dark strokes thinner than ``glyph_px``)
+    smoothed by a box blur; the depth is stretched so the darkest 0.5 % of ink reach black.
+    """
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+    k = max(3, int(glyph_px) | 1)
+    paper = cv2.morphologyEx(gray, cv2.MORPH_CLOSE,
+                             cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    paper = cv2.blur(paper, (k, k))
+    depth = cv2.subtract(paper, gray)
+    top = float(np.percentile(depth, 99.5))
+    gain = 255.0 / max(top, 1.0)
+    return cv2.convertScaleAbs(depth, alpha=-gain, beta=255.0)
 
 
 # --------------------------------------------------------------------------------------------
