@@ -8,6 +8,7 @@ families), TOOLS-TABLE (every tool and its parameters, from the tool schemas) an
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -52,6 +53,30 @@ def tools_table() -> str:
     return "\n".join(rows)
 
 
+BENCH_RUNS = ("oracle", "random", "heuristic", "heuristic-notools")
+"""Run folders under ``runs/readme/`` shown in the AGENTS-TABLE (``scripts/bench_readme.sh``)."""
+
+
+def agents_table(root: Path) -> str | None:
+    """Return the agent benchmark table from ``root/<run>/summary.json``, or None if missing."""
+    rows = ["| agent | level | episodes | Acc | S | V | OT | M3 | recall | precision | calls |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    found = False
+    for run in BENCH_RUNS:
+        path = root / run / "summary.json"
+        if not path.is_file():
+            continue
+        found = True
+        summary = json.loads(path.read_text())
+        for level, block in sorted(summary.get("by_level", {}).items()):
+            m = block["metrics"]
+            cells = [m.get(k) for k in ("acc", "S", "V", "OT", "m3", "recall", "precision")]
+            text = " | ".join("—" if v is None else f"{v:.2f}" for v in cells)
+            rows.append(f"| {run} | {level} | {block['episodes']} | {text} | "
+                        f"{m.get('calls') or 0:.2f} |")
+    return "\n".join(rows) if found else None
+
+
 def replace_block(text: str, name: str, body: str) -> str:
     """Replace (or create at a bare ``<!-- NAME -->`` marker) the generated block ``name``."""
     block = f"<!-- {name} -->\n{body}\n<!-- /{name} -->"
@@ -70,6 +95,9 @@ def main() -> None:
     text = replace_block(text, "ENV-TABLE", env_table())
     text = replace_block(text, "TOOLS-TABLE", tools_table())
     text = replace_block(text, "STATS-TABLE", stats_markdown(args.seeds))
+    table = agents_table(README.parent / "runs" / "readme")
+    if table is not None:
+        text = replace_block(text, "AGENTS-TABLE", table)
     README.write_text(text)
 
 
