@@ -14,6 +14,7 @@ from pathlib import Path
 
 import m3gym
 from m3gym.stats import stats_markdown
+from m3gym.tasks.registry import make_task
 from m3gym.tools import default_registry
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -57,10 +58,26 @@ BENCH_RUNS = ("oracle", "random", "heuristic", "heuristic-notools")
 """Run folders under ``runs/readme/`` shown in the AGENTS-TABLE (``scripts/bench_readme.sh``)."""
 
 
+def chance_by_level(episodes: int = 200) -> dict[str, float]:
+    """Return the chance accuracy (mean 1 / #choices) of the test split's first tasks per level."""
+    from m3gym.eval.splits import split_entries
+
+    out = {}
+    for level in (1, 2, 3):
+        entries = split_entries("test", level)[:episodes]
+        inv = [1 / len(t.choices) if t.choices else 0.0
+               for t in (make_task(e.family, e.task_seed) for e in entries)]
+        out[f"L{level}"] = sum(inv) / len(inv) if inv else 0.0
+    return out
+
+
 def agents_table(root: Path) -> str | None:
     """Return the agent benchmark table from ``root/<run>/summary.json``, or None if missing."""
     rows = ["| agent | level | episodes | Acc | S | V | OT | M3 | recall | precision | calls |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    chance = chance_by_level()
+    rows += [f"| *chance (uniform over choices)* | {lvl} | | {p:.2f} | | | | | | | |"
+             for lvl, p in chance.items()]
     found = False
     for run in BENCH_RUNS:
         path = root / run / "summary.json"
