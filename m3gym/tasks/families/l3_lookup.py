@@ -69,6 +69,19 @@ def world_for(seed: int, split: str) -> World:
     return build_world(int(seed), str(split))
 
 
+def _check_tiny_text_scene(width: tuple[int, int], aspect: tuple[float, float],
+                           glyph_min: float, glyph_max: float) -> None:
+    """Raise ``ValueError`` unless the scene size is sane and its glyphs stay illegible at view."""
+    if not 1000 <= width[0] <= width[1] <= 4096:
+        raise ValueError("width range must lie in 1000..4096")
+    if not 0.4 <= aspect[0] <= aspect[1] <= 1.0:
+        raise ValueError("aspect range must lie in 0.4..1.0")
+    if not 5 <= glyph_min <= glyph_max:
+        raise ValueError("need 5 <= glyph_min <= glyph_max")
+    if glyph_max * R.VIEW_SIZE / width[0] >= MIN_VIEW_HEIGHT:
+        raise ValueError("glyph_max is legible at view size: the task would not need a crop")
+
+
 def _check_world_config(world_seed: int, split: str) -> None:
     """Raise ``ValueError`` for an unusable world seed or split."""
     if not isinstance(world_seed, int) or world_seed < 0:
@@ -381,14 +394,7 @@ class CodeLookupFamily(FamilyConfig):
     def validate(self) -> None:
         """Check the world, the illegibility of the code at view size, and the attributes."""
         _check_world_config(self.world_seed, self.split)
-        if not 1000 <= self.width[0] <= self.width[1] <= 4096:
-            raise ValueError("width range must lie in 1000..4096")
-        if not 0.4 <= self.aspect[0] <= self.aspect[1] <= 1.0:
-            raise ValueError("aspect range must lie in 0.4..1.0")
-        if not 5 <= self.glyph_min <= self.glyph_max:
-            raise ValueError("need 5 <= glyph_min <= glyph_max")
-        if self.glyph_max * R.VIEW_SIZE / self.width[0] >= MIN_VIEW_HEIGHT:
-            raise ValueError("glyph_max is legible at view size: the task would not need a crop")
+        _check_tiny_text_scene(self.width, self.aspect, self.glyph_min, self.glyph_max)
         if not 4 <= self.contrast_min <= self.contrast_max < Evidence.min_contrast:
             raise ValueError("contrast range must lie in 4..min_contrast (faint ink)")
         if not self.attributes or any(a not in CODE_QUESTIONS for a in self.attributes):
@@ -820,14 +826,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
     def validate(self) -> None:
         """Check the world, the illegibility of the sign at view size, and the attributes."""
         _check_world_config(self.world_seed, self.split)
-        if not 1000 <= self.width[0] <= self.width[1] <= 4096:
-            raise ValueError("width range must lie in 1000..4096")
-        if not 0.4 <= self.aspect[0] <= self.aspect[1] <= 1.0:
-            raise ValueError("aspect range must lie in 0.4..1.0")
-        if not 5 <= self.glyph_min <= self.glyph_max:
-            raise ValueError("need 5 <= glyph_min <= glyph_max")
-        if self.glyph_max * R.VIEW_SIZE / self.width[0] >= MIN_VIEW_HEIGHT:
-            raise ValueError("glyph_max is legible at view size: the task would not need a crop")
+        _check_tiny_text_scene(self.width, self.aspect, self.glyph_min, self.glyph_max)
         if not 0.0 <= self.faded_prob <= 1.0:
             raise ValueError("faded_prob must lie in [0, 1]")
         if not 4 <= self.contrast_min <= self.contrast_max < Evidence.min_contrast:
