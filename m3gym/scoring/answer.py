@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from m3gym.tasks.spec import AnswerSpec
 
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?$")
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)
 _PUNCT_EDGES = " \t\n\r.,;:!?\"'`()[]{}<>"
+_LEAD_IN = re.compile(r"^(the\s+)?(final\s+)?answer\s*(is|:)\s*")
+_CURRENCY = re.compile(r"[$€£¥]")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_OTHER_PUNCT = re.compile(r"[^\w\s\-.:/]")
+_NUMBERS = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
 
 
+@lru_cache(maxsize=8192)
 def normalize_answer(text: str) -> str:
     """Return ``text`` normalized for exact match.
 
@@ -25,10 +32,10 @@ def normalize_answer(text: str) -> str:
     if tag:
         text = tag.group(1)
     text = text.strip().lower()
-    text = re.sub(r"^(the\s+)?(final\s+)?answer\s*(is|:)\s*", "", text)
-    text = re.sub(r"[$€£¥]", "", text)
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
-    text = re.sub(r"[^\w\s\-.:/]", " ", text)
+    text = _LEAD_IN.sub("", text)
+    text = _CURRENCY.sub("", text)
+    text = _THOUSANDS.sub("", text)
+    text = _OTHER_PUNCT.sub(" ", text)
     text = " ".join(text.split()).strip(_PUNCT_EDGES)
     return " ".join(_canonical_number(tok) for tok in text.split(" "))
 
@@ -45,7 +52,7 @@ def _canonical_number(token: str) -> str:
 def parse_number(text: str) -> float | None:
     """Return the single number in ``text`` (after normalization), or ``None``."""
     norm = normalize_answer(text)
-    nums = re.findall(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", norm)
+    nums = _NUMBERS.findall(norm)
     if len(nums) != 1:
         return None
     try:
@@ -58,10 +65,10 @@ def answer_is_correct(prediction: str | None, spec: AnswerSpec) -> bool:
     """Return whether ``prediction`` matches the answer ``spec``."""
     if prediction is None:
         return False
-    pred = normalize_answer(prediction)
+    pred = normalize_answer(str(prediction))
     if not pred:
         return False
-    if any(pred == normalize_answer(a) for a in spec.accepted):
+    if any(pred == normalize_answer(str(a)) for a in spec.accepted):
         return True
     if spec.match == "numeric":
         value = parse_number(prediction)
