@@ -194,15 +194,18 @@ class Alignment:
 Frame = tuple[tuple[str, Any], float, float, float, float]
 
 
+_REAL_TYPES = (int, float)
+
+
 def _as_box(value: Any) -> tuple[float, float, float, float] | None:
-    if not isinstance(value, (list, tuple)) or len(value) != 4:
+    if type(value) not in (list, tuple) or len(value) != 4:
         return None
-    out = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            return None
-        out.append(float(v))
-    return out[0], out[1], out[2], out[3]
+    a, b, c, d = value
+    # ``type(...) in`` (not isinstance) keeps bools out; the sum is finite iff all four are
+    if (type(a) in _REAL_TYPES and type(b) in _REAL_TYPES and type(c) in _REAL_TYPES
+            and type(d) in _REAL_TYPES and math.isfinite(a + b + c + d)):
+        return float(a), float(b), float(c), float(d)
+    return None
 
 
 def normalize_url(url: str) -> str:
