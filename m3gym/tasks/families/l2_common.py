@@ -78,6 +78,20 @@ def pick(rng: np.random.Generator, options: Sequence[str]) -> str:
     return options[int(rng.integers(len(options)))]
 
 
+def check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
+    """Raise ``ValueError`` unless ``floor <= lo <= hi <= ceil``."""
+    if not floor <= lo <= hi <= ceil:
+        raise ValueError(f"{name} must satisfy {floor} <= low <= high <= {ceil}, got ({lo}, {hi})")
+
+
+def l2_metadata(family: str, domain: str, scene: str, evidence: tuple[Evidence, ...],
+              image: np.ndarray, **extra: object) -> dict[str, object]:
+    """Return the standard metadata dict of an L2 task."""
+    area = float(image.shape[0] * image.shape[1])
+    return {"level": 2, "family": family, "domain": domain, "scene": scene,
+            "evidence_area_fraction": sum(e.area for e in evidence) / area, **extra}
+
+
 def shuffled(rng: np.random.Generator, items: Sequence[str]) -> tuple[str, ...]:
     """Return ``items`` in an ``rng``-drawn order."""
     return tuple(items[int(i)] for i in rng.permutation(len(items)))

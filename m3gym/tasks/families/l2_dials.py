@@ -29,20 +29,6 @@ TICK_RADIUS: float = 0.85
 """Radius (fraction of the dial radius) at which tick spacing is measured."""
 
 
-def _check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
-    """Raise ``ValueError`` unless ``floor <= lo <= hi <= ceil``."""
-    if not floor <= lo <= hi <= ceil:
-        raise ValueError(f"{name} must satisfy {floor} <= low <= high <= {ceil}, got ({lo}, {hi})")
-
-
-def _metadata(family: str, domain: str, scene: str, evidence: tuple[Evidence, ...],
-              image: np.ndarray, **extra: object) -> dict[str, object]:
-    """Return the standard metadata dict of an L2 task."""
-    area = float(image.shape[0] * image.shape[1])
-    return {"level": 2, "family": family, "domain": domain, "scene": scene,
-            "evidence_area_fraction": sum(e.area for e in evidence) / area, **extra}
-
-
 def disk_alpha(size: int, radius: float) -> np.ndarray:
     """Return the ``float32`` anti-aliased coverage (0..1) of a centred disk in a square patch."""
     ss = c2.SUPERSAMPLE
@@ -135,8 +121,8 @@ class ClockReading(FamilyConfig):
 
     def validate(self) -> None:
         """Check the dial size (zoom 5 must resolve minute ticks) and the tilt range."""
-        _check_range("radius_range", *self.radius_range, 32.0, 44.0)
-        _check_range("tilt_range", *self.tilt_range, 15.0, 180.0)
+        c2.check_range("radius_range", *self.radius_range, 32.0, 44.0)
+        c2.check_range("tilt_range", *self.tilt_range, 15.0, 180.0)
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task."""
@@ -194,7 +180,7 @@ class ClockReading(FamilyConfig):
             reference=steps, evidence=(ev,), checkpoints=checkpoints,
             choices=time_choices(rng, hour, minute),
             capabilities=("visual_grounding", "multi_hop"),
-            metadata=_metadata(self.name, domain, scene_name, (ev,), img, tilt=angle,
+            metadata=c2.l2_metadata(self.name, domain, scene_name, (ev,), img, tilt=angle,
                                radius=radius),
         )
 
@@ -257,10 +243,10 @@ class CompareLabels(FamilyConfig):
 
     def validate(self) -> None:
         """Check dial sizes, reading differences, faintness and gauge counts."""
-        _check_range("radius_range", *self.radius_range, 18.0, 34.0)
-        _check_range("diff_range", *self.diff_range, 1, 20)
-        _check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
-        _check_range("gauges", *self.gauges, 2, 8)
+        c2.check_range("radius_range", *self.radius_range, 18.0, 34.0)
+        c2.check_range("diff_range", *self.diff_range, 1, 20)
+        c2.check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
+        c2.check_range("gauges", *self.gauges, 2, 8)
         if not 0.0 <= self.faint_prob <= 1.0:
             raise ValueError("faint_prob must lie in [0, 1]")
 
@@ -360,6 +346,6 @@ class CompareLabels(FamilyConfig):
             question=question, answer=AnswerSpec(answer), reference=tuple(steps), evidence=ev,
             checkpoints=checkpoints, choices=c2.shuffled(rng, [na, nb]),
             capabilities=("visual_grounding", "parallelism", *(("multi_hop",) if faint else ())),
-            metadata=_metadata(self.name, domain, scene_name, ev, img, faint=faint,
+            metadata=c2.l2_metadata(self.name, domain, scene_name, ev, img, faint=faint,
                                readings=[va, vb]),
         )

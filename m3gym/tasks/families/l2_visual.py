@@ -19,21 +19,7 @@ from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
 from m3gym.tasks.families import l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
-
-
-def _check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
-    """Raise ``ValueError`` unless ``floor <= lo <= hi <= ceil``."""
-    if not floor <= lo <= hi <= ceil:
-        raise ValueError(f"{name} must satisfy {floor} <= low <= high <= {ceil}, got ({lo}, {hi})")
-
-
-def _metadata(family: str, domain: str, scene: str, evidence: tuple[Evidence, ...],
-              image: np.ndarray, **extra: object) -> dict[str, object]:
-    """Return the standard metadata dict of an L2 task."""
-    area = float(image.shape[0] * image.shape[1])
-    return {"level": 2, "family": family, "domain": domain, "scene": scene,
-            "evidence_area_fraction": sum(e.area for e in evidence) / area, **extra}
+from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 
 
 def _freeze(img: np.ndarray) -> np.ndarray:
@@ -76,9 +62,9 @@ class TinyFaintText(FamilyConfig):
 
     def validate(self) -> None:
         """Check glyph sizes (legible only when zoomed), faintness and probabilities."""
-        _check_range("glyph_range", *self.glyph_range, 7.0, 19.0)
-        _check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
-        _check_range("decoys", *self.decoys, 0, 5)
+        c2.check_range("glyph_range", *self.glyph_range, 7.0, 19.0)
+        c2.check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
+        c2.check_range("decoys", *self.decoys, 0, 5)
         if not 0.0 <= self.rotate_prob <= 1.0:
             raise ValueError("rotate_prob must lie in [0, 1]")
 
@@ -158,7 +144,7 @@ class TinyFaintText(FamilyConfig):
             reference=tuple(steps), evidence=(ev,), checkpoints=tuple(checkpoints),
             choices=render.code_choices(rng, code, 6),
             capabilities=("visual_grounding", "multi_hop"),
-            metadata=_metadata(self.name, domain, scene_name, (ev,), img, rotated=angle != 0.0,
+            metadata=c2.l2_metadata(self.name, domain, scene_name, (ev,), img, rotated=angle != 0.0,
                                ink_contrast=faint),
         )
 
@@ -224,9 +210,9 @@ class PriceSum(FamilyConfig):
 
     def validate(self) -> None:
         """Check glyph sizes, faintness, tag counts and probabilities."""
-        _check_range("glyph_range", *self.glyph_range, 7.0, 19.0)
-        _check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
-        _check_range("tags", *self.tags, 2, 10)
+        c2.check_range("glyph_range", *self.glyph_range, 7.0, 19.0)
+        c2.check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
+        c2.check_range("tags", *self.tags, 2, 10)
         if not 0.0 <= self.faint_prob <= 1.0:
             raise ValueError("faint_prob must lie in [0, 1]")
 
@@ -299,7 +285,7 @@ class PriceSum(FamilyConfig):
             reference=tuple(steps), evidence=ev, checkpoints=checkpoints,
             choices=_sum_choices(rng, a, b, [c for _, c in tags[2:]]),
             capabilities=("visual_grounding", "parallelism", *(("multi_hop",) if faint else ())),
-            metadata=_metadata(self.name, "Finance", scene_name, ev, img, faint=faint,
+            metadata=c2.l2_metadata(self.name, "Finance", scene_name, ev, img, faint=faint,
                                prices=[_money(a), _money(b)]),
         )
 
@@ -349,8 +335,8 @@ class RegionCount(FamilyConfig):
 
     def validate(self) -> None:
         """Check object sizes and counts."""
-        _check_range("size_range", *self.size_range, 5, 12)
-        _check_range("count_range", *self.count_range, 0, 12)
+        c2.check_range("size_range", *self.size_range, 5, 12)
+        c2.check_range("count_range", *self.count_range, 0, 12)
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task."""
@@ -466,6 +452,6 @@ class RegionCount(FamilyConfig):
             reference=steps, evidence=(ev,), checkpoints=checkpoints,
             choices=c2.count_choices(rng, placed, 6),
             capabilities=("visual_grounding", "multi_hop"),
-            metadata=_metadata(self.name, domain, str(spec["scene"]), (ev,), img,
+            metadata=c2.l2_metadata(self.name, domain, str(spec["scene"]), (ev,), img,
                                object_size=d, span=span, target=target),
         )
