@@ -67,6 +67,7 @@ from scipy.optimize import linear_sum_assignment
 
 from m3gym.tasks.spec import RefCall
 from m3gym.trace import CallRecord
+from m3gym.urls import normalize_url
 
 TAU_WEAK: float = 0.6
 TAU_STRONG: float = 0.8
@@ -206,18 +207,6 @@ def _as_box(value: Any) -> tuple[float, float, float, float] | None:
             and type(d) in _REAL_TYPES and math.isfinite(a + b + c + d)):
         return float(a), float(b), float(c), float(d)
     return None
-
-
-def normalize_url(url: str) -> str:
-    """Return ``url`` case-folded without scheme, ``www.`` and trailing slash (for comparison)."""
-    u = url.strip().casefold()
-    for prefix in ("https://", "http://"):
-        if u.startswith(prefix):
-            u = u[len(prefix):]
-            break
-    if u.startswith("www."):
-        u = u[4:]
-    return u.rstrip("/")
 
 
 def _child_frame(parent: Frame | None, name: str, args: Mapping[str, Any]) -> Frame | None:

@@ -64,6 +64,7 @@ import numpy as np
 from m3gym.state import ImageEntry, ImageState, apply_affine
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.trace import CallRecord, Trace
+from m3gym.urls import normalize_url
 
 UPRIGHT_TOLERANCE_DEG: float = 10.0
 """Largest rotation (degrees) at which evidence still counts as upright."""
@@ -443,11 +444,6 @@ class CheckpointReport:
 
 # ---------------------------------------------------------------------------------------------
 # incremental tracker
-
-
-def normalize_url(url: Any) -> str:
-    """Return ``url`` compared strictly but tolerant of case, whitespace and a trailing slash."""
-    return str(url).strip().rstrip("/").lower()
 
 
 def result_urls(payload: Mapping[str, Any]) -> list[str]:

@@ -10,6 +10,7 @@ from functools import cached_property, lru_cache
 import bm25s
 import numpy as np
 
+from m3gym.urls import normalize_url
 from m3gym.web.entities import (
     FILLERS,
     INTROS,
@@ -32,14 +33,6 @@ SPLIT_CODES: dict[str, int] = {"train": 0, "test": 1}
 MAX_RELATED_LINKS = 8
 SNIPPET_CHARS = 220
 WORD = re.compile(r"\w\w+")
-
-
-def normalize_url(url: str) -> str:
-    """Return the lookup form of a url: trimmed, lowercase, ``https``, no trailing slash."""
-    u = url.strip().lower()
-    if u.startswith("http://"):
-        u = "https://" + u[len("http://"):]
-    return u.rstrip("/")
 
 
 @dataclass(frozen=True)
