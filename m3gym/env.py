@@ -27,34 +27,13 @@ from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import SchemaFormat, ToolRegistry
 from m3gym.trace import CallRecord, Trace
+from m3gym.view import to_view, view_shape
 
 TRAIN_SEED_RANGE = (0, 1_000_000_000)
 """Task seeds drawn for training episodes; frozen test splits use seeds outside this range."""
 
 INPUT_VIEW_CACHE = 256
 """How many input-image views an env keeps across resets (keyed by task id and index)."""
-
-
-def to_view(array: np.ndarray, view_size: int) -> np.ndarray:
-    """Return ``array`` as RGB at the agent's view resolution (longest side ≤ ``view_size``)."""
-    if array.ndim == 2:
-        array = cv2.cvtColor(array, cv2.COLOR_GRAY2RGB)
-    h, w = array.shape[:2]
-    scale = view_size / max(h, w)
-    if scale < 1.0:
-        size = (max(1, round(w * scale)), max(1, round(h * scale)))
-        array = cv2.resize(array, size, interpolation=cv2.INTER_AREA)
-    array = np.ascontiguousarray(array)
-    array.setflags(write=False)
-    return array
-
-
-def view_shape(height: int, width: int, view_size: int) -> tuple[int, int]:
-    """Return the ``(height, width)`` an image of that size is shown at."""
-    scale = min(1.0, view_size / max(height, width))
-    if scale >= 1.0:
-        return height, width
-    return max(1, round(height * scale)), max(1, round(width * scale))
 
 
 def build_prompt(task: Task, view_size: int, show_choices: bool) -> str:

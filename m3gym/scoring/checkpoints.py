@@ -65,6 +65,7 @@ from m3gym.state import ImageEntry, ImageState, apply_affine
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.trace import CallRecord, Trace
 from m3gym.urls import normalize_url
+from m3gym.view import VIEW_SIZE, view_scale
 
 UPRIGHT_TOLERANCE_DEG: float = 10.0
 """Largest rotation (degrees) at which evidence still counts as upright."""
@@ -81,7 +82,7 @@ MAX_UPSAMPLE: int = 6
 MAX_FRAME_GLYPH: float = 32.0
 """Largest glyph height, in comparison-frame pixels (larger evidence is compared downsampled)."""
 
-DEFAULT_VIEW_SIZE: int = 768
+DEFAULT_VIEW_SIZE: int = VIEW_SIZE
 """The longest side, in pixels, at which the agent sees an image."""
 
 DEFAULT_MAX_RANK: int = 3
@@ -96,11 +97,6 @@ SEARCH_ALIASES: Mapping[str, str] = {"google_search": "web_search",
 
 # ---------------------------------------------------------------------------------------------
 # geometry helpers
-
-
-def view_scale(height: int, width: int, view_size: int = DEFAULT_VIEW_SIZE) -> float:
-    """Return the factor an image of ``height × width`` is scaled by when shown to the agent."""
-    return min(1.0, view_size / max(height, width, 1))
 
 
 def box_corners(box: tuple[float, float, float, float]) -> np.ndarray:

@@ -39,11 +39,11 @@ import cv2
 import numpy as np
 
 from m3gym.tasks.spec import Evidence
+from m3gym.view import VIEW_SIZE, view_scale  # noqa: F401 (re-exported for families)
 
 Box = tuple[int, int, int, int]
 Color = tuple[int, int, int]
 
-VIEW_SIZE: int = 768
 """Longest side, in pixels, at which an agent is assumed to see an image (INTER_AREA downscale)."""
 
 NAMED_COLORS: dict[str, Color] = {
@@ -856,11 +856,6 @@ def autocontrast_pil(img: np.ndarray, cutoff: float = 0.0) -> np.ndarray:
     """Return ``img`` after PIL's ``ImageOps.autocontrast(img, cutoff)`` (per-channel LUTs)."""
     luts = autocontrast_luts(img, cutoff)
     return cv2.LUT(img, luts[:, :, 0] if img.ndim == 2 else luts)
-
-
-def view_scale(height: int, width: int, view_size: int = VIEW_SIZE) -> float:
-    """Return the factor by which an image is shown to the agent (<= 1; longest side <= view)."""
-    return min(1.0, view_size / max(height, width))
 
 
 def box_to_bbox1000(box: Sequence[float], width: int, height: int) -> list[int]:
