@@ -101,6 +101,16 @@ BACKGROUND_KINDS: tuple[str, ...] = (
 # small utilities
 
 
+def pick(rng: np.random.Generator, options: Sequence[Any]) -> Any:
+    """Return one element of ``options`` chosen by ``rng``."""
+    return options[int(rng.integers(len(options)))]
+
+
+def shuffled(rng: np.random.Generator, items: Sequence[Any]) -> tuple[Any, ...]:
+    """Return ``items`` in an order drawn by ``rng``."""
+    return tuple(items[int(i)] for i in rng.permutation(len(items)))
+
+
 def rand_color(rng: np.random.Generator, low: int = 0, high: int = 256) -> Color:
     """Return a random RGB colour with channels in ``[low, high)``."""
     c = rng.integers(low, high, size=3).tolist()

@@ -29,11 +29,6 @@ CONTRAST_TOOLS: tuple[str, ...] = ("autocontrast", "equalize", "threshold", "enh
 """Tools that count as a contrast operation for ``faint_text``'s checkpoints."""
 
 
-def _pick(rng: np.random.Generator, options: tuple[Any, ...] | list[Any]) -> Any:
-    """Return one element of ``options`` chosen by ``rng``."""
-    return options[int(rng.integers(len(options)))]
-
-
 def _answer_spec(code: str) -> AnswerSpec:
     """Return the exact-match answer for a code with its separator-free/spaced variants."""
     return AnswerSpec(value=code, variants=R.code_variants(code))
@@ -120,8 +115,8 @@ def _draw_hosts(
                 cv2.rectangle(img, (x, y0), (x + pw - 1, board_y - 1), col, -1)
                 cv2.rectangle(img, (x, y0), (x + pw - 1, board_y - 1),
                               tuple(int(c * 0.6) for c in col), 2)
-                brand = R.render_text(_pick(rng, BRANDS), float(rng.uniform(14, 26)),
-                                      _pick(rng, R.ALL_FACES), int(rng.integers(1, 3)))
+                brand = R.render_text(R.pick(rng, BRANDS), float(rng.uniform(14, 26)),
+                                      R.pick(rng, R.ALL_FACES), int(rng.integers(1, 3)))
                 top = y0 + 4
                 if brand.size[0] < pw - 8:
                     keep.append(R.paste_text(img, brand, x + (pw - brand.size[0]) // 2, y0 + 8,
@@ -158,8 +153,8 @@ def _draw_hosts(
             cv2.rectangle(img, (lx, ly), (lx + lw, ly + lh), (248, 248, 244), -1)
             keep.append((lx, ly, lx + lw, ly + lh))
             ty = ly + 8
-            for line in ("SHIP TO", _pick(rng, NAMES), _pick(rng, STREETS), "PRIORITY"):
-                t = R.render_text(line, float(rng.uniform(14, 24)), _pick(rng, R.READABLE_FACES),
+            for line in ("SHIP TO", R.pick(rng, NAMES), R.pick(rng, STREETS), "PRIORITY"):
+                t = R.render_text(line, float(rng.uniform(14, 24)), R.pick(rng, R.READABLE_FACES),
                                   2 if line.isupper() else 1)
                 if ty + t.size[1] < ly + lh - 4 and t.size[0] < lw - 12:
                     R.paste_text(img, t, lx + 8, ty, (15, 15, 15))
@@ -172,18 +167,18 @@ def _draw_hosts(
             if spot is None:
                 continue
             x, y = spot
-            col = R.jitter_color(rng, _pick(rng, [(60, 62, 68), (220, 222, 225), (30, 30, 34)]),
+            col = R.jitter_color(rng, R.pick(rng, [(60, 62, 68), (220, 222, 225), (30, 30, 34)]),
                                  12)
             cv2.rectangle(img, (x, y), (x + pw - 1, y + ph - 1), col, -1)
             cv2.rectangle(img, (x, y), (x + pw - 1, y + ph - 1), tuple(int(c * .7) for c in col), 3)
             for i in range(int(rng.integers(2, 6))):
                 cv2.circle(img, (x + 20 + i * 18, y + ph - 18), 5,
-                           _pick(rng, [(40, 220, 60), (230, 60, 40), (250, 200, 40)]), -1,
+                           R.pick(rng, [(40, 220, 60), (230, 60, 40), (250, 200, 40)]), -1,
                            cv2.LINE_AA)
             for vx in range(x + pw // 2, x + pw - 16, 10):
                 cv2.line(img, (vx, y + 14), (vx, y + ph // 3), tuple(int(c * .5) for c in col), 3)
-            brand = R.render_text(_pick(rng, BRANDS), float(rng.uniform(18, 30)),
-                                  _pick(rng, R.READABLE_FACES), 2)
+            brand = R.render_text(R.pick(rng, BRANDS), float(rng.uniform(18, 30)),
+                                  R.pick(rng, R.READABLE_FACES), 2)
             if brand.size[0] < pw // 2 - 20:
                 keep.append(R.paste_text(img, brand, x + 14, y + 14, R.ink_for(col)).box)
             hosts.append((x + 6, y + 6, x + pw - 6, y + ph - 30))
@@ -254,9 +249,9 @@ class TinyTextFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one tiny-text task."""
         w, h = self.width, self.height
-        scene = _pick(rng, self.scenes)
+        scene = R.pick(rng, self.scenes)
         domain, attached, bg_kinds = TINY_SCENES[scene]
-        img = R.background(rng, h, w, _pick(rng, bg_kinds))
+        img = R.background(rng, h, w, R.pick(rng, bg_kinds))
         hosts, keep = _draw_hosts(img, rng, scene)
         if not hosts:
             hosts = [(40, 40, w - 40, h - 40)]
@@ -270,7 +265,7 @@ class TinyTextFamily(FamilyConfig):
         target: tuple[R.Box, R.PlacedText] | None = None
         for k, (cname, text) in enumerate(zip(sticker_colors, [code, *decoy_codes])):
             glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-            patch = R.render_text(text, glyph, _pick(rng, R.READABLE_FACES), 1)
+            patch = R.render_text(text, glyph, R.pick(rng, R.READABLE_FACES), 1)
             size = _sticker_size(patch, patch.glyph_height)
             host = hosts[int(rng.integers(len(hosts)))]
             spot = R.find_free_spot(rng, size, host, [*stickers, *keep], margin=24)
@@ -417,7 +412,7 @@ def _field_value(rng: np.random.Generator, label: str) -> str:
         return f"{day:02d}.{month:02d}.20{int(rng.integers(10, 30))}"
     if kind == 1:
         return f"{int(rng.integers(2, 900))}.{int(rng.integers(0, 100)):02d}"
-    return _pick(rng, NAMES)
+    return R.pick(rng, NAMES)
 
 
 @register_family
@@ -467,12 +462,12 @@ class RotatedTextFamily(FamilyConfig):
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one rotated-text task."""
-        doc = _pick(rng, self.docs)
+        doc = R.pick(rng, self.docs)
         domain, title, labels, (dw, dh) = ROTATED_DOCS[doc]
         landscape = dw > dh
         W, H = (self.longest, self.longest * 3 // 4) if landscape else \
             (self.longest * 3 // 4, self.longest)
-        img = R.background(rng, H, W, _pick(rng, ("wood", "fabric", "noise", "asphalt",
+        img = R.background(rng, H, W, R.pick(rng, ("wood", "fabric", "noise", "asphalt",
                                                   "gradient")))
         dx = int(rng.integers(16, max(17, W - dw - 16)))
         dy = int(rng.integers(16, max(17, H - dh - 16)))
@@ -528,7 +523,7 @@ class RotatedTextFamily(FamilyConfig):
         clean_up = img[ev_up[1]:ev_up[3], ev_up[0]:ev_up[2]].copy()
         mask_up = R.embed_mask(target.mask, (target.box[0] - ev_up[0], target.box[1] - ev_up[1]),
                                (ev_up[3] - ev_up[1], ev_up[2] - ev_up[0]))
-        transform = _pick(rng, self.transforms)
+        transform = R.pick(rng, self.transforms)
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)),
                                    inplace=True)
         img = apply_transform(img, transform)
@@ -664,9 +659,9 @@ class FaintTextFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one faint-text task."""
         W, H = self.width, self.height
-        doc = _pick(rng, self.docs)
+        doc = R.pick(rng, self.docs)
         domain, title, labels = FAINT_DOCS[doc]
-        img = R.background(rng, H, W, _pick(rng, ("wood", "fabric", "gradient", "noise")))
+        img = R.background(rng, H, W, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
         dw, dh = int(W * rng.uniform(0.55, 0.75)), int(H * rng.uniform(0.7, 0.9))
         dx, dy = int(rng.integers(12, W - dw - 12)), int(rng.integers(12, H - dh - 12))
         paper = R.jitter_color(rng, (236, 230, 212), 10)

@@ -18,6 +18,7 @@ import numpy as np
 
 from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
+from m3gym.tasks.render import pick, shuffled  # noqa: F401 (c2.pick / c2.shuffled)
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall
 from m3gym.tools.visual import crop_pixel_box, rotated_size
 
@@ -73,11 +74,6 @@ def box_union(a: Sequence[float], b: Sequence[float]) -> Box:
             int(math.ceil(max(a[3], b[3]))))
 
 
-def pick(rng: np.random.Generator, options: Sequence[str]) -> str:
-    """Return one of ``options`` chosen by ``rng``."""
-    return options[int(rng.integers(len(options)))]
-
-
 def check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
     """Raise ``ValueError`` unless ``floor <= lo <= hi <= ceil``."""
     if not floor <= lo <= hi <= ceil:
@@ -85,16 +81,11 @@ def check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> N
 
 
 def l2_metadata(family: str, domain: str, scene: str, evidence: tuple[Evidence, ...],
-              image: np.ndarray, **extra: object) -> dict[str, object]:
+                image: np.ndarray, **extra: object) -> dict[str, object]:
     """Return the standard metadata dict of an L2 task."""
     area = float(image.shape[0] * image.shape[1])
     return {"level": 2, "family": family, "domain": domain, "scene": scene,
             "evidence_area_fraction": sum(e.area for e in evidence) / area, **extra}
-
-
-def shuffled(rng: np.random.Generator, items: Sequence[str]) -> tuple[str, ...]:
-    """Return ``items`` in an ``rng``-drawn order."""
-    return tuple(items[int(i)] for i in rng.permutation(len(items)))
 
 
 def count_choices(rng: np.random.Generator, value: int, count: int = 6,

@@ -59,16 +59,6 @@ GLOBAL_TOOLS: tuple[str, ...] = ("autocontrast", "equalize")
 SPLITS: tuple[str, ...] = ("train", "test")
 
 
-def _pick(rng: np.random.Generator, options: tuple[Any, ...] | list[Any]) -> Any:
-    """Return one element of ``options`` chosen by ``rng``."""
-    return options[int(rng.integers(len(options)))]
-
-
-def _shuffled(rng: np.random.Generator, items: list[str]) -> tuple[str, ...]:
-    """Return ``items`` in an order drawn by ``rng``."""
-    return tuple(items[int(i)] for i in rng.permutation(len(items)))
-
-
 def _check_world_config(split: str, world_seed: int) -> None:
     """Raise ``ValueError`` for an unknown split or a negative world seed."""
     if split not in SPLITS:
@@ -121,7 +111,7 @@ def _fact_choices(rng: np.random.Generator, world: World, entity: Any, attribute
         v = pool[int(rng.integers(len(pool)))].attributes.get(attribute)
         if v is not None and v not in options:
             options.append(v)
-    return _shuffled(rng, options)
+    return R.shuffled(rng, options)
 
 
 def _count_choices(rng: np.random.Generator, answer: int, hints: list[int],
@@ -209,7 +199,7 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
     """
     w, h = int(rng.integers(1500, 1801)), int(rng.integers(1050, 1251))
     cols, rows = int(rng.integers(3, 5)), int(rng.integers(2, 4))
-    img = R.background(rng, h, w, kind=_pick(rng, ("paper", "noise", "gradient")),
+    img = R.background(rng, h, w, kind=R.pick(rng, ("paper", "noise", "gradient")),
                        lighting=float(rng.uniform(0, 0.15)), vignette=float(rng.uniform(0, 0.2)))
     top = int(rng.integers(60, 110))
     xs = np.linspace(30, w - 30, cols + 1)
@@ -223,9 +213,9 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
     glyph = float(rng.uniform(7.5, 9.5))
     ink = R.jitter_color(rng, (40, 40, 48), 12)
     palette_order = rng.permutation(len(MAP_PALETTE))
-    R.draw_text(img, _pick(rng, ("CITY MAP", "DISTRICTS", "TOWN PLAN", "MUNICIPAL MAP")),
+    R.draw_text(img, R.pick(rng, ("CITY MAP", "DISTRICTS", "TOWN PLAN", "MUNICIPAL MAP")),
                 (40, top // 2 - 12), float(rng.uniform(20, 28)), ink,
-                _pick(rng, R.READABLE_FACES), 2)
+                R.pick(rng, R.READABLE_FACES), 2)
     target_label: _MapLabel | None = None
     crop_box: R.Box | None = None
     number = 0
@@ -238,7 +228,7 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
             cv2.rectangle(img, (bx0, by0), (bx1, by1), fill, -1)
             occupied: list[R.Box] = []
             num_patch = R.render_text(str(k + 1), float(rng.uniform(24, 34)),
-                                      _pick(rng, R.READABLE_FACES), 2)
+                                      R.pick(rng, R.READABLE_FACES), 2)
             nx, ny = bx0 + 10, by0 + 10
             R.paste_text(img, num_patch, nx, ny, R.jitter_color(rng, (90, 90, 100), 20))
             occupied.append((nx - 4, ny - 4, nx + num_patch.size[0] + 4,
@@ -248,7 +238,7 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
                                                                        rng.uniform(0.15, 0.3))
                 spot = R.find_free_spot(rng, (pw, ph), (bx0, by0, bx1, by1), occupied, 10, 10)
                 if spot is not None:
-                    col = _pick(rng, ((150, 200, 140), (150, 190, 230)))
+                    col = R.pick(rng, ((150, 200, 140), (150, 190, 230)))
                     cv2.ellipse(img, (spot[0] + pw // 2, spot[1] + ph // 2), (pw // 2, ph // 2),
                                 0, 0, 360, col, -1, cv2.LINE_AA)
                     occupied.append((spot[0], spot[1], spot[0] + pw, spot[1] + ph))
@@ -299,7 +289,7 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
     horizon = int(h * rng.uniform(0.35, 0.5))
     img = np.empty((h, w, 3), np.uint8)
     img[:horizon] = R.background(rng, horizon, w, kind="sky")
-    img[horizon:] = R.background(rng, h - horizon, w, kind=_pick(rng, ("asphalt", "brick",
+    img[horizon:] = R.background(rng, h - horizon, w, kind=R.pick(rng, ("asphalt", "brick",
                                                                         "noise")))
     # buildings along the horizon
     x = int(rng.integers(-60, 0))
@@ -329,7 +319,7 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
     top = base - pole_h
     pole_col = R.jitter_color(rng, (80, 84, 88), 15)
     cv2.rectangle(img, (px - 5, top), (px + 5, base), pole_col, -1)
-    plate = _pick(rng, PLATE_COLORS)
+    plate = R.pick(rng, PLATE_COLORS)
     ink = R.ink_for(plate)
     signs_box = [px - 8, top + 10, px + plate_w + 2, top + 10 + stack_h]
     placed: list[R.PlacedText] = []
@@ -402,9 +392,9 @@ class CrossImage(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task."""
         world = build_world(self.world_seed, self.split)
-        domain = _pick(rng, self.domains)
+        domain = R.pick(rng, self.domains)
         venue = world.pick(rng, kind="building")
-        attribute = _pick(rng, [a for a in FACT_QUESTIONS if a in venue.attributes])
+        attribute = R.pick(rng, [a for a in FACT_QUESTIONS if a in venue.attributes])
         fact = venue.fact(attribute)
         n_blocks_max = 12
         names: list[str] = []
@@ -435,7 +425,7 @@ class CrossImage(FamilyConfig):
             if cand not in venues:
                 venues.append(cand)
         rest = [venues[int(i)] for i in rng.permutation(np.arange(1, n_signs))]
-        sep = _pick(rng, SIGN_SEPARATORS)
+        sep = R.pick(rng, SIGN_SEPARATORS)
         sign_venues, k = [], 0
         for b in sign_blocks:
             if b == target_block:
@@ -531,7 +521,7 @@ def _draw_player(img: np.ndarray, x: int, y: int, size: int, kit: R.Color,
     cv2.rectangle(img, (cx - bw // 3, shirt_bot - 1), (cx + bw // 3, shirt_bot + size // 7),
                   shorts, -1)
     cv2.rectangle(img, (x, shirt_top), (x + bw - 1, shirt_bot), kit, -1)
-    cv2.circle(img, (cx, y + head_r), head_r, _pick(rng, SKIN), -1, cv2.LINE_AA)
+    cv2.circle(img, (cx, y + head_r), head_r, R.pick(rng, SKIN), -1, cv2.LINE_AA)
 
 
 @register_family
@@ -569,7 +559,7 @@ class KnowledgeCount(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task."""
         world = build_world(self.world_seed, self.split)
-        domain = _pick(rng, self.domains)
+        domain = R.pick(rng, self.domains)
         team = world.pick(rng, kind="team")
         kit_name = team.fact("kit_colour").value
         colours = [kit_name]
@@ -589,11 +579,11 @@ class KnowledgeCount(FamilyConfig):
         rgb = [PALETTE[c] for c in colours]
         surfaces = [s for s, col in SURFACES.items()
                     if all(_colour_distance(col, k) >= 95 for k in rgb)]
-        surface = _pick(rng, surfaces or ["court"])
+        surface = R.pick(rng, surfaces or ["court"])
 
         w = int(rng.integers(2200, 2601))
         h = int(w * rng.uniform(0.6, 0.68))
-        img = R.background(rng, h, w, kind=_pick(rng, ("noise", "fabric", "asphalt")),
+        img = R.background(rng, h, w, kind=R.pick(rng, ("noise", "fabric", "asphalt")),
                            lighting=float(rng.uniform(0, 0.2)))
         # spectators in the stands: coloured dots everywhere outside the pitch
         n_dots = int(rng.integers(300, 600))
@@ -671,7 +661,7 @@ class KnowledgeCount(FamilyConfig):
             *evidence_checkpoints("left_half", [steps[2][0]]),
             *evidence_checkpoints("right_half", [steps[2][1]]),
         )
-        question = _pick(rng, (
+        question = R.pick(rng, (
             "How many players of the {team} are on the pitch in this photo?",
             "Count the {team} players visible on the field.",
             "In this match photo, how many players wear the kit of the {team}?",
@@ -740,8 +730,8 @@ class GridPeriod(FamilyConfig):
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task."""
-        domain = _pick(rng, self.domains)
-        kind = _pick(rng, tuple(PATTERNS))
+        domain = R.pick(rng, self.domains)
+        kind = R.pick(rng, tuple(PATTERNS))
         n_rows = int(rng.integers(self.rows[0], self.rows[1] + 1))
         n_cols = int(rng.integers(self.cols[0], self.cols[1] + 1))
         w = int(rng.integers(1400, 1801))

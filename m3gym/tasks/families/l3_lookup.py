@@ -59,11 +59,6 @@ SPLITS: tuple[str, ...] = ("train", "test")
 # small shared helpers
 
 
-def _pick(rng: np.random.Generator, options: tuple[Any, ...] | list[Any]) -> Any:
-    """Return one element of ``options`` chosen by ``rng``."""
-    return options[int(rng.integers(len(options)))]
-
-
 def world_for(seed: int, split: str) -> World:
     """Return the (process-cached) world of ``(seed, split)``."""
     return build_world(int(seed), str(split))
@@ -188,7 +183,7 @@ def draw_faint_label(img: np.ndarray, rng: np.random.Generator, text: str, glyph
     The plate is big enough that a crop with a margin of about one glyph around the text stays
     on the plate (so ``autocontrast`` on that crop stretches only plate and ink).
     """
-    patch = patch or R.render_text(text, glyph, _pick(rng, R.READABLE_FACES[:4]), 1)
+    patch = patch or R.render_text(text, glyph, R.pick(rng, R.READABLE_FACES[:4]), 1)
     pw, ph = patch.size
     g = patch.glyph_height
     crop_pad = max(7, math.ceil(g * 0.9))
@@ -242,7 +237,7 @@ def inner_bbox1000(box: R.Box, width: int, height: int) -> list[int]:
 def scene_base(rng: np.random.Generator, width: int, height: int,
                kinds: tuple[str, ...]) -> np.ndarray:
     """Return a textured background of one of ``kinds``."""
-    return R.background(rng, height, width, _pick(rng, kinds))
+    return R.background(rng, height, width, R.pick(rng, kinds))
 
 
 def finish_scene(img: np.ndarray, rng: np.random.Generator, keep: list[R.Box],
@@ -409,12 +404,12 @@ class CodeLookupFamily(FamilyConfig):
         target_key, miss_key = pairs[int(rng.integers(len(pairs)))]
         product, near = world.entity(target_key), world.entity(miss_key)
         code = product.attributes["code"]
-        attribute = _pick(rng, self.attributes)
+        attribute = R.pick(rng, self.attributes)
         answer, owner = _question_value(world, product, attribute)
 
         w = int(rng.integers(self.width[0], self.width[1] + 1))
         h = int(w * rng.uniform(*self.aspect))
-        scene = _pick(rng, tuple(CODE_SCENES))
+        scene = R.pick(rng, tuple(CODE_SCENES))
         domain, kinds = CODE_SCENES[scene]
         img = scene_base(rng, w, h, kinds)
         keep: list[R.Box] = []
@@ -426,16 +421,16 @@ class CodeLookupFamily(FamilyConfig):
         cv2.rectangle(img, (px, py), (px + pw - 1, py + ph - 1),
                       tuple(int(c * 0.6) for c in box_col), 3)
         category = product.name.split()[-1].upper()
-        big = R.render_text(category, float(rng.uniform(28, 48)), _pick(rng, R.READABLE_FACES),
+        big = R.render_text(category, float(rng.uniform(28, 48)), R.pick(rng, R.READABLE_FACES),
                             int(rng.integers(2, 4)))
         if big.size[0] < pw - 20:
             R.paste_text(img, big, px + 10, py + 10, R.ink_for(box_col))
         keep.append((px, py, px + pw, py + ph))
 
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-        patch = R.render_text(code, glyph, _pick(rng, R.READABLE_FACES[:4]), 1)
+        patch = R.render_text(code, glyph, R.pick(rng, R.READABLE_FACES[:4]), 1)
         size = label_size(patch)
-        plate_col = R.jitter_color(rng, _pick(rng, PLATE_COLORS), 8)
+        plate_col = R.jitter_color(rng, R.pick(rng, PLATE_COLORS), 8)
         inner = (px + 8, py + ph // 2, px + pw - 8, py + ph - 8)
         spot = place(rng, size, inner, [], (20, 20, w - 20, h - 20))
         label = draw_faint_label(img, rng, code, glyph, float(rng.uniform(self.contrast_min,
@@ -664,12 +659,12 @@ class LogoLookupFamily(FamilyConfig):
         search per attempt): near-duplicate logos and noise occasionally make another logo rank
         first, and such scenes are redrawn so that the reference's top hit is the target.
         """
-        scene = _pick(rng, self.scenes)
+        scene = R.pick(rng, self.scenes)
         kind, domain, kinds = LOGO_SCENES[scene]
         entity = world.pick(rng, kind, min_distractors=1)
         options = [a for a in LOGO_QUESTIONS[kind]
                    if a.split(".")[0] in entity.attributes]
-        attribute = _pick(rng, options)
+        attribute = R.pick(rng, options)
         answer, owner = _question_value(world, entity, attribute)
 
         w = int(rng.integers(self.width[0], self.width[1] + 1))
@@ -765,8 +760,8 @@ BADGE_TITLES: tuple[str, ...] = ("VISITOR", "GUEST", "CONTRACTOR", "STAFF", "DEL
 def draw_badge(img: np.ndarray, rng: np.random.Generator, name: str, id_number: str,
                bounds: R.Box, occupied: list[R.Box]) -> R.Box:
     """Draw a readable lanyard badge (title, person name, ID) in ``bounds``; return its box."""
-    face = _pick(rng, R.READABLE_FACES[:4])
-    title = R.render_text(_pick(rng, BADGE_TITLES), float(rng.uniform(22, 30)), face, 2)
+    face = R.pick(rng, R.READABLE_FACES[:4])
+    title = R.render_text(R.pick(rng, BADGE_TITLES), float(rng.uniform(22, 30)), face, 2)
     who = R.render_text(name, float(rng.uniform(20, 28)), face, 2)
     num = R.render_text(f"ID {id_number}", float(rng.uniform(18, 24)), face, 2)
     bw = max(title.size[0], who.size[0], num.size[0]) + 40
@@ -843,7 +838,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
         world = world_for(self.world_seed, self.split)
         building = world.pick(rng, "building", min_distractors=1)
         options = [a for a in self.attributes if a.split(".")[0] in building.attributes]
-        attribute = _pick(rng, options)
+        attribute = R.pick(rng, options)
         answer, owner = _question_value(world, building, attribute)
         person = world.pick(rng, "person")
         pid = person.attributes["id_number"]
@@ -865,10 +860,10 @@ class PrivacySafeLookupFamily(FamilyConfig):
                 cv2.rectangle(img, (x0, y0), (x0 + fw // (cols * 2), y0 + fh // (rows * 3)),
                               win, -1)
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-        patch = R.render_text(building.name.upper(), glyph, _pick(rng, R.READABLE_FACES[:4]), 1)
+        patch = R.render_text(building.name.upper(), glyph, R.pick(rng, R.READABLE_FACES[:4]), 1)
         faded = bool(rng.random() < self.faded_prob)
         lo, hi = ((self.contrast_min, self.contrast_max) if faded else self.clear_contrast)
-        plate_col = R.jitter_color(rng, _pick(rng, PLATE_COLORS), 8)
+        plate_col = R.jitter_color(rng, R.pick(rng, PLATE_COLORS), 8)
         size = label_size(patch)
         sign_area = (fx + 10, fy + 8, fx + fw - 10, fy + fh // 5)
         spot = place(rng, size, sign_area, [], (fx, fy, fx + fw, h - 10))
