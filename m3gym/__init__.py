@@ -1,7 +1,8 @@
 """m3gym: Gymnasium environments for multimodal tool-using agents.
 
 ``import m3gym`` registers ``M3Bench-L1``, ``M3Bench-L2``, ``M3Bench-L3`` (each only when its level
-has families) and one id per task family, e.g. ``M3Bench-TinyText``.
+has families), ``M3Bench-Classic`` (the low-resolution classic-RL suite, 96-px view) and one id per
+task family, e.g. ``M3Bench-TinyText`` or ``M3Bench-GlyphZoom``.
 """
 
 from __future__ import annotations
@@ -23,19 +24,28 @@ def family_env_id(family: str) -> str:
     return "M3Bench-" + "".join(part.capitalize() for part in family.split("_"))
 
 
+CLASSIC_ENV_ID = "M3Bench-Classic"
+"""Env id of the classic-RL suite (level-1 glyph tasks, 96-px view)."""
+
+
 def env_ids() -> list[str]:
-    """Return every env id m3gym registers, levels first."""
+    """Return every env id m3gym registers: levels, the classic suite, then one per family."""
     ids = [f"M3Bench-L{lvl}" for lvl in (1, 2, 3) if family_names(lvl)]
-    return ids + [family_env_id(f) for f in family_names()]
+    if family_names(1, "classic"):
+        ids.append(CLASSIC_ENV_ID)
+    return ids + [family_env_id(f) for f in family_names(suite=None)]
 
 
 def register_envs() -> None:
-    """Register the level ids and one id per family (idempotent)."""
+    """Register the level ids, the classic suite and one id per family (idempotent)."""
     for level in (1, 2, 3):
         env_id = f"M3Bench-L{level}"
         if family_names(level) and env_id not in registry:
             register(id=env_id, entry_point=ENTRY_POINT, kwargs={"level": level})
-    for family in family_names():
+    if family_names(1, "classic") and CLASSIC_ENV_ID not in registry:
+        register(id=CLASSIC_ENV_ID, entry_point=ENTRY_POINT,
+                 kwargs={"level": 1, "suite": "classic"})
+    for family in family_names(suite=None):
         env_id = family_env_id(family)
         if env_id not in registry:
             register(id=env_id, entry_point=ENTRY_POINT, kwargs={"family": family})

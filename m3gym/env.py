@@ -59,23 +59,30 @@ def build_prompt(task: Task, view_size: int, show_choices: bool) -> str:
 
 
 def level_families(level: int | None, family: str | None,
-                   weights: Mapping[str, float] | None) -> tuple[list[str], np.ndarray]:
-    """Return the families an env draws from and their normalized probabilities."""
+                   weights: Mapping[str, float] | None,
+                   suite: str = "m3bench") -> tuple[list[str], np.ndarray]:
+    """Return the families an env draws from (of ``suite``) and their normalized probabilities."""
     if family is not None:
         get_family(family)
         return [family], np.ones(1)
-    names = family_names(level)
+    names = family_names(level, suite)
     if weights:
         unknown = sorted(set(weights) - set(names))
         if unknown:
-            raise ValueError(f"family weights name families not in level {level}: {unknown}")
+            raise ValueError(f"family weights name families not in level {level} of suite "
+                             f"{suite!r}: {unknown}")
         names = [n for n in names if weights.get(n, 0.0) > 0]
         probs = np.array([float(weights[n]) for n in names])
     else:
         probs = np.ones(len(names))
     if not names:
-        raise ValueError(f"no task families for level {level}")
+        raise ValueError(f"no task families for level {level} in suite {suite!r}")
     return names, probs / probs.sum()
+
+
+def default_view_size(families: Sequence[str]) -> int:
+    """Return the view size the families are designed for (the largest, if they differ)."""
+    return max(get_family(f).view_size for f in families)
 
 
 class M3BenchEnv(gym.Env[dict, Any]):
@@ -86,7 +93,11 @@ class M3BenchEnv(gym.Env[dict, Any]):
         family: pin one family (overrides ``level``).
         family_weights: per-family draw weights within the level.
         family_config: keyword overrides for the family config dataclass (with ``family``).
-        view_size: longest side of images in observations; tools work at full resolution.
+        suite: ``"m3bench"`` (the benchmark levels) or ``"classic"`` (the low-resolution
+            classic-RL families, :mod:`m3gym.tasks.families.classic`); ignored with ``family``.
+        view_size: longest side of images in observations (and of the view ``v_true``
+            checkpoints are measured in); tools work at full resolution. ``None``: the families'
+            own view size (768 for the benchmark levels, 96 for the classic suite).
         max_tool_calls: tool-call budget; a call beyond it is refused and truncates the episode.
         max_rounds: step budget; reaching it without an answer truncates.
         reward: a preset name (``sparse``, ``process``, ``m3``, ``paper``), a YAML path, a dict or
@@ -108,7 +119,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         family: str | None = None,
         family_weights: Mapping[str, float] | None = None,
         family_config: Mapping[str, Any] | None = None,
-        view_size: int = 768,
+        suite: str = "m3bench",
+        view_size: int | None = None,
         max_tool_calls: int = 15,
         max_rounds: int = 15,
         reward: str | Mapping[str, Any] | RewardConfig = "m3",
@@ -121,12 +133,14 @@ class M3BenchEnv(gym.Env[dict, Any]):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        if view_size < 32 or max_tool_calls < 1 or max_rounds < 1:
+        if (view_size is not None and view_size < 32) or max_tool_calls < 1 or max_rounds < 1:
             raise ValueError("view_size >= 32, max_tool_calls >= 1 and max_rounds >= 1 required")
         self.level = level
-        self.families, self._family_probs = level_families(level, family, family_weights)
+        self.suite = suite
+        self.families, self._family_probs = level_families(level, family, family_weights, suite)
         self.family_config = dict(family_config or {})
-        self.view_size = int(view_size)
+        self.view_size = int(view_size if view_size is not None
+                             else default_view_size(self.families))
         self.max_tool_calls = int(max_tool_calls)
         self.max_rounds = int(max_rounds)
         self.reward_config = load_reward_config(reward)
@@ -153,6 +167,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._tracker: RewardTracker | None = None
         self._views: dict[int, np.ndarray] = {}
         self._input_views: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        # v_true measurements of input images, shared by the episodes' checkpoint trackers
+        self._input_measures: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._calls_used = 0
         self._rounds = 0
         self._done = True
@@ -216,7 +232,10 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._views = {}
         self._ctx = ToolContext(state=self.state, visible_images=len(self.state),
                                 world=task_world(task))
-        self._tracker = RewardTracker(self.reward_config, task, view_size=self.view_size)
+        while len(self._input_measures) > INPUT_VIEW_CACHE:
+            self._input_measures.popitem(last=False)
+        self._tracker = RewardTracker(self.reward_config, task, view_size=self.view_size,
+                                      input_views=self._input_measures)
         self._tracker.start(self.state)
         self._calls_used = 0
         self._rounds = 0

@@ -15,7 +15,7 @@ they sum to the step reward):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -108,11 +108,12 @@ class RewardTracker:
     ``Φ_T − Φ_0 ≤ 1``, by design.
     """
 
-    def __init__(self, config: RewardConfig, task: Task, view_size: int = 768) -> None:
+    def __init__(self, config: RewardConfig, task: Task, view_size: int = 768,
+                 input_views: MutableMapping[tuple[Any, ...], Any] | None = None) -> None:
         self.config = config
         self.task = task
         self.view_size = view_size
-        self.checkpoints = CheckpointTracker(task, view_size=view_size)
+        self.checkpoints = CheckpointTracker(task, view_size=view_size, input_views=input_views)
         self.phi = 0.0
         self.last_passed: list[str] = []
         self._final: dict[str, Any] | None = None

@@ -6,8 +6,23 @@ exported, stored and re-scored offline.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+
+def json_copy(value: Any) -> Any:
+    """Return a copy of a JSON-like value: dicts, lists and tuples rebuilt, leaves shared.
+
+    The same result as :func:`dataclasses.asdict` gives for the trace's plain values, several
+    times faster.
+    """
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(json_copy(v) for v in value)
+    return value
 
 
 @dataclass
@@ -41,8 +56,14 @@ class CallRecord:
     payload: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable dict."""
-        return asdict(self)
+        """Return a JSON-serializable dict (containers copied: the record is never shared)."""
+        return {
+            "step": self.step, "call_id": self.call_id, "name": self.name,
+            "requested_name": self.requested_name, "arguments": json_copy(self.arguments),
+            "ok": self.ok, "error": self.error, "result_text": self.result_text,
+            "output_index": self.output_index, "input_index": self.input_index,
+            "payload": json_copy(self.payload),
+        }
 
 
 @dataclass

@@ -17,7 +17,7 @@ from m3gym.agents import OracleAgent, RandomAgent
 from m3gym.rollout import run_episode
 
 ENV_IDS = m3gym.env_ids()
-FAMILIES = m3gym.family_names()
+FAMILIES = m3gym.family_names(suite=None)
 
 
 def test_level_ids_registered():

@@ -308,10 +308,10 @@ def test_faint_text_shading_defeats_one_global_threshold():
 
 
 def test_faint_text_shading_field_is_smooth_and_deterministic():
-    from m3gym.tasks.families.l1_text import _shading_field
+    from m3gym.tasks.families.l1_text import shading_field
 
-    a = _shading_field(np.random.default_rng(3), 300, 400, 20.0)
-    b = _shading_field(np.random.default_rng(3), 300, 400, 20.0)
+    a = shading_field(np.random.default_rng(3), 300, 400, 20.0)
+    b = shading_field(np.random.default_rng(3), 300, 400, 20.0)
     assert a.dtype == np.uint8 and a.shape == (300, 400) and np.array_equal(a, b)
     assert int(a.min()) == 0 and int(a.max()) == 20
     # smooth: neighbouring pixels differ by at most one level

@@ -12,7 +12,7 @@ from m3gym.agents import OracleAgent
 from m3gym.reward import PRESETS, RewardConfig, load_reward_config
 from m3gym.rollout import run_episode
 
-FAMILIES = m3gym.family_names()
+FAMILIES = m3gym.family_names(suite=None)
 ORACLE_SEEDS = int(os.environ.get("M3GYM_METRIC_SEEDS", "50"))
 
 

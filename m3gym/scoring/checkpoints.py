@@ -54,7 +54,8 @@ aggregators can skip such tasks.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,9 +124,16 @@ def orientation_of(linear: np.ndarray) -> tuple[float, float]:
 
     The angle is that of the closest similarity transform, in ``(-180, 180]``.
     """
-    det = float(np.linalg.det(linear))
-    angle = math.degrees(math.atan2(linear[0, 1] - linear[1, 0], linear[0, 0] + linear[1, 1]))
-    return det, angle
+    a, b, c, d = linear.ravel().tolist()
+    return a * d - b * c, math.degrees(math.atan2(b - c, a + d))
+
+
+def spectral_norm_2x2(linear: np.ndarray) -> float:
+    """Return the largest singular value of a 2x2 matrix (closed form, no LAPACK call)."""
+    a, b, c, d = linear.ravel().tolist()
+    sq = a * a + b * b + c * c + d * d
+    det = a * d - b * c
+    return math.sqrt(0.5 * (sq + math.sqrt(max(0.0, sq * sq - 4.0 * det * det))))
 
 
 def contains_box(entry: ImageEntry, ev: Evidence) -> bool:
@@ -133,10 +141,23 @@ def contains_box(entry: ImageEntry, ev: Evidence) -> bool:
     if entry.provenance.root != ev.image:
         return False
     affine = entry.provenance.affine
-    pts = apply_affine(affine, box_corners(ev.box))
-    tol = CONTAINMENT_TOLERANCE_PX * max(1.0, float(np.linalg.norm(affine[:, :2], 2)))
-    return bool(np.all(pts[:, 0] >= -tol) and np.all(pts[:, 0] <= entry.width + tol)
-                and np.all(pts[:, 1] >= -tol) and np.all(pts[:, 1] <= entry.height + tol))
+    x_lo, y_lo, x_hi, y_hi = mapped_extent(affine, ev.box)
+    tol = CONTAINMENT_TOLERANCE_PX * max(1.0, spectral_norm_2x2(affine[:, :2]))
+    return (x_lo >= -tol and x_hi <= entry.width + tol
+            and y_lo >= -tol and y_hi <= entry.height + tol)
+
+
+def mapped_extent(affine: np.ndarray, box: tuple[float, float, float, float]
+                  ) -> tuple[float, float, float, float]:
+    """Return the axis-aligned extent ``(x_lo, y_lo, x_hi, y_hi)`` of ``box`` mapped by ``affine``.
+
+    Plain float arithmetic on the four corners (this runs on every new image of every step).
+    """
+    (a, b, tx), (c, d, ty) = affine.tolist()
+    x0, y0, x1, y1 = box
+    xs = [a * x + b * y + tx for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    ys = [c * x + d * y + ty for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
+    return min(xs), min(ys), max(xs), max(ys)
 
 
 def root_coverage(entry: ImageEntry, root_shape: tuple[int, ...]) -> float:
@@ -319,7 +340,7 @@ def measure_evidence(
         return EvidenceView(idx, eid, False, 1, f"evidence is {what} in image {idx}", True,
                             det, angle)
     s = view_scale(entry.height, entry.width, view_size)
-    seen = float(np.linalg.norm(linear[:, 1])) * s
+    seen = math.hypot(float(linear[0, 1]), float(linear[1, 1])) * s
     glyph = ev.glyph_height * seen
     if glyph < ev.min_view_height:
         return EvidenceView(idx, eid, False, 2,
@@ -490,9 +511,11 @@ class CheckpointTracker:
     call (``v_true`` needs no matching: any artifact may pass it).
     """
 
-    def __init__(self, task: Task, view_size: int = DEFAULT_VIEW_SIZE) -> None:
+    def __init__(self, task: Task, view_size: int = DEFAULT_VIEW_SIZE,
+                 input_views: MutableMapping[tuple[Any, ...], Any] | None = None) -> None:
         self.task = task
         self.view_size = view_size
+        self.input_views = input_views
         self.checkpoints: tuple[Checkpoint, ...] = tuple(task.checkpoints)
         self.groups: tuple[str, ...] = tuple(checkpoint_group(cp) for cp in self.checkpoints)
         self._evidence = {ev.id: ev for ev in task.evidence}
@@ -588,12 +611,31 @@ class CheckpointTracker:
         key = (image_index, ev.id)
         view = self._views.get(key)
         if view is None:
-            view = measure_evidence(state[image_index], ev, self.view_size, self._frames)
+            view = self._measure(state[image_index], ev)
             self._views[key] = view
         best = self._best_view.get(i)
         if best is None or (view.stage, view.fidelity or 0.0) > (best.stage, best.fidelity or 0.0):
             self._best_view[i] = view
         return view.passed, view.to_dict()
+
+    def _measure(self, entry: ImageEntry, ev: Evidence) -> EvidenceView:
+        """Measure ``ev`` in ``entry``; input images go through the shared ``input_views`` cache.
+
+        An input image's measurement depends only on the task, so a caller that resets the same
+        tasks again (a task pool) passes one ``input_views`` mapping to every tracker. Entries
+        hold a weak reference to the task: a hit counts only for the very same task object
+        (an ``id`` reused after garbage collection never matches), and the cache keeps no
+        images alive.
+        """
+        if self.input_views is None or entry.provenance.call_id is not None:
+            return measure_evidence(entry, ev, self.view_size, self._frames)
+        key = (self.task.task_id, id(self.task), entry.index, ev.id, self.view_size)
+        hit = self.input_views.get(key)
+        if hit is not None and hit[0]() is self.task:
+            return hit[1]
+        view = measure_evidence(entry, ev, self.view_size, self._frames)
+        self.input_views[key] = (weakref.ref(self.task), view)
+        return view
 
     def _input_entry(self, call: CallRecord, state: ImageState) -> ImageEntry | None:
         idx = call.input_index

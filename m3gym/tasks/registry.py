@@ -13,6 +13,10 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from m3gym.tasks.spec import DOMAINS, Task
+from m3gym.view import VIEW_SIZE
+
+SUITES: tuple[str, ...] = ("m3bench", "classic")
+"""Family suites: the benchmark levels, and the low-resolution classic-RL suite."""
 
 
 @dataclass
@@ -23,6 +27,10 @@ class FamilyConfig:
     level: ClassVar[int] = 0
     domains: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
+    suite: ClassVar[str] = "m3bench"
+    """``"m3bench"`` (the benchmark levels) or ``"classic"`` (low-resolution classic-RL tasks)."""
+    view_size: ClassVar[int] = VIEW_SIZE
+    """Longest side of the agent's view the family is designed (and scored) for."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` when the configuration is inconsistent."""
@@ -40,6 +48,8 @@ def register_family(cls: F) -> F:
     """Class decorator: add a family to the registry (names are unique)."""
     if not cls.name or cls.level not in (1, 2, 3):
         raise ValueError(f"family {cls.__name__} needs a name and a level in 1..3")
+    if cls.suite not in SUITES:
+        raise ValueError(f"family {cls.name!r} has unknown suite {cls.suite!r}")
     if cls.name in _FAMILIES and _FAMILIES[cls.name] is not cls:
         raise ValueError(f"family {cls.name!r} registered twice")
     bad = [d for d in cls.domains if d not in DOMAINS]
@@ -54,10 +64,17 @@ def _load_builtin_families() -> None:
     from m3gym.tasks import families  # noqa: F401
 
 
-def family_names(level: int | None = None) -> list[str]:
-    """Return registered family names, optionally only those of ``level``, sorted."""
+def family_names(level: int | None = None, suite: str | None = "m3bench") -> list[str]:
+    """Return registered family names of ``suite`` (``None``: every suite), sorted.
+
+    ``level`` keeps only that level's families. The default suite is the benchmark's
+    (``M3Bench-L1..L3``); the classic-RL families (``suite="classic"``) are listed separately.
+    """
     _load_builtin_families()
-    return sorted(n for n, c in _FAMILIES.items() if level is None or c.level == level)
+    if suite is not None and suite not in SUITES:
+        raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    return sorted(n for n, c in _FAMILIES.items()
+                  if (level is None or c.level == level) and (suite is None or c.suite == suite))
 
 
 def get_family(name: str) -> type[FamilyConfig]:
@@ -66,7 +83,7 @@ def get_family(name: str) -> type[FamilyConfig]:
     try:
         return _FAMILIES[name]
     except KeyError:
-        known = ", ".join(family_names())
+        known = ", ".join(family_names(suite=None))
         raise KeyError(f"unknown task family {name!r}; known: {known}") from None
 
 

@@ -48,8 +48,10 @@ Observation: ``Dict`` (all ``uint8`` images channel-last ``(H, W, C)``, letterbo
 =============================================================================================
 
 * ``image`` ``(S, S, 3)``: the latest image; ``original`` ``(S, S, 3)``: Image 0 (``S`` =
-  ``obs_size``, default 96). Made with ``INTER_AREA`` from the env's cached view (``env.view``),
-  cached per image index (images never change).
+  ``obs_size``, default 96; omitted with ``observe_original=False``). Made from the full-resolution
+  image (integer-stride subsampling, then ``INTER_AREA``; no resampling when the image already
+  has the observation size, e.g. a crop zoomed to a 96-px view), cached per image index (images
+  never change) and, for the task's input images, across the resets of pooled tasks.
 * ``choices`` ``(S, S, 1)`` (``choices_obs="pixels"``): the choice strings rendered one per row,
   so a choice index means something to a pixel policy; omitted with ``choices_obs="none"``.
 * ``features`` ``float32``: family one-hot, step fraction, per-tool use counts / max steps, last
@@ -170,8 +172,11 @@ def letterbox(image: np.ndarray, size: int) -> np.ndarray:
         h, w = image.shape[:2]
     scale = size / max(h, w)
     nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
-    interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-    small = cv2.resize(image, (nw, nh), interpolation=interp)
+    if (nw, nh) == (w, h):
+        small = image  # already the right size (e.g. a crop zoomed to the view): no resampling
+    else:
+        interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+        small = cv2.resize(image, (nw, nh), interpolation=interp)
     if small.ndim == 2:
         small = cv2.cvtColor(small, cv2.COLOR_GRAY2RGB)
     out = np.zeros((size, size, 3), dtype=np.uint8)
@@ -227,6 +232,8 @@ class DiscreteToolWrapper(gym.Wrapper):
         zoom: ``"source"`` (crops zoomed to about the source's size) or ``"view"`` (to about the
             env's view size: the same detail in the observation, cheaper).
         choices_obs: ``"pixels"`` (render the choices into the ``choices`` image) or ``"none"``.
+        observe_original: include Image 0 as the ``original`` observation (off halves the CNN
+            work when the latest image is all a policy needs, as in the classic suite).
         task_pool: draw episodes from this many fixed, cached tasks (``None``: a fresh task per
             episode, drawn by the env).
         pool_offset: task seed of the first pool task.
@@ -243,6 +250,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         max_choices: int = 8,
         zoom: str = "source",
         choices_obs: str = "pixels",
+        observe_original: bool = True,
         task_pool: int | None = None,
         pool_offset: int = 0,
         pool_order: str = "random",
@@ -273,16 +281,20 @@ class DiscreteToolWrapper(gym.Wrapper):
         self.max_choices = int(max_choices)
         self.zoom = zoom
         self.choices_obs = choices_obs
+        self.observe_original = bool(observe_original)
         self.families: list[str] = list(base.families)
         self._available = np.array([t == "answer" or t in base.registry for t in tools])
+        self._crop_index: int | None = tools.index("crop") if "crop" in tools else None
         self.action_space = spaces.MultiDiscrete(
             [len(tools), len(SOURCES), len(REGION_NAMES), N_PARAM_BINS, self.max_choices])
+        self._nvec: tuple[int, ...] = tuple(int(n) for n in self.action_space.nvec)
         self._nvec_offsets = np.concatenate([[0], np.cumsum(self.action_space.nvec)])
         n_feat = self.feature_size
         obs_spaces: dict[str, spaces.Space] = {
-            "image": spaces.Box(0, 255, (self.obs_size, self.obs_size, 3), np.uint8),
-            "original": spaces.Box(0, 255, (self.obs_size, self.obs_size, 3), np.uint8),
-        }
+            "image": spaces.Box(0, 255, (self.obs_size, self.obs_size, 3), np.uint8)}
+        if self.observe_original:
+            obs_spaces["original"] = spaces.Box(0, 255, (self.obs_size, self.obs_size, 3),
+                                                np.uint8)
         if choices_obs == "pixels":
             obs_spaces["choices"] = spaces.Box(0, 255, (self.obs_size, self.obs_size, 1),
                                                np.uint8)
@@ -303,6 +315,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         self._pool_rng = np.random.default_rng(0)
         self._pool_cursor = 0
         self._task_cache: OrderedDict[int, Task] = OrderedDict()
+        self._input_obs: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         # episode state
         self._obs_cache: dict[int, np.ndarray] = {}
         self._choices: tuple[str, ...] = ()
@@ -387,11 +400,12 @@ class DiscreteToolWrapper(gym.Wrapper):
     # ------------------------------------------------------------------ actions
     def decode(self, action: Any) -> DecodedAction:
         """Return the decoded form of a ``MultiDiscrete`` action (values clipped to range)."""
-        a = np.asarray(action, dtype=np.int64).reshape(-1)
-        if a.shape[0] != 5:
-            raise ValueError(f"action must have 5 entries, got {a.shape[0]}")
-        a = np.clip(a, 0, self.action_space.nvec - 1)
-        return DecodedAction(self.tools[int(a[0])], int(a[1]), int(a[2]), int(a[3]), int(a[4]))
+        values = np.asarray(action).reshape(-1).tolist()
+        if len(values) != 5:
+            raise ValueError(f"action must have 5 entries, got {len(values)}")
+        t, src, reg, par, ch = (min(max(int(v), 0), n - 1)
+                                for v, n in zip(values, self._nvec))
+        return DecodedAction(self.tools[t], src, reg, par, ch)
 
     def source_index(self, source: int) -> int:
         """Return the image index a ``source`` value refers to now."""
@@ -432,8 +446,11 @@ class DiscreteToolWrapper(gym.Wrapper):
         base = self.env.unwrapped
         state = base.state
         n_images = len(state)
-        tool_mask = self._available.copy()
-        sources = [0, 1] + ([2] if n_images >= 2 else [])
+        off = self._nvec_offsets
+        mask = np.ones(int(off[-1]), bool)
+        n_tools = len(self.tools)
+        mask[:n_tools] = self._available
+        sources = (0, 1, 2) if n_images >= 2 else (0, 1)
         src_arrays = [state[self.source_index(s)].array for s in sources] if n_images else []
         can_act = (self._steps < self.max_steps - 1
                    and base._calls_used < base.max_tool_calls and n_images > 0)
@@ -442,46 +459,62 @@ class DiscreteToolWrapper(gym.Wrapper):
             need = max(int(a.nbytes * 1.1) + 4096 for a in src_arrays)
             can_act = state.check_room(need) is None
         if not can_act:
-            tool_mask[1:] = False
-        elif "crop" in self.tools and min(min(a.shape[:2]) for a in src_arrays) < 3:
-            tool_mask[self.tools.index("crop")] = False
-        source_mask = np.array([s in sources for s in range(len(SOURCES))])
-        region_mask = np.ones(len(REGION_NAMES), bool)
-        param_mask = np.ones(N_PARAM_BINS, bool)
-        choice_mask = np.arange(self.max_choices) < max(1, len(self._choices))
-        return np.concatenate([tool_mask, source_mask, region_mask, param_mask, choice_mask])
+            mask[1:n_tools] = False
+        elif self._crop_index is not None and min(min(a.shape[:2]) for a in src_arrays) < 3:
+            mask[self._crop_index] = False
+        if n_images < 2:
+            mask[int(off[1]) + 2] = False  # "previous" needs two images
+        mask[int(off[4]) + max(1, len(self._choices)):] = False
+        return mask
 
     # ------------------------------------------------------------------ observations
     def image_obs(self, index: int) -> np.ndarray:
-        """Return image ``index`` as a letterboxed ``obs_size`` square (cached per episode)."""
+        """Return image ``index`` as a letterboxed ``obs_size`` square.
+
+        Cached per episode; the task's input images are also cached across episodes (keyed by
+        task id, at most ``cache_size`` of them), so a pooled task resets without resampling.
+        """
         if index not in self._obs_cache:
-            self._obs_cache[index] = letterbox(self.env.unwrapped.state[index].array,
-                                               self.obs_size)
+            base = self.env.unwrapped
+            key = None
+            if base.task is not None and index < len(base.task.images):
+                key = (base.task.task_id, index)
+                cached = self._input_obs.get(key)
+                if cached is not None:
+                    self._input_obs.move_to_end(key)
+                    self._obs_cache[index] = cached
+                    return cached
+            obs = letterbox(base.state[index].array, self.obs_size)
+            obs.setflags(write=False)
+            self._obs_cache[index] = obs
+            if key is not None:
+                self._input_obs[key] = obs
+                while len(self._input_obs) > max(1, self.cache_size):
+                    self._input_obs.popitem(last=False)
         return self._obs_cache[index]
 
     def features(self) -> np.ndarray:
         """Return the ``features`` vector (see the module docstring)."""
         base = self.env.unwrapped
-        fam = np.zeros(len(self.families), np.float32)
+        n_fam, n_tools = len(self.families), len(self.tools)
+        out = np.zeros(self.feature_size, np.float32)
         if base.task is not None and base.task.family in self.families:
-            fam[self.families.index(base.task.family)] = 1.0
-        last = np.zeros(len(self.tools), np.float32)
+            out[self.families.index(base.task.family)] = 1.0
+        out[n_fam] = self._steps / self.max_steps
+        np.minimum(self._tool_counts / self.max_steps, 1.0, out=out[n_fam + 1:n_fam + 1 + n_tools])
         if self._last_tool >= 0:
-            last[self._last_tool] = 1.0
-        return np.concatenate([
-            fam,
-            [self._steps / self.max_steps],
-            np.minimum(self._tool_counts / self.max_steps, 1.0),
-            last,
-            [min(1.0, len(base.state) / (self.max_steps + 1)),
-             len(self._choices) / self.max_choices],
-        ]).astype(np.float32)
+            out[n_fam + 1 + n_tools + self._last_tool] = 1.0
+        out[-2] = min(1.0, len(base.state) / (self.max_steps + 1))
+        out[-1] = len(self._choices) / self.max_choices
+        return out
 
     def observation(self) -> dict[str, np.ndarray]:
         """Return the current observation dict."""
         n = len(self.env.unwrapped.state)
         # copies (27 KiB each): callers may keep or modify what they are given
-        obs = {"image": self.image_obs(n - 1).copy(), "original": self.image_obs(0).copy()}
+        obs = {"image": self.image_obs(n - 1).copy()}
+        if self.observe_original:
+            obs["original"] = self.image_obs(0).copy()
         if self.choices_obs == "pixels":
             obs["choices"] = self._choices_panel.copy()
         obs["features"] = self.features()
@@ -500,8 +533,8 @@ def make_discrete_env(level: int | None = 1, family: str | None = None,
 
     kwargs = dict(env_kwargs or {})
     kwargs.setdefault("observe_images", False)
-    for key in ("reward", "view_size", "max_tool_calls", "max_rounds", "family_weights",
-                "family_config", "render_mode"):
+    for key in ("reward", "suite", "view_size", "max_tool_calls", "max_rounds",
+                "family_weights", "family_config", "render_mode"):
         if key in wrapper_kwargs:
             kwargs[key] = wrapper_kwargs.pop(key)
     env = M3BenchEnv(level=None if family else level, family=family, **kwargs)

@@ -367,7 +367,7 @@ EVIDENCE_ORIENTATION: dict[str, tuple[float, bool]] = {
 }
 
 
-def _fix_call(transform: str) -> RefCall:
+def upright_call(transform: str) -> RefCall:
     """Return the one call that makes an image distorted by ``transform`` upright again."""
     if transform.startswith("rot"):
         angle = {"rot90": -90, "rot180": 180, "rot270": 90}[transform]
@@ -553,7 +553,7 @@ class RotatedTextFamily(FamilyConfig):
             "scene": doc, "transform": transform, "target_field": target_label,
             "upright_box": list(ev_up), "upright_size": [W, H],
         }
-        return _task(self, domain, img, question, code, choices, _fix_call(transform), evidence,
+        return _task(self, domain, img, question, code, choices, upright_call(transform), evidence,
                      checkpoints, meta)
 
 
@@ -574,7 +574,7 @@ FAINT_DOCS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 
-def _shading_field(rng: np.random.Generator, height: int, width: int,
+def shading_field(rng: np.random.Generator, height: int, width: int,
                    depth: float) -> np.ndarray:
     """Return an ``uint8`` lighting offset of ``depth`` levels peak to peak (0..depth).
 
@@ -603,7 +603,7 @@ class FaintTextFamily(FamilyConfig):
 
     The photo spans only ``span`` gray levels and the named field's ink lies just
     ``ink_contrast`` = c levels from its paper (below :attr:`Evidence.min_contrast`). On top lie
-    soft bands of light and shade (:func:`_shading_field`) ``shading`` x c levels deep, so the
+    soft bands of light and shade (:func:`shading_field`) ``shading`` x c levels deep, so the
     paper on one part of the page is darker than the ink on another: no single global
     threshold (Tesseract's Otsu, a viewer's eye at this contrast) separates ink from paper, and
     OCR of the photo as shown reads the code in well under 10 % of seeds. WHY a tool: one
@@ -719,7 +719,7 @@ class FaintTextFamily(FamilyConfig):
         tint = rng.uniform(-6, 6, size=3)
         img = R.compress_dynamic_range(img, [low + t for t in tint], span)
         shade = float(rng.uniform(*self.shading)) * c_target
-        img = cv2.add(img, cv2.cvtColor(_shading_field(rng, H, W, shade), cv2.COLOR_GRAY2RGB))
+        img = cv2.add(img, cv2.cvtColor(shading_field(rng, H, W, shade), cv2.COLOR_GRAY2RGB))
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)),
                                    inplace=True)
 
