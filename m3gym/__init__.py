@@ -57,6 +57,6 @@ from m3gym.wrappers import register_discrete_envs  # noqa: E402
 
 register_discrete_envs()
 
-__all__ = ["M3BenchEnv", "RewardConfig", "Task", "ToolCall", "env_ids", "family_env_id",
-           "family_names", "get_family", "load_reward_config", "make_task", "parse_action",
-           "register_envs"]
+__all__ = ["CLASSIC_ENV_ID", "M3BenchEnv", "RewardConfig", "Task", "ToolCall", "env_ids",
+           "family_env_id", "family_names", "get_family", "load_reward_config", "make_task",
+           "parse_action", "register_envs"]

@@ -21,17 +21,23 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def env_table() -> str:
-    """Return the markdown table of env ids."""
-    rows = ["| env id | level | families | domains |", "|---|---|---|---|"]
+    """Return the markdown table of env ids (benchmark levels, the classic suite, families)."""
+    rows = ["| env id | level | suite | view | families | domains |", "|---|---|---|---|---|---|"]
+
+    def row(env_id: str, level: int, fams: list[str]) -> str:
+        classes = [m3gym.get_family(f) for f in fams]
+        doms = sorted({d for c in classes for d in c.domains})
+        view = max(c.view_size for c in classes)
+        return (f"| `{env_id}` | {level} | {classes[0].suite} | {view} | {', '.join(fams)} | "
+                f"{', '.join(doms)} |")
+
     for level in (1, 2, 3):
-        fams = m3gym.family_names(level)
-        if fams:
-            doms = sorted({d for f in fams for d in m3gym.get_family(f).domains})
-            rows.append(f"| `M3Bench-L{level}` | {level} | {', '.join(fams)} | {', '.join(doms)} |")
-    for fam in m3gym.family_names():
-        cls = m3gym.get_family(fam)
-        rows.append(f"| `{m3gym.family_env_id(fam)}` | {cls.level} | {fam} | "
-                    f"{', '.join(cls.domains)} |")
+        if m3gym.family_names(level):
+            rows.append(row(f"M3Bench-L{level}", level, m3gym.family_names(level)))
+    if m3gym.family_names(1, "classic"):
+        rows.append(row(m3gym.CLASSIC_ENV_ID, 1, m3gym.family_names(1, "classic")))
+    for fam in m3gym.family_names(suite=None):
+        rows.append(row(m3gym.family_env_id(fam), m3gym.get_family(fam).level, [fam]))
     return "\n".join(rows)
 
 

@@ -148,11 +148,12 @@ def test_sequential_pool_cycles_and_heldout_offset() -> None:
     assert all(int(t.split("/")[1]) >= 10**9 for t in ids)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2), draws=st.lists(st.integers(0, 10**6), min_size=5, max_size=30),
-       zoom=st.sampled_from(["source", "view"]))
-def test_masked_valid_actions_never_fail(seed: int, draws: list[int], zoom: str) -> None:
-    env = make_discrete_env(level=1, zoom=zoom, max_steps=6,
+       zoom=st.sampled_from(["source", "view"]), suite=st.sampled_from(["m3bench", "classic"]))
+def test_masked_valid_actions_never_fail(seed: int, draws: list[int], zoom: str,
+                                         suite: str) -> None:
+    env = make_discrete_env(level=1, suite=suite, zoom=zoom, max_steps=6,
                             tools=(*DEFAULT_TOOLS, "blur", "edge_detect"), **POOL)
     env.reset(seed=seed)
     it = iter(draws)

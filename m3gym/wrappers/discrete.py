@@ -316,6 +316,8 @@ class DiscreteToolWrapper(gym.Wrapper):
         self._pool_cursor = 0
         self._task_cache: OrderedDict[int, Task] = OrderedDict()
         self._input_obs: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        self._mask_key: tuple[Any, ...] | None = None
+        self._mask = np.ones(int(self._nvec_offsets[-1]), bool)
         # episode state
         self._obs_cache: dict[int, np.ndarray] = {}
         self._choices: tuple[str, ...] = ()
@@ -370,6 +372,7 @@ class DiscreteToolWrapper(gym.Wrapper):
                              f"than max_choices={self.max_choices}")
         self._choices = tuple(task.choices)
         self._obs_cache = {}
+        self._mask_key = None
         if self.choices_obs == "pixels":
             self._choices_panel = render_choices(self._choices, self.obs_size, self.max_choices)
         self._steps = 0
@@ -384,6 +387,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         decoded = self.decode(action)
         call = self.to_call(decoded)
         _, reward, terminated, truncated, info = self.env.step(call)
+        self._mask_key = None
         self._steps += 1
         tool_i = self.tools.index(decoded.tool)
         self._tool_counts[tool_i] += 1
@@ -442,7 +446,20 @@ class DiscreteToolWrapper(gym.Wrapper):
         return {"name": decoded.tool, "arguments": args}
 
     def action_masks(self) -> np.ndarray:
-        """Return the flat boolean mask (length ``sum(nvec)``) of valid action components."""
+        """Return the flat boolean mask (length ``sum(nvec)``) of valid action components.
+
+        Computed once per state (``step`` puts it in ``info["action_mask"]`` and MaskablePPO asks
+        again); every call returns a fresh copy.
+        """
+        base = self.env.unwrapped
+        key = (id(base.state), len(base.state), base._calls_used, self._steps, self._choices)
+        if self._mask_key != key:
+            self._mask = self.compute_action_masks()
+            self._mask_key = key
+        return self._mask.copy()
+
+    def compute_action_masks(self) -> np.ndarray:
+        """Return the action mask of the current state (uncached; see :meth:`action_masks`)."""
         base = self.env.unwrapped
         state = base.state
         n_images = len(state)
