@@ -68,3 +68,29 @@ def test_maskable_ppo_2000_steps_train_save_load_evaluate(tmp_path: Path) -> Non
     assert 0.0 <= summary["accuracy"] <= 1.0
     assert json.loads((tmp_path / "eval" / "summary.json").read_text())["episodes"] == 5
     assert all(json.loads(line)["task_id"].startswith("faint_text/") for line in lines)
+
+
+def test_plot_curve_rows_floors_and_files(tmp_path: Path) -> None:
+    from plot_curve import curve_rows, floor_value, main, read_history
+
+    run = tmp_path / "run"
+    run.mkdir()
+    hist = [
+        {"timesteps": 2000, "accuracy": 0.5, "mean_length": 2.0, "metrics": {"S": 1.0, "V": 0.5},
+         "accuracy_by_family": {"a": 0.25, "b": 0.75}},
+        {"timesteps": 1000, "accuracy": 0.25, "mean_length": 3.0, "metrics": {"S": 0.5, "V": 0.0},
+         "accuracy_by_family": {"a": 0.0, "b": 0.5}},
+    ]
+    (run / "eval_history.jsonl").write_text("\n".join(json.dumps(h) for h in hist) + "\n")
+    rows = curve_rows(read_history(run))
+    assert [r["timesteps"] for r in rows] == [1000, 2000]  # sorted by steps
+    assert rows[1] == {"timesteps": 2000, "accuracy": 0.5, "mean_length": 2.0, "S": 1.0,
+                       "V": 0.5, "accuracy_a": 0.25, "accuracy_b": 0.75}
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"accuracy": 0.125}))
+    assert floor_value(f"random={summary}") == ("random", 0.125)
+    assert floor_value(f"best={run}") == ("best", 0.5)
+    assert floor_value("chance=0.2") == ("chance", 0.2)
+    assert main(["--run", str(run), "--floor", "x=0.1", "--out", str(tmp_path / "c")]) == 0
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    assert (tmp_path / "c.csv").read_text().splitlines()[0].startswith("timesteps,accuracy")

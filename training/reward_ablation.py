@@ -3,7 +3,7 @@
 Usage::
 
     python training/reward_ablation.py --config configs/train/reward_ablation.yaml [--jobs 2]
-        [--set base.total_timesteps=50000] [--set presets=[sparse,process,m3]]
+        [--set base.total_timesteps=50000] [--set presets=[sparse,process,m3]] [--plot-only]
 
 For every ``(preset, seed)`` it trains ``base`` (a :mod:`train_sb3` config) with
 ``env.kwargs.reward = preset``, reads the held-out evaluations (``eval_history.jsonl``) and writes
@@ -109,26 +109,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="configs/train/reward_ablation.yaml")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--jobs", type=int, default=1, help="cells trained in parallel")
-    parser.add_argument("--chance", type=float, default=1 / 6, help="chance line on the plot")
+    parser.add_argument("--chance", type=float, default=None,
+                        help="chance line on the plot (default: the config's `chance`, or 1/6)")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="re-plot the existing ablation.csv in out_dir without training")
     args = parser.parse_args(argv)
     spec = apply_overrides(yaml.safe_load(Path(args.config).read_text()), args.set)
     out_dir = Path(spec.get("out_dir", "runs/reward_ablation"))
     out_dir.mkdir(parents=True, exist_ok=True)
     presets = [str(p) for p in spec["presets"]]
     seeds = [int(s) for s in spec["seeds"]]
+    chance = args.chance if args.chance is not None else float(spec.get("chance", 1 / 6))
     if len(seeds) < 3:
         print("warning: fewer than 3 seeds; the spread is not meaningful", file=sys.stderr)
     cfgs = [run_config(spec["base"], p, s, out_dir) for p in presets for s in seeds]
     rows: list[dict[str, Any]] = []
-    if args.jobs > 1:
+    if args.plot_only:
+        with open(out_dir / "ablation.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    elif args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             for cell in pool.map(train_cell, cfgs):
                 rows += cell
     else:
         for cfg in cfgs:
             rows += train_cell(cfg)
-    write_csv(rows, out_dir / "ablation.csv")
-    plot(rows, presets, out_dir / "ablation.png", args.chance)
+    if not args.plot_only:
+        write_csv(rows, out_dir / "ablation.csv")
+    plot(rows, presets, out_dir / "ablation.png", chance)
     for preset in presets:
         steps, mean, lo, hi = curve_stats(rows, preset)
         if steps.size:
