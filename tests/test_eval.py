@@ -277,3 +277,18 @@ def test_agent_bug_is_recorded_not_scored(tmp_path, agents_module):
     assert [r["status"] for r in recs] == ["agent_error", "agent_error"]
     assert "bug in the agent" in recs[0]["error"]
     assert summarize(recs)["overall"]["agent_errors"] == 2
+
+
+def test_classic_suite_env_scope_and_heldout_tasks() -> None:
+    from m3gym.eval.runner import env_scope, env_tasks
+
+    level, families = env_scope("M3Bench-Classic")
+    assert level == 1 and families == ["glyph_faint", "glyph_rotate", "glyph_zoom"]
+    tasks = env_tasks("M3Bench-Classic", "test", 6, 0)
+    assert [f for f, _ in tasks] == families * 2
+    assert [s for _, s in tasks] == list(range(1_010_000_000, 1_010_000_006))
+    assert env_tasks("M3Bench-Classic", "test", 6, 0) == tasks  # deterministic
+    assert all(f in families for f, _ in env_tasks("M3Bench-Classic", "train", 5, 0))
+    # the benchmark level still reads the frozen manifest
+    assert {f for f, _ in env_tasks("M3Bench-L1", "test", 9, 0)} == {
+        "faint_text", "rotated_text", "tiny_text"}

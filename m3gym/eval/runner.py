@@ -164,7 +164,8 @@ def env_scope(env_id: str) -> tuple[int | None, list[str]]:
         raise ValueError(f"unknown env {env_id!r}; known: {known}")
     kwargs = dict(gym.registry[env_id].kwargs or {})
     family = kwargs.get("family")
-    families, _ = level_families(kwargs.get("level"), family, kwargs.get("family_weights"))
+    families, _ = level_families(kwargs.get("level"), family, kwargs.get("family_weights"),
+                                 kwargs.get("suite", "m3bench"))
     if family is not None:
         from m3gym.tasks.registry import get_family
 
@@ -238,13 +239,19 @@ def _train_draws(env_id: str, families: Sequence[str], n: int, seed: int) -> lis
 
 def env_tasks(env_id: str, split: str, n: int, seed: int) -> list[tuple[str, int]]:
     """Return the first ``n`` ``(family, task_seed)`` pairs an env is evaluated on."""
-    from m3gym.eval.splits import FROZEN_SPLITS, split_entries
+    from m3gym.eval.splits import FROZEN_SPLITS, level_seed_base, split_entries
+    from m3gym.tasks.registry import get_family
 
     level, families = env_scope(env_id)
     if split == "train":
         return _train_draws(env_id, families, n, seed)
     if split not in FROZEN_SPLITS:
         raise ValueError(f"unknown split {split!r}; use train, {', '.join(FROZEN_SPLITS)}")
+    if any(get_family(f).suite != "m3bench" for f in families):
+        # the classic-RL suite is not in the hash manifest: its held-out tasks follow the rule
+        # of the frozen splits (round-robin over families, seeds from the split's base, >= 1e9)
+        base = level_seed_base(split, level or 1)
+        return [(families[i % len(families)], base + i) for i in range(n)]
     per_level = [[(e.family, e.task_seed) for e in split_entries(split, lv)
                   if e.family in families] for lv in ([level] if level else [1, 2, 3])]
     width = max((len(p) for p in per_level), default=0)
