@@ -122,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chance = args.chance if args.chance is not None else float(spec.get("chance", 1 / 6))
     if len(seeds) < 3:
         print("warning: fewer than 3 seeds; the spread is not meaningful", file=sys.stderr)
-    cfgs = [run_config(spec["base"], p, s, out_dir) for p in presets for s in seeds]
+    # seeds outer, presets inner: a partial run still compares every preset
+    cfgs = [run_config(spec["base"], p, s, out_dir) for s in seeds for p in presets]
     rows: list[dict[str, Any]] = []
     if args.plot_only:
         with open(out_dir / "ablation.csv", newline="") as fh:
