@@ -191,3 +191,29 @@ def test_vector_envs() -> None:
     assert obs["features"].shape[0] == 2 and info["action_mask"].shape[0] == 2
     vec.step(np.zeros((2, 5), np.int64))
     vec.close()
+
+
+def test_encode_choices_one_hot_exact() -> None:
+    from m3gym.wrappers.discrete import CHOICE_ALPHABET, CHOICE_CHARS, encode_choices
+
+    code = encode_choices(["ab-1", "Z?é"], 3)
+    assert code.shape == (3, CHOICE_CHARS, len(CHOICE_ALPHABET)) and code.dtype == np.float32
+    assert code[0].sum() == 4 and code[1].sum() == 3 and code[2].sum() == 0
+    assert [CHOICE_ALPHABET[k] for k in code[0, :4].argmax(1)] == ["A", "B", "-", "1"]
+    assert [CHOICE_ALPHABET[k] for k in code[1, :3].argmax(1)] == ["Z", "?", "?"]  # é unknown
+    assert encode_choices(["X" * 40], 1)[0].sum() == CHOICE_CHARS  # cut at CHOICE_CHARS
+
+
+def test_chars_choice_observation_passes_checks_and_matches_task() -> None:
+    from gymnasium.utils.env_checker import check_env as gym_check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    from m3gym.wrappers.discrete import encode_choices
+
+    env = gym.make("M3Bench-L1-Discrete", choices_obs="chars", **POOL)
+    sb3_check_env(env, warn=True)
+    gym_check_env(gym.make("M3Bench-L1-Discrete", choices_obs="chars", **POOL).unwrapped,
+                  skip_render_check=True)
+    obs, _ = env.reset(seed=1)
+    task = env.get_wrapper_attr("env").unwrapped.task
+    assert np.array_equal(obs["choices"], encode_choices(task.choices, 8))

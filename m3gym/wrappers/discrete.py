@@ -53,7 +53,10 @@ Observation: ``Dict`` (all ``uint8`` images channel-last ``(H, W, C)``, letterbo
   has the observation size, e.g. a crop zoomed to a 96-px view), cached per image index (images
   never change) and, for the task's input images, across the resets of pooled tasks.
 * ``choices`` ``(S, S, 1)`` (``choices_obs="pixels"``): the choice strings rendered one per row,
-  so a choice index means something to a pixel policy; omitted with ``choices_obs="none"``.
+  so a choice index means something to a pixel policy; with ``choices_obs="chars"`` a ``float32``
+  ``(max_choices, CHOICE_CHARS, len(CHOICE_ALPHABET))`` one-hot character encoding instead
+  (case-folded; characters outside :data:`CHOICE_ALPHABET` map to its last symbol, ``?``), so a
+  policy compares characters directly rather than reading them; omitted with ``"none"``.
 * ``features`` ``float32``: family one-hot, step fraction, per-tool use counts / max steps, last
   tool one-hot, image count / (max steps + 1), choice count / max choices.
 
@@ -197,6 +200,27 @@ def render_choices(choices: Sequence[str], size: int, max_choices: int) -> np.nd
     return panel[:, :, None]
 
 
+CHOICE_ALPHABET: str = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-.:/ ?"
+"""Symbols of the ``choices_obs="chars"`` encoding (letters case-folded; others become ``?``)."""
+
+CHOICE_CHARS: int = 12
+"""Characters per choice in the ``"chars"`` encoding (longer choices are cut)."""
+
+
+def encode_choices(choices: Sequence[str], max_choices: int) -> np.ndarray:
+    """Return the one-hot ``(max_choices, CHOICE_CHARS, len(CHOICE_ALPHABET))`` ``float32`` code.
+
+    Row ``i`` encodes choice ``i`` character by character; unused rows and positions are zero.
+    """
+    out = np.zeros((max_choices, CHOICE_CHARS, len(CHOICE_ALPHABET)), np.float32)
+    unknown = len(CHOICE_ALPHABET) - 1
+    for i, text in enumerate(list(choices)[:max_choices]):
+        for j, ch in enumerate(str(text).upper()[:CHOICE_CHARS]):
+            k = CHOICE_ALPHABET.find(ch)
+            out[i, j, k if k >= 0 else unknown] = 1
+    return out
+
+
 @dataclass(frozen=True)
 class DecodedAction:
     """A ``MultiDiscrete`` action decoded into env terms."""
@@ -231,7 +255,8 @@ class DiscreteToolWrapper(gym.Wrapper):
         max_choices: size of the ``choice`` dimension (tasks with more choices are refused).
         zoom: ``"source"`` (crops zoomed to about the source's size) or ``"view"`` (to about the
             env's view size: the same detail in the observation, cheaper).
-        choices_obs: ``"pixels"`` (render the choices into the ``choices`` image) or ``"none"``.
+        choices_obs: ``"pixels"`` (render the choices into the ``choices`` image), ``"chars"``
+            (one-hot characters, see :func:`encode_choices`) or ``"none"``.
         observe_original: include Image 0 as the ``original`` observation (off halves the CNN
             work when the latest image is all a policy needs, as in the classic suite).
         task_pool: draw episodes from this many fixed, cached tasks (``None``: a fresh task per
@@ -267,8 +292,8 @@ class DiscreteToolWrapper(gym.Wrapper):
                              f"supported: {', '.join(SUPPORTED_TOOLS)}")
         if zoom not in ("source", "view"):
             raise ValueError("zoom must be 'source' or 'view'")
-        if choices_obs not in ("pixels", "none"):
-            raise ValueError("choices_obs must be 'pixels' or 'none'")
+        if choices_obs not in ("pixels", "chars", "none"):
+            raise ValueError("choices_obs must be 'pixels', 'chars' or 'none'")
         if pool_order not in ("random", "sequential"):
             raise ValueError("pool_order must be 'random' or 'sequential'")
         if obs_size < 36:
@@ -298,6 +323,10 @@ class DiscreteToolWrapper(gym.Wrapper):
         if choices_obs == "pixels":
             obs_spaces["choices"] = spaces.Box(0, 255, (self.obs_size, self.obs_size, 1),
                                                np.uint8)
+        elif choices_obs == "chars":
+            # float32, not uint8: SB3 would take a 3-D uint8 box for an image and put a CNN on it
+            obs_spaces["choices"] = spaces.Box(
+                0.0, 1.0, (self.max_choices, CHOICE_CHARS, len(CHOICE_ALPHABET)), np.float32)
         obs_spaces["features"] = spaces.Box(0.0, 1.0, (n_feat,), np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
         # task pool
@@ -375,6 +404,8 @@ class DiscreteToolWrapper(gym.Wrapper):
         self._mask_key = None
         if self.choices_obs == "pixels":
             self._choices_panel = render_choices(self._choices, self.obs_size, self.max_choices)
+        elif self.choices_obs == "chars":
+            self._choices_panel = encode_choices(self._choices, self.max_choices)
         self._steps = 0
         self._tool_counts[:] = 0
         self._last_tool = -1
@@ -532,7 +563,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         obs = {"image": self.image_obs(n - 1).copy()}
         if self.observe_original:
             obs["original"] = self.image_obs(0).copy()
-        if self.choices_obs == "pixels":
+        if self.choices_obs != "none":
             obs["choices"] = self._choices_panel.copy()
         obs["features"] = self.features()
         return obs
