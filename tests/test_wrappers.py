@@ -196,8 +196,9 @@ def test_vector_envs() -> None:
 def test_encode_choices_one_hot_exact() -> None:
     from m3gym.wrappers.discrete import CHOICE_ALPHABET, CHOICE_CHARS, encode_choices
 
-    code = encode_choices(["ab-1", "Z?é"], 3)
-    assert code.shape == (3, CHOICE_CHARS, len(CHOICE_ALPHABET)) and code.dtype == np.float32
+    flat = encode_choices(["ab-1", "Z?é"], 3)
+    assert flat.shape == (3, CHOICE_CHARS * len(CHOICE_ALPHABET)) and flat.dtype == np.float32
+    code = flat.reshape(3, CHOICE_CHARS, len(CHOICE_ALPHABET))
     assert code[0].sum() == 4 and code[1].sum() == 3 and code[2].sum() == 0
     assert [CHOICE_ALPHABET[k] for k in code[0, :4].argmax(1)] == ["A", "B", "-", "1"]
     assert [CHOICE_ALPHABET[k] for k in code[1, :3].argmax(1)] == ["Z", "?", "?"]  # é unknown
