@@ -197,12 +197,12 @@ def test_encode_choices_one_hot_exact() -> None:
     from m3gym.wrappers.discrete import CHOICE_ALPHABET, CHOICE_CHARS, encode_choices
 
     flat = encode_choices(["ab-1", "Z?é"], 3)
-    assert flat.shape == (3, CHOICE_CHARS * len(CHOICE_ALPHABET)) and flat.dtype == np.float32
+    assert flat.shape == (3 * CHOICE_CHARS * len(CHOICE_ALPHABET),) and flat.dtype == np.float32
     code = flat.reshape(3, CHOICE_CHARS, len(CHOICE_ALPHABET))
     assert code[0].sum() == 4 and code[1].sum() == 3 and code[2].sum() == 0
     assert [CHOICE_ALPHABET[k] for k in code[0, :4].argmax(1)] == ["A", "B", "-", "1"]
     assert [CHOICE_ALPHABET[k] for k in code[1, :3].argmax(1)] == ["Z", "?", "?"]  # é unknown
-    assert encode_choices(["X" * 40], 1)[0].sum() == CHOICE_CHARS  # cut at CHOICE_CHARS
+    assert encode_choices(["X" * 40], 1).sum() == CHOICE_CHARS  # cut at CHOICE_CHARS
 
 
 def test_chars_choice_observation_passes_checks_and_matches_task() -> None:

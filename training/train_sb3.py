@@ -132,6 +132,26 @@ def algo_class(name: str) -> Any:
     return PPO
 
 
+def resolve_policy_kwargs(kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return ``policy_kwargs`` with ``module:Name`` strings of ``*_class`` keys imported.
+
+    YAML cannot hold a class: ``features_extractor_class:
+    m3gym.wrappers.extractors:PooledCombinedExtractor`` names it instead.
+    """
+    if not kwargs:
+        return None
+    import importlib
+
+    out = dict(kwargs)
+    for key, value in kwargs.items():
+        if key.endswith("_class") and isinstance(value, str):
+            module, sep, name = value.partition(":")
+            if not sep:
+                raise ValueError(f"policy_kwargs.{key} must be 'module:Name', got {value!r}")
+            out[key] = getattr(importlib.import_module(module), name)
+    return out
+
+
 def policy_name(cfg: dict[str, Any]) -> str:
     """Return the policy class name (recurrent PPO needs its LSTM policy)."""
     policy = cfg["policy"]
@@ -272,7 +292,8 @@ def train(cfg: dict[str, Any]) -> Path:
     venv = make_vec_env(cfg, int(cfg["n_envs"]), int(cfg["seed"]))
     cls = algo_class(cfg["algo"])
     model = cls(policy_name(cfg), venv, seed=int(cfg["seed"]), verbose=0,
-                policy_kwargs=cfg.get("policy_kwargs") or None, **cfg.get("algo_kwargs", {}))
+                policy_kwargs=resolve_policy_kwargs(cfg.get("policy_kwargs")),
+                **cfg.get("algo_kwargs", {}))
     model.set_logger(configure(str(out_dir), ["csv", "tensorboard"]))
     n_envs = int(cfg["n_envs"])
     callbacks = [make_eval_callback(cfg, out_dir)]

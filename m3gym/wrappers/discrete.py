@@ -53,10 +53,11 @@ Observation: ``Dict`` (all ``uint8`` images channel-last ``(H, W, C)``, letterbo
   has the observation size, e.g. a crop zoomed to a 96-px view), cached per image index (images
   never change) and, for the task's input images, across the resets of pooled tasks.
 * ``choices`` ``(S, S, 1)`` (``choices_obs="pixels"``): the choice strings rendered one per row,
-  so a choice index means something to a pixel policy; with ``choices_obs="chars"`` a ``float32``
-  ``(max_choices, CHOICE_CHARS * len(CHOICE_ALPHABET))`` one-hot character encoding instead
-  (case-folded; characters outside :data:`CHOICE_ALPHABET` map to its last symbol, ``?``), so a
-  policy compares characters directly rather than reading them; omitted with ``"none"``.
+  so a choice index means something to a pixel policy; with ``choices_obs="chars"`` a flat
+  ``float32`` ``max_choices x CHOICE_CHARS x len(CHOICE_ALPHABET)`` one-hot character encoding
+  instead (case-folded; characters outside :data:`CHOICE_ALPHABET` map to its last symbol,
+  ``?``), so a policy compares characters directly rather than reading them; omitted with
+  ``"none"``.
 * ``features`` ``float32``: family one-hot, step fraction, per-tool use counts / max steps, last
   tool one-hot, image count / (max steps + 1), choice count / max choices.
 
@@ -208,10 +209,10 @@ CHOICE_CHARS: int = 12
 
 
 def encode_choices(choices: Sequence[str], max_choices: int) -> np.ndarray:
-    """Return the one-hot ``(max_choices, CHOICE_CHARS * len(CHOICE_ALPHABET))`` ``float32`` code.
+    """Return the flat one-hot code of the choices (``float32``, axes choice, char, symbol).
 
-    Row ``i`` encodes choice ``i``, character ``j`` in columns ``j * len(CHOICE_ALPHABET) ...``;
-    unused rows and positions are zero.
+    Length ``max_choices * CHOICE_CHARS * len(CHOICE_ALPHABET)``; reshape to those three axes to
+    read it. Unused choices and positions are zero.
     """
     out = np.zeros((max_choices, CHOICE_CHARS, len(CHOICE_ALPHABET)), np.float32)
     unknown = len(CHOICE_ALPHABET) - 1
@@ -219,7 +220,7 @@ def encode_choices(choices: Sequence[str], max_choices: int) -> np.ndarray:
         for j, ch in enumerate(str(text).upper()[:CHOICE_CHARS]):
             k = CHOICE_ALPHABET.find(ch)
             out[i, j, k if k >= 0 else unknown] = 1
-    return out.reshape(max_choices, -1)
+    return out.reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -325,9 +326,9 @@ class DiscreteToolWrapper(gym.Wrapper):
             obs_spaces["choices"] = spaces.Box(0, 255, (self.obs_size, self.obs_size, 1),
                                                np.uint8)
         elif choices_obs == "chars":
-            # 2-D float32: SB3 takes 3-D boxes for images (and would put a CNN on them)
+            # a flat float32 vector: what SB3's MultiInputPolicy flattens without warnings
             obs_spaces["choices"] = spaces.Box(
-                0.0, 1.0, (self.max_choices, CHOICE_CHARS * len(CHOICE_ALPHABET)), np.float32)
+                0.0, 1.0, (self.max_choices * CHOICE_CHARS * len(CHOICE_ALPHABET),), np.float32)
         obs_spaces["features"] = spaces.Box(0.0, 1.0, (n_feat,), np.float32)
         self.observation_space = spaces.Dict(obs_spaces)
         # task pool
