@@ -218,3 +218,25 @@ def test_chars_choice_observation_passes_checks_and_matches_task() -> None:
     obs, _ = env.reset(seed=1)
     task = env.get_wrapper_attr("env").unwrapped.task
     assert np.array_equal(obs["choices"], encode_choices(task.choices, 8))
+
+
+def test_answer_at_end_fixed_horizon_and_single_valued_idle_dimensions() -> None:
+    env = make_discrete_env(level=1, suite="classic", max_steps=3, answer_at_end=True,
+                            choices_obs="none", **POOL)
+    obs, info = env.reset(seed=0)
+    seg = masked_segments(env)
+    assert 0 not in seg[0] and len(seg[0]) > 1  # a tool step: no answer
+    assert list(seg[4]) == [0]  # the choice cannot matter
+    assert len(seg[2]) == 14 and len(seg[3]) == 6
+    env.step([1, 0, 0, 0, 0])
+    env.step([2, 0, 0, 0, 0])
+    seg = masked_segments(env)  # last step: answer only, and only the choice matters
+    assert list(seg[0]) == [0] and [list(s) for s in seg[1:4]] == [[0], [0], [0]]
+    assert len(seg[4]) == 8
+    *_, term, trunc, info = env.step([0, 0, 0, 0, 5])
+    assert term and info["calls"] == [] and env.env.unwrapped.trace.answer == "5"
+    # without answer_at_end the answer stays open on tool steps, with every choice
+    free = make_discrete_env(level=1, suite="classic", max_steps=3, **POOL)
+    free.reset(seed=0)
+    seg = masked_segments(free)
+    assert 0 in seg[0] and len(seg[4]) == 8

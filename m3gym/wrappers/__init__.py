@@ -33,12 +33,12 @@ CLASSIC_DISCRETE_ID = "M3Bench-Classic-Discrete"
 
 CLASSIC_DISCRETE_KWARGS: dict[str, object] = {
     "level": 1, "suite": "classic", "obs_size": 96, "zoom": "view", "choices_obs": "none",
-    "observe_original": False, "max_steps": 3,
+    "observe_original": False, "max_steps": 2, "answer_at_end": True,
 }
 """Defaults of ``M3Bench-Classic-Discrete``: 96-px observations (the suite's view size), crops
-zoomed to the view, no choice panel (the choices are the same digits in every task) and no
-``original`` image (the first observation is Image 0), three steps (two tool calls, then the
-answer)."""
+zoomed to the view, no choice panel (the choices are the same digits in every task), no
+``original`` image (the first observation is Image 0), and a fixed horizon of one tool call, then
+the answer (every classic task needs exactly one call)."""
 
 
 def discrete_env_ids() -> list[str]:

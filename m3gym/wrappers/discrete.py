@@ -39,10 +39,13 @@ families that need search cannot be solved by this action space (their choices s
 answered).
 
 Masks (:meth:`DiscreteToolWrapper.action_masks`, flat booleans of ``sum(nvec)``): ``answer`` is
-always valid; a visual tool is masked when the env lacks it, when the tool-call budget or the
-image/memory budget is spent, or on the wrapper's last step (which must answer, so every episode
-ends with an answer); ``previous`` is masked while only one image exists; choices beyond the
-task's list are masked. Every masked-valid action yields a successful call.
+valid except on tool steps with ``answer_at_end``; a visual tool is masked when the env lacks it,
+when the tool-call budget or the image/memory budget is spent, or on the wrapper's last step
+(which must answer, so every episode ends with an answer); ``previous`` is masked while only one
+image exists; choices beyond the task's list are masked. Dimensions that cannot matter in a step
+keep a single valid value (``source``/``region``/``param`` when only ``answer`` is possible,
+``choice`` when it is not), so they add no entropy and no gradient noise to a masked policy.
+Every masked-valid action yields a successful call.
 
 Observation: ``Dict`` (all ``uint8`` images channel-last ``(H, W, C)``, letterboxed to a square)
 =============================================================================================
@@ -261,6 +264,9 @@ class DiscreteToolWrapper(gym.Wrapper):
             (one-hot characters, see :func:`encode_choices`) or ``"none"``.
         observe_original: include Image 0 as the ``original`` observation (off halves the CNN
             work when the latest image is all a policy needs, as in the classic suite).
+        answer_at_end: fixed horizon: ``answer`` is masked while a tool call is still possible,
+            so every episode is ``max_steps - 1`` tool calls, then the answer (the classic
+            suite's default with ``max_steps=2``: one call, then the answer).
         task_pool: draw episodes from this many fixed, cached tasks (``None``: a fresh task per
             episode, drawn by the env).
         pool_offset: task seed of the first pool task.
@@ -278,6 +284,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         zoom: str = "source",
         choices_obs: str = "pixels",
         observe_original: bool = True,
+        answer_at_end: bool = False,
         task_pool: int | None = None,
         pool_offset: int = 0,
         pool_order: str = "random",
@@ -309,6 +316,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         self.zoom = zoom
         self.choices_obs = choices_obs
         self.observe_original = bool(observe_original)
+        self.answer_at_end = bool(answer_at_end)
         self.families: list[str] = list(base.families)
         self._available = np.array([t == "answer" or t in base.registry for t in tools])
         self._crop_index: int | None = tools.index("crop") if "crop" in tools else None
@@ -512,9 +520,19 @@ class DiscreteToolWrapper(gym.Wrapper):
             mask[1:n_tools] = False
         elif self._crop_index is not None and min(min(a.shape[:2]) for a in src_arrays) < 3:
             mask[self._crop_index] = False
+        if self.answer_at_end and mask[1:n_tools].any():
+            mask[0] = False  # a tool step: the answer comes last
         if n_images < 2:
             mask[int(off[1]) + 2] = False  # "previous" needs two images
         mask[int(off[4]) + max(1, len(self._choices)):] = False
+        # Dimensions that cannot matter this step get one valid value (no entropy, no gradient
+        # noise): source/region/param when only `answer` is possible, choice when it is not.
+        if not mask[1:n_tools].any():
+            mask[int(off[1]):int(off[4])] = False
+            mask[[int(off[1]), int(off[2]), int(off[3])]] = True
+        if not mask[0]:
+            mask[int(off[4]):] = False
+            mask[int(off[4])] = True
         return mask
 
     # ------------------------------------------------------------------ observations
