@@ -103,7 +103,9 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.suite == "classic":
-        print("M3Bench-Classic-Discrete (obs 96, max_steps 3), random masked-valid actions")
+        kw = CLASSIC_DISCRETE_KWARGS
+        print(f"M3Bench-Classic-Discrete (obs {kw['obs_size']}, max_steps {kw['max_steps']}, "
+              f"answer_at_end {kw['answer_at_end']}), random masked-valid actions")
         settings = CLASSIC_SETTINGS
     else:
         print(f"M3Bench-L{args.level}-Discrete, obs 96, max_steps 4, random masked-valid actions")
