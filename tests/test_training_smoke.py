@@ -94,3 +94,33 @@ def test_plot_curve_rows_floors_and_files(tmp_path: Path) -> None:
     assert main(["--run", str(run), "--floor", "x=0.1", "--out", str(tmp_path / "c")]) == 0
     assert (tmp_path / "c.png").stat().st_size > 1000
     assert (tmp_path / "c.csv").read_text().splitlines()[0].startswith("timesteps,accuracy")
+
+
+def test_reward_ablation_plot_only_rebuilds_rows_from_histories(tmp_path: Path) -> None:
+    import yaml
+    from reward_ablation import curve_stats, main
+
+    out = tmp_path / "abl"
+    for preset, base in (("sparse", 0.1), ("process", 0.3)):
+        for seed in (0, 1, 2):
+            cell = out / f"{preset}_seed{seed}"
+            cell.mkdir(parents=True)
+            lines = [json.dumps({"timesteps": t, "accuracy": base + 0.1 * k + 0.01 * seed,
+                                 "mean_reward": 0.0, "mean_length": 2.0,
+                                 "metrics": {"S": base, "V": 0.5}})
+                     for k, t in enumerate((1000, 2000))]
+            (cell / "eval_history.jsonl").write_text("\n".join(lines) + "\n")
+    cfg = tmp_path / "abl.yaml"
+    cfg.write_text(yaml.safe_dump({"presets": ["sparse", "process"], "seeds": [0, 1, 2],
+                                   "chance": 0.125, "out_dir": str(out), "base": {}}))
+    assert main(["--config", str(cfg), "--plot-only"]) == 0
+    import csv
+
+    rows = list(csv.DictReader(open(out / "ablation.csv")))
+    assert len(rows) == 12 and set(rows[0]) >= {"preset", "seed", "accuracy", "S", "V"}
+    steps, mean, lo, hi = curve_stats(rows, "process")
+    assert list(steps) == [1000, 2000]
+    assert mean == pytest.approx([0.31, 0.41]) and lo == pytest.approx([0.30, 0.40])
+    assert hi == pytest.approx([0.32, 0.42])
+    assert curve_stats(rows, "sparse", "S")[1] == pytest.approx([0.1, 0.1])
+    assert (out / "ablation.png").stat().st_size > 1000

@@ -28,7 +28,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_sb3 import DEFAULT_CONFIG, apply_overrides, deep_merge, train  # noqa: E402
 
-CSV_FIELDS = ("preset", "seed", "timesteps", "accuracy", "mean_reward", "mean_length")
+CSV_FIELDS = ("preset", "seed", "timesteps", "accuracy", "mean_reward", "mean_length", "S", "V")
 
 
 def run_config(base: dict[str, Any], preset: str, seed: int, out_dir: Path) -> dict[str, Any]:
@@ -42,14 +42,21 @@ def run_config(base: dict[str, Any], preset: str, seed: int, out_dir: Path) -> d
 
 def train_cell(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Train one cell; return its evaluation rows."""
-    out = train(cfg)
+    train(cfg)
+    return cell_rows(cfg)
+
+
+def cell_rows(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Return the evaluation rows of a trained cell (read from its ``eval_history.jsonl``)."""
     preset = cfg["env"]["kwargs"]["reward"]
     rows = []
-    for line in (out / "eval_history.jsonl").read_text().splitlines():
+    for line in (Path(cfg["out_dir"]) / "eval_history.jsonl").read_text().splitlines():
         h = json.loads(line)
+        metrics = h.get("metrics", {})
         rows.append({"preset": preset, "seed": cfg["seed"], "timesteps": h["timesteps"],
                      "accuracy": h["accuracy"], "mean_reward": h["mean_reward"],
-                     "mean_length": h["mean_length"]})
+                     "mean_length": h["mean_length"], "S": metrics.get("S"),
+                     "V": metrics.get("V")})
     return rows
 
 
@@ -61,13 +68,13 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
-def curve_stats(rows: Sequence[dict[str, Any]], preset: str
+def curve_stats(rows: Sequence[dict[str, Any]], preset: str, key: str = "accuracy"
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return (steps, mean, min, max) accuracy of a preset over seeds, on shared eval steps."""
+    """Return (steps, mean, min, max) of ``key`` for a preset over seeds, on shared eval steps."""
     by_seed: dict[int, dict[int, float]] = {}
     for r in rows:
-        if r["preset"] == preset:
-            by_seed.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r["accuracy"])
+        if r["preset"] == preset and r.get(key) not in (None, ""):
+            by_seed.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r[key])
     if not by_seed:
         empty = np.zeros(0)
         return empty, empty, empty, empty
@@ -84,20 +91,24 @@ def plot(rows: Sequence[dict[str, Any]], presets: Sequence[str], path: Path,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for preset in presets:
-        steps, mean, lo, hi = curve_stats(rows, preset)
-        if steps.size:
-            n = len({r["seed"] for r in rows if r["preset"] == preset})
-            ax.plot(steps, mean, marker="o", label=f"{preset} (n={n})")
-            ax.fill_between(steps, lo, hi, alpha=0.2)
-    if chance is not None:
-        ax.axhline(chance, color="gray", linestyle="--", label="chance")
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel("held-out accuracy")
-    ax.set_ylim(0, 1)
-    ax.legend()
-    ax.grid(alpha=0.3)
+    has_s = any(r.get("S") not in (None, "") for r in rows)
+    fig, axes = plt.subplots(1, 2 if has_s else 1, figsize=(11 if has_s else 6, 4),
+                             squeeze=False)
+    for ax, key, label in zip(axes[0], ("accuracy", "S"),
+                              ("held-out accuracy", "held-out S (strategy checkpoints)")):
+        for preset in presets:
+            steps, mean, lo, hi = curve_stats(rows, preset, key)
+            if steps.size:
+                n = len({r["seed"] for r in rows if r["preset"] == preset})
+                ax.plot(steps, mean, marker="o", label=f"{preset} (n={n})")
+                ax.fill_between(steps, lo, hi, alpha=0.2)
+        if chance is not None and key == "accuracy":
+            ax.axhline(chance, color="gray", linestyle="--", label="chance")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(label)
+        ax.set_ylim(0, 1)
+        ax.legend()
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -112,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chance", type=float, default=None,
                         help="chance line on the plot (default: the config's `chance`, or 1/6)")
     parser.add_argument("--plot-only", action="store_true",
-                        help="re-plot the existing ablation.csv in out_dir without training")
+                        help="rebuild the CSV and plot from the cells' eval histories, no training")
     args = parser.parse_args(argv)
     spec = apply_overrides(yaml.safe_load(Path(args.config).read_text()), args.set)
     out_dir = Path(spec.get("out_dir", "runs/reward_ablation"))
@@ -126,8 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfgs = [run_config(spec["base"], p, s, out_dir) for s in seeds for p in presets]
     rows: list[dict[str, Any]] = []
     if args.plot_only:
-        with open(out_dir / "ablation.csv", newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = [r for cfg in cfgs if (Path(cfg["out_dir"]) / "eval_history.jsonl").exists()
+                for r in cell_rows(cfg)]
     elif args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             for cell in pool.map(train_cell, cfgs):
@@ -135,8 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         for cfg in cfgs:
             rows += train_cell(cfg)
-    if not args.plot_only:
-        write_csv(rows, out_dir / "ablation.csv")
+    write_csv(rows, out_dir / "ablation.csv")
     plot(rows, presets, out_dir / "ablation.png", chance)
     for preset in presets:
         steps, mean, lo, hi = curve_stats(rows, preset)
