@@ -240,3 +240,12 @@ def test_answer_at_end_fixed_horizon_and_single_valued_idle_dimensions() -> None
     free.reset(seed=0)
     seg = masked_segments(free)
     assert 0 in seg[0] and len(seg[4]) == 8
+
+
+def test_feature_layout_is_the_levels_whatever_families_are_drawn() -> None:
+    full = gym.make("M3Bench-Classic-Discrete", **POOL)
+    one = gym.make("M3Bench-Classic-Discrete", family_weights={"glyph_zoom": 1.0}, **POOL)
+    assert full.observation_space == one.observation_space
+    obs, _ = one.reset(seed=0)
+    assert one.get_wrapper_attr("families") == ["glyph_faint", "glyph_rotate", "glyph_zoom"]
+    assert list(obs["features"][:3]) == [0.0, 0.0, 1.0]

@@ -61,8 +61,9 @@ Observation: ``Dict`` (all ``uint8`` images channel-last ``(H, W, C)``, letterbo
   instead (case-folded; characters outside :data:`CHOICE_ALPHABET` map to its last symbol,
   ``?``), so a policy compares characters directly rather than reading them; omitted with
   ``"none"``.
-* ``features`` ``float32``: family one-hot, step fraction, per-tool use counts / max steps, last
-  tool one-hot, image count / (max steps + 1), choice count / max choices.
+* ``features`` ``float32``: family one-hot (over every family of the env's level and suite, so
+  a policy trained on a level runs on any of its families), step fraction, per-tool use counts /
+  max steps, last tool one-hot, image count / (max steps + 1), choice count / max choices.
 
 Tasks: every task must have categorical ``choices``; the wrapper raises ``ValueError`` naming the
 family otherwise. ``task_pool=N`` draws episodes from a fixed, cached set of ``N`` tasks
@@ -82,7 +83,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from m3gym.tasks.registry import make_task
+from m3gym.tasks.registry import family_names, make_task
 from m3gym.tasks.spec import Task
 
 SOURCES: tuple[str, ...] = ("latest", "original", "previous")
@@ -317,7 +318,10 @@ class DiscreteToolWrapper(gym.Wrapper):
         self.choices_obs = choices_obs
         self.observe_original = bool(observe_original)
         self.answer_at_end = bool(answer_at_end)
-        self.families: list[str] = list(base.families)
+        # the family one-hot spans the whole level (of the env's suite), not only the families
+        # this env draws: a policy trained on a level can be evaluated on one of its families
+        self.families: list[str] = (family_names(base.level, base.suite)
+                                    if base.level is not None else list(base.families))
         self._available = np.array([t == "answer" or t in base.registry for t in tools])
         self._crop_index: int | None = tools.index("crop") if "crop" in tools else None
         self.action_space = spaces.MultiDiscrete(
@@ -349,8 +353,8 @@ class DiscreteToolWrapper(gym.Wrapper):
             if task_pool < 1:
                 raise ValueError("task_pool must be >= 1")
             rng = np.random.default_rng(self.pool_offset)
-            picks = rng.choice(len(self.families), size=int(task_pool), p=base._family_probs)
-            self._pool_families = [self.families[int(i)] for i in picks]
+            picks = rng.choice(len(base.families), size=int(task_pool), p=base._family_probs)
+            self._pool_families = [base.families[int(i)] for i in picks]
         self._pool_rng = np.random.default_rng(0)
         self._pool_cursor = 0
         self._task_cache: OrderedDict[int, Task] = OrderedDict()
