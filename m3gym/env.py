@@ -19,6 +19,7 @@ from gymnasium import spaces
 
 from m3gym.parsing import parse_action
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
+from m3gym.scoring.checkpoints import InputMeasureCache
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
 from m3gym.state import ImageState
 from m3gym.tasks.registry import family_names, get_family, make_task
@@ -168,7 +169,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._views: dict[int, np.ndarray] = {}
         self._input_views: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         # v_true measurements of input images, shared by the episodes' checkpoint trackers
-        self._input_measures: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._input_measures = InputMeasureCache()
         self._calls_used = 0
         self._rounds = 0
         self._done = True

@@ -224,3 +224,19 @@ def test_fuzzed_actions_never_raise(actions):
         assert np.isfinite(reward)
         if term or trunc:
             break
+
+
+def test_pickle_env_with_a_warm_input_measure_cache():
+    env = gym.make("M3Bench-Classic").unwrapped
+    task = m3gym.make_task("glyph_faint", 3)
+    for _ in range(2):
+        env.reset(options={"task": task})
+    assert len(env._input_measures) == 1
+    clone = pickle.loads(pickle.dumps(env))
+    assert len(clone._input_measures) == 0  # a cache pickles empty (its keys are weak)
+    assert clone._tracker.checkpoints.input_views is clone._input_measures
+    clone.reset(options={"task": task})
+    _, _, _, _, a = clone.step({"name": "answer", "arguments": {"text": "1"}})
+    env.reset(options={"task": task})
+    _, _, _, _, b = env.step({"name": "answer", "arguments": {"text": "1"}})
+    assert a["metrics"] == b["metrics"]
