@@ -875,8 +875,19 @@ def box_to_bbox1000(box: Sequence[float], width: int, height: int) -> list[int]:
     (:func:`bbox1000_to_box`) yields a pixel box containing ``box``.
     """
     x0, y0, x1, y1 = box
-    return [max(0, math.floor(x0 * 1000 / width)), max(0, math.floor(y0 * 1000 / height)),
-            min(1000, math.ceil(x1 * 1000 / width)), min(1000, math.ceil(y1 * 1000 / height))]
+    bx0, by0 = max(0, math.floor(x0 * 1000 / width)), max(0, math.floor(y0 * 1000 / height))
+    bx1, by1 = min(1000, math.ceil(x1 * 1000 / width)), min(1000, math.ceil(y1 * 1000 / height))
+    # k / 1000 * side can land a hair below an integer (290 / 1000 * 100 = 28.999...), which the
+    # truncation turns into one pixel less: widen by one unit until the round trip covers the box
+    while bx1 < 1000 and int(bx1 / 1000 * width) < x1:
+        bx1 += 1
+    while by1 < 1000 and int(by1 / 1000 * height) < y1:
+        by1 += 1
+    while bx0 > 0 and int(bx0 / 1000 * width) > x0:
+        bx0 -= 1
+    while by0 > 0 and int(by0 / 1000 * height) > y0:
+        by0 -= 1
+    return [bx0, by0, bx1, by1]
 
 
 def bbox1000_to_box(bbox: Sequence[float], width: int, height: int) -> Box:
