@@ -8,7 +8,6 @@ resolution. ``answer`` terminates; running past ``max_tool_calls`` or ``max_roun
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,9 +16,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from m3gym.cache import LRUCache
 from m3gym.parsing import parse_action
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
-from m3gym.scoring.checkpoints import InputMeasureCache
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
 from m3gym.state import ImageState
 from m3gym.tasks.registry import family_names, get_family, make_task
@@ -167,9 +166,10 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._ctx: ToolContext | None = None
         self._tracker: RewardTracker | None = None
         self._views: dict[int, np.ndarray] = {}
-        self._input_views: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        self._input_views = LRUCache(INPUT_VIEW_CACHE)
         # v_true measurements of input images, shared by the episodes' checkpoint trackers
-        self._input_measures = InputMeasureCache()
+        # (entries hold weak references: the cache pickles empty)
+        self._input_measures = LRUCache(INPUT_VIEW_CACHE)
         self._calls_used = 0
         self._rounds = 0
         self._done = True
@@ -193,16 +193,13 @@ class M3BenchEnv(gym.Env[dict, Any]):
             key = None
             if not self.observe_images and self.task is not None and index < len(self.task.images):
                 key = (self.task.task_id, index)
-                cached = self._input_views.get(key)
+                cached = self._input_views.lookup(key)
                 if cached is not None:
-                    self._input_views.move_to_end(key)
                     self._views[index] = cached
                     return cached
             self._views[index] = to_view(self.state[index].array, self.view_size)
             if key is not None:
                 self._input_views[key] = self._views[index]
-                if len(self._input_views) > INPUT_VIEW_CACHE:
-                    self._input_views.popitem(last=False)
         return self._views[index]
 
     def _observed(self, indices: Sequence[int]) -> tuple[np.ndarray, ...]:
@@ -233,8 +230,6 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._views = {}
         self._ctx = ToolContext(state=self.state, visible_images=len(self.state),
                                 world=task_world(task))
-        while len(self._input_measures) > INPUT_VIEW_CACHE:
-            self._input_measures.popitem(last=False)
         self._tracker = RewardTracker(self.reward_config, task, view_size=self.view_size,
                                       input_views=self._input_measures)
         self._tracker.start(self.state)

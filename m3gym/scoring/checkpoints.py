@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,18 +158,6 @@ def mapped_extent(affine: np.ndarray, box: tuple[float, float, float, float]
     xs = [a * x + b * y + tx for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
     ys = [c * x + d * y + ty for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
     return min(xs), min(ys), max(xs), max(ys)
-
-
-class InputMeasureCache(OrderedDict):
-    """The ``input_views`` mapping a :class:`CheckpointTracker` shares across episodes.
-
-    Entries hold weak references to tasks, which cannot be pickled; a cache is only a cache, so
-    it pickles (and copies) as an empty one.
-    """
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle as an empty cache."""
-        return (type(self), ())
 
 
 def root_coverage(entry: ImageEntry, root_shape: tuple[int, ...]) -> float:

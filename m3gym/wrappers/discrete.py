@@ -73,7 +73,6 @@ training pool (e.g. ``pool_offset=10**9``) for held-out evaluation.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +82,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from m3gym.cache import LRUCache
 from m3gym.tasks.registry import family_names, make_task
 from m3gym.tasks.spec import Task
 
@@ -357,8 +357,8 @@ class DiscreteToolWrapper(gym.Wrapper):
             self._pool_families = [base.families[int(i)] for i in picks]
         self._pool_rng = np.random.default_rng(0)
         self._pool_cursor = 0
-        self._task_cache: OrderedDict[int, Task] = OrderedDict()
-        self._input_obs: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
+        self._task_cache = LRUCache(self.cache_size)
+        self._input_obs = LRUCache(self.cache_size)
         self._mask_key: tuple[Any, ...] | None = None
         self._mask = np.ones(int(self._nvec_offsets[-1]), bool)
         # episode state
@@ -377,16 +377,14 @@ class DiscreteToolWrapper(gym.Wrapper):
 
     def pool_task(self, k: int) -> Task:
         """Return pool task ``k`` (cached, LRU)."""
-        if k in self._task_cache:
-            self._task_cache.move_to_end(k)
-            return self._task_cache[k]
+        cached = self._task_cache.lookup(k)
+        if cached is not None:
+            return cached
         base = self.env.unwrapped
         family = self._pool_families[k]
         config = base.family_config if family in base.families else {}
         task = make_task(family, self.pool_offset + k, config)
         self._task_cache[k] = task
-        while len(self._task_cache) > self.cache_size:
-            self._task_cache.popitem(last=False)
         return task
 
     # ------------------------------------------------------------------ gym API
@@ -551,9 +549,8 @@ class DiscreteToolWrapper(gym.Wrapper):
             key = None
             if base.task is not None and index < len(base.task.images):
                 key = (base.task.task_id, index)
-                cached = self._input_obs.get(key)
+                cached = self._input_obs.lookup(key)
                 if cached is not None:
-                    self._input_obs.move_to_end(key)
                     self._obs_cache[index] = cached
                     return cached
             obs = letterbox(base.state[index].array, self.obs_size)
@@ -561,8 +558,6 @@ class DiscreteToolWrapper(gym.Wrapper):
             self._obs_cache[index] = obs
             if key is not None:
                 self._input_obs[key] = obs
-                while len(self._input_obs) > max(1, self.cache_size):
-                    self._input_obs.popitem(last=False)
         return self._obs_cache[index]
 
     def features(self) -> np.ndarray:
