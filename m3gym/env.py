@@ -27,6 +27,7 @@ from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import SchemaFormat, ToolRegistry
 from m3gym.trace import CallRecord, Trace
+from m3gym.vector import ObservationSpace
 from m3gym.view import to_view, view_shape
 
 TRAIN_SEED_RANGE = (0, 1_000_000_000)
@@ -154,7 +155,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             registry = registry.subset([*tools, "answer"])
         self.registry: ToolRegistry = registry
         self.action_space = ToolCallSpace(registry)
-        self.observation_space = spaces.Dict({
+        self.observation_space = ObservationSpace({
             "text": PromptText(),
             "images": spaces.Sequence(ImageSpace(self.view_size)),
             "image_indices": spaces.Sequence(spaces.Discrete(self.max_images)),
