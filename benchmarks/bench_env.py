@@ -255,12 +255,13 @@ MEMORY_CHILD = r"""
 import gc, json, os, sys
 import numpy as np
 def mem():
-    rss = pss = 0
+    out = {}
     with open("/proc/self/smaps_rollup") as fh:
         for line in fh:
-            if line.startswith("Rss:"): rss = int(line.split()[1]) / 1024
-            if line.startswith("Pss:"): pss = int(line.split()[1]) / 1024
-    return rss, pss
+            key = line.split(":")[0]
+            if key in ("Rss", "Pss", "Anonymous"):
+                out[key] = int(line.split()[1]) / 1024
+    return out["Rss"], out["Pss"], out["Anonymous"]
 out = {"start": mem()}
 import m3gym
 from m3gym.env import M3BenchEnv
@@ -299,21 +300,30 @@ def memory_child(level: int, n_envs: int, episodes: int, world: bool) -> dict[st
 
 
 def bench_memory(n_envs: int, episodes: int) -> None:
-    """Print RSS/PSS after import, the world, one env and each additional env (fresh processes)."""
-    print(f"\nMemory (fresh processes; {load_note()})")
+    """Print RSS / PSS / private anonymous memory of fresh processes (MB).
+
+    The world's logos and search index are memory-mapped from the machine's cache
+    (:mod:`m3gym.web.store`): shared file pages count in RSS (and in PSS divided among the
+    processes mapping them), not in a process's private anonymous memory.
+    """
+    print(f"\nMemory (fresh processes; MB as RSS / PSS / private anonymous; {load_note()})")
     base = memory_child(2, 0, 0, True)
-    imp, world = base["import"], base["world"]
-    print(f"  import m3gym: RSS {imp[0]:.0f} MB (interpreter {base['start'][0]:.0f})")
-    print(f"  offline world (build_world(0, 'train'), one search, one logo): RSS +"
-          f"{world[0] - imp[0]:.0f} MB, PSS +{world[1] - imp[1]:.0f} MB")
+    start, imp, world = base["start"], base["import"], base["world"]
+
+    def fmt(a: list[float], b: list[float]) -> str:
+        return " / ".join(f"{x - y:+.0f}" for x, y in zip(a, b))
+
+    print(f"  interpreter: {start[0]:.0f} / {start[1]:.0f} / {start[2]:.0f}; import m3gym: "
+          f"{fmt(imp, start)}")
+    print(f"  offline world (build_world(0, 'train'), a search, the logo store mapped): "
+          f"{fmt(world, imp)}")
     for level in (2, 3):
         res = memory_child(level, n_envs, episodes, False)
-        one = res["envs1"]
-        last = res[f"envs{n_envs}"]
-        per = (last[0] - one[0]) / max(1, n_envs - 1)
-        print(f"  L{level}: first env after {episodes} random episodes RSS +"
-              f"{one[0] - res['import'][0]:.0f} MB; each additional env +{per:.1f} MB RSS "
-              f"({n_envs} envs in one process; goal <= 64 MB)")
+        one, last = res["envs1"], res[f"envs{n_envs}"]
+        per = [(x - y) / max(1, n_envs - 1) for x, y in zip(last, one)]
+        print(f"  L{level}: first env, {episodes} random episodes (world included): "
+              f"{fmt(one, res['import'])}; each additional env in the process: "
+              + " / ".join(f"{v:+.1f}" for v in per) + " (goal <= 64)")
 
 
 def bench_vector(steps: int) -> None:
