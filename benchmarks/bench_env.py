@@ -17,6 +17,7 @@ be shared). Sections:
   steps per second with a scripted two-call step.
 
     python benchmarks/bench_env.py [--repeats 40] [--sections step,reset,memory,vector]
+        [--cv2-threads 1] [--markdown]
     AMME_REPO=/path/to/Agentic-MME python benchmarks/bench_env.py --sections step
 """
 
@@ -365,7 +366,11 @@ def main() -> int:
     parser.add_argument("--vector-steps", type=int, default=300)
     parser.add_argument("--sections", default="step,reset,memory,vector")
     parser.add_argument("--markdown", action="store_true", help="step table as Markdown")
+    parser.add_argument("--cv2-threads", type=int, default=None,
+                        help="cv2.setNumThreads for this run (default: OpenCV's own)")
     args = parser.parse_args()
+    if args.cv2_threads is not None:
+        cv2.setNumThreads(args.cv2_threads)
     sections = set(args.sections.split(","))
     cv2.setRNGSeed(0)
     if "step" in sections:
