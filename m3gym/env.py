@@ -27,7 +27,8 @@ from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import SchemaFormat, ToolRegistry
 from m3gym.trace import CallRecord, Trace
-from m3gym.view import to_view, view_shape
+from m3gym.vector import ObservationSpace
+from m3gym.view import derived_view, to_view, view_shape
 
 TRAIN_SEED_RANGE = (0, 1_000_000_000)
 """Task seeds drawn for training episodes; frozen test splits use seeds outside this range."""
@@ -154,7 +155,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             registry = registry.subset([*tools, "answer"])
         self.registry: ToolRegistry = registry
         self.action_space = ToolCallSpace(registry)
-        self.observation_space = spaces.Dict({
+        self.observation_space = ObservationSpace({
             "text": PromptText(),
             "images": spaces.Sequence(ImageSpace(self.view_size)),
             "image_indices": spaces.Sequence(spaces.Discrete(self.max_images)),
@@ -197,10 +198,27 @@ class M3BenchEnv(gym.Env[dict, Any]):
                 if cached is not None:
                     self._views[index] = cached
                     return cached
-            self._views[index] = to_view(self.state[index].array, self.view_size)
+            self._views[index] = self._make_view(index)
             if key is not None:
                 self._input_views[key] = self._views[index]
         return self._views[index]
+
+    def _make_view(self, index: int) -> np.ndarray:
+        """Compute the view of image ``index`` (from its parent's view where the op allows).
+
+        Ops that commute with the downscale (:func:`m3gym.view.derived_view`) apply to the
+        parent's view; others downscale the full image. The parent's view is always the source
+        for such ops (computed and cached if needed), so a view never depends on which views
+        were requested before.
+        """
+        entry = self.state[index]
+        prov = entry.provenance
+        if prov.parent is not None:
+            hw = view_shape(entry.height, entry.width, self.view_size)
+            out = derived_view(prov.op, dict(prov.args), self.view(prov.parent), hw)
+            if out is not None:
+                return out
+        return to_view(entry.array, self.view_size)
 
     def _observed(self, indices: Sequence[int]) -> tuple[np.ndarray, ...]:
         return tuple(self.view(i) for i in indices) if self.observe_images else ()

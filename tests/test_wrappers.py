@@ -249,3 +249,14 @@ def test_feature_layout_is_the_levels_whatever_families_are_drawn() -> None:
     obs, _ = one.reset(seed=0)
     assert one.get_wrapper_attr("families") == ["glyph_faint", "glyph_rotate", "glyph_zoom"]
     assert list(obs["features"][:3]) == [0.0, 0.0, 1.0]
+
+
+def test_pooled_wrapper_sizes_the_input_measure_cache_to_its_pool():
+    from m3gym.wrappers import CLASSIC_DISCRETE_KWARGS, make_discrete_env
+    from m3gym.wrappers.discrete import INPUT_MEASURES_PER_TASK
+
+    pooled = make_discrete_env(**{**CLASSIC_DISCRETE_KWARGS, "task_pool": 500,
+                                  "cache_size": 500})
+    assert pooled.env.unwrapped._input_measures.maxsize == INPUT_MEASURES_PER_TASK * 500
+    plain = make_discrete_env(**CLASSIC_DISCRETE_KWARGS)
+    assert plain.env.unwrapped._input_measures.maxsize == 256

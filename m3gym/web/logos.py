@@ -16,6 +16,7 @@ queries with a colour descriptor.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -354,14 +355,18 @@ class LogoIndex:
     colour: np.ndarray
 
 
-def build_logo_index(logos: list[np.ndarray]) -> LogoIndex:
-    """Return the :class:`LogoIndex` of ``uint8`` RGB logos."""
-    grays = [to_gray_float(logo) for logo in logos]
-    coarse = np.stack([descriptor(g, COARSE_SIZE, COARSE_BLUR) for g in grays]
-                      ).astype(np.float32)
-    fine = np.stack([descriptor(g) for g in grays]).astype(np.float32)
-    colour = np.stack([colour_descriptor(logo, COLOUR_SIZE) for logo in logos]
-                      ).astype(np.float32)
+def logo_descriptors(logo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the coarse, fine and colour descriptors of one ``uint8`` RGB logo."""
+    gray = to_gray_float(logo)
+    return (descriptor(gray, COARSE_SIZE, COARSE_BLUR), descriptor(gray),
+            colour_descriptor(logo, COLOUR_SIZE))
+
+
+def build_logo_index(logos: Iterable[np.ndarray]) -> LogoIndex:
+    """Return the :class:`LogoIndex` of ``uint8`` RGB logos (one logo in work at a time)."""
+    rows = [logo_descriptors(logo) for logo in logos]
+    coarse, fine, colour = (np.stack([r[k] for r in rows]).astype(np.float32)
+                            for k in range(3))
     for m in (coarse, fine, colour):
         m.setflags(write=False)
     return LogoIndex(coarse, fine, colour)

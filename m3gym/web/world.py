@@ -23,11 +23,11 @@ from m3gym.web.entities import (
 )
 from m3gym.web.logos import (
     LogoIndex,
-    build_logo_index,
     match_logos,
     render_logo,
 )
 from m3gym.web.names import check_split, pick
+from m3gym.web.store import LogoStore, load_logo_store
 
 SPLIT_CODES: dict[str, int] = {"train": 0, "test": 1}
 MAX_RELATED_LINKS = 8
@@ -253,11 +253,21 @@ class World:
         return None if not others else self.good_query(others[0])
 
     def logo(self, entity: Entity | str) -> np.ndarray:
-        """Return the entity's logo, a read-only ``uint8`` RGB image (rendered once, cached)."""
+        """Return the entity's logo, a read-only ``uint8`` RGB image.
+
+        Logos come from the world's :attr:`logo_store` (rendered once per machine and
+        memory-mapped, see :mod:`m3gym.web.store`).
+        """
         i = self._index[entity if isinstance(entity, str) else entity.key]
         if i not in self._logos:
-            self._logos[i] = render_logo(self.entities[i].logo)
+            self._logos[i] = self.logo_store.logo(i)
         return self._logos[i]
+
+    @cached_property
+    def logo_store(self) -> LogoStore:
+        """Every logo of the world and its search index, shared by the machine's processes."""
+        return load_logo_store(f"{self.seed}-{self.split}", [e.logo for e in self.entities],
+                               lambda: (render_logo(e.logo) for e in self.entities))
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, top_k: int = 5) -> list[SearchHit]:
@@ -282,7 +292,7 @@ class World:
     @cached_property
     def logo_descriptors(self) -> LogoIndex:
         """The reverse-image-search index of every logo (built on first use)."""
-        return build_logo_index([self.logo(e) for e in self.entities])
+        return self.logo_store.index
 
     def image_search(self, image: np.ndarray, top_k: int = 5) -> list[ImageHit]:
         """Return the ``top_k`` (at most 48) pages whose logos best match ``image``.

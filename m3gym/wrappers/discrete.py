@@ -98,6 +98,9 @@ REGION_NAMES: tuple[str, ...] = (
 N_PARAM_BINS = 6
 """Size of the ``param`` dimension (a multiple of every option count below)."""
 
+INPUT_MEASURES_PER_TASK = 4
+"""Entries of the env's input ``v_true`` measurement cache kept per cached pool task."""
+
 TOOL_OPTIONS: dict[str, tuple[dict[str, Any], ...]] = {
     "rotate": tuple({"angle": a, "expand": True} for a in (90, 180, 270)),
     "flip": tuple({"direction": d} for d in ("horizontal", "vertical", "both")),
@@ -359,6 +362,11 @@ class DiscreteToolWrapper(gym.Wrapper):
         self._pool_cursor = 0
         self._task_cache = LRUCache(self.cache_size)
         self._input_obs = LRUCache(self.cache_size)
+        # the env's v_true measurements of input images (a few per task: one per image and
+        # evidence) must cover the cached pool too, or pooled resets measure them again
+        measures = getattr(base, "_input_measures", None)
+        if task_pool is not None and isinstance(measures, LRUCache):
+            measures.maxsize = max(measures.maxsize, INPUT_MEASURES_PER_TASK * self.cache_size)
         self._mask_key: tuple[Any, ...] | None = None
         self._mask = np.ones(int(self._nvec_offsets[-1]), bool)
         # episode state
