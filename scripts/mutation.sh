@@ -53,6 +53,9 @@ for group in "$@"; do
 source_paths = ["m3gym"]
 only_mutate = ["$module"]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:xdist"]
+# forked from a server that ran no test: an lru_cache warmed by the unmutated code would hide
+# mutants (normalize_answer is cached)
+process_isolation = "forkserver"
 pytest_add_cli_args_test_selection = [${test_list%, }]
 TOML
   echo "== $group: $module against $tests ($(date -u +%H:%M:%S))"

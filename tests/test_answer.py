@@ -51,6 +51,13 @@ LOOKUP_NAME = AnswerSpec("Dusesath Analytics")                                 #
     ("6 \u00d7 13", "6x13"),
     ("€12", "12"),
     ("ＡＢ１２", "ab12"),          # full-width (NFKC)
+    ("1e-7", "0.0000001"),        # plain decimal, never scientific
+    ("1e30", "1" + "0" * 30),     # written out up to MAX_EXPONENT ...
+    ("1e31", "1e31"),             # ... and kept as typed beyond it
+    ("1e-30", "0." + "0" * 29 + "1"),
+    ("1e-31", "1e-31"),
+    ("2.5e1", "25"),
+    ("abc", "abc"),
 ])
 def test_normalize(raw, expected):
     assert normalize_answer(raw) == expected
@@ -185,6 +192,21 @@ def test_pairs():
     assert answer_is_correct("78 cells", GRID_TOTAL)
     for text in ("6x13", "78 (6x13)", "6 x 13 = 78"):
         assert not answer_is_correct(text, GRID_TOTAL), text
+
+
+def test_tolerance_applies_to_numeric_specs_only():
+    assert answer_is_correct("12.4", AnswerSpec("12", match="numeric", tolerance=0.5))
+    assert not answer_is_correct("12.4", AnswerSpec("12", match="exact", tolerance=0.5))
+
+
+def test_each_accepted_quantity_is_tried_whatever_its_kind():
+    mixed = AnswerSpec("6x13", variants=("78",))  # a grid answer that also accepts its product
+    assert answer_is_correct("78 cells", mixed)
+    assert answer_is_correct("a 6 by 13 grid", mixed)
+    assert not answer_is_correct("77 cells", mixed)
+    reverse = AnswerSpec("78", variants=("6x13",))
+    assert answer_is_correct("a 6 by 13 grid", reverse)
+    assert answer_is_correct("78 cells", reverse)
 
 
 def test_names_are_exact():

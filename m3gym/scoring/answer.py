@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from functools import lru_cache
 from typing import Literal
 
@@ -41,6 +41,8 @@ _QUANTITY = re.compile(
 _PAIR_PARTS = re.compile(r"(\d+)\s*(?:x|by)\s*(\d+)")
 
 QuantityKind = Literal["number", "time", "pair"]
+MAX_EXPONENT = 30
+"""Numbers up to ``1e30`` (and down to ``1e-30``) are written out; larger ones stay as typed."""
 
 
 @lru_cache(maxsize=8192)
@@ -51,7 +53,8 @@ def normalize_answer(text: str) -> str:
     currency symbols and thousands separators dropped from numbers, typographic minus signs and
     dashes written ``-``, a multiplication sign between digits written ``x``, punctuation other
     than the characters inside codes (``-``, ``.``, ``:``, ``/``) removed, whitespace collapsed,
-    and numbers written canonically (``"12.50"`` → ``"12.5"``, ``"007"`` → ``"7"``).
+    and numbers written canonically in plain decimal (``"12.50"`` → ``"12.5"``, ``"007"`` →
+    ``"7"``, ``"1e-7"`` → ``"0.0000001"``).
     """
     text = unicodedata.normalize("NFKC", str(text))
     tag = _ANSWER_TAG.search(text)
@@ -71,11 +74,8 @@ def normalize_answer(text: str) -> str:
 def _canonical_number(token: str) -> str:
     if not _NUMBER.match(token):
         return token
-    try:
-        value = Decimal(token)
-    except InvalidOperation:
-        return token
-    if not value.is_finite() or abs(value.adjusted()) > 30:
+    value = Decimal(token)  # the pattern admits only finite decimals
+    if abs(value.adjusted()) > MAX_EXPONENT:
         return token
     if value == value.to_integral_value():
         return str(int(value))
@@ -152,8 +152,7 @@ def answer_is_correct(prediction: str | None, spec: AnswerSpec) -> bool:
     for kind, target in quantity_targets(spec):
         if got[0] != kind:
             continue
-        if kind == "number" and _within(got[1], target, tolerance):
-            return True
-        if kind != "number" and got[1] == target:
+        same = _within(got[1], target, tolerance) if kind == "number" else got[1] == target
+        if same:
             return True
     return False
