@@ -162,6 +162,16 @@ def test_overthink_counts() -> None:
     assert f1(0.0, 0.0) == 0.0
 
 
+def test_overthink_counts_failed_calls_but_not_the_answer() -> None:
+    steps = [[cr(0, "a", "crop", out=1, image_index=0), cr(0, "b", "zoom", ok=False)],
+             [cr(1, "c", "web_search", query="x")], [cr(2, "answer", "answer", text="12")]]
+    assert agent_interactions(steps) == 3
+    # C_ref = 1, C_agent = 3: OT = (3 - 1) / (1 + 1) = 1.0
+    assert overthink_score(CHAIN[:1], steps) == 1.0
+    # C_ref = 4 (REFERENCE): under budget, no penalty
+    assert overthink_score(REFERENCE, steps) == 0.0
+
+
 # ----------------------------------------------------------------------------- properties
 
 VISUAL = ("crop", "rotate", "grayscale", "flip")
