@@ -24,7 +24,7 @@ group_config() {  # prints "<module> <test files...>"
     overthink) echo "m3gym/scoring/overthink.py tests/test_m3.py" ;;
     safety) echo "m3gym/scoring/safety.py tests/test_safety_taxonomy.py" ;;
     taxonomy) echo "m3gym/scoring/taxonomy.py tests/test_safety_taxonomy.py" ;;
-    episode) echo "m3gym/scoring/episode.py tests/test_rescoring.py tests/test_safety_taxonomy.py" ;;
+    episode) echo "m3gym/scoring/episode.py tests/test_episode_scoring.py" ;;
     checkpoints) echo "m3gym/scoring/checkpoints.py tests/test_checkpoints.py" ;;
     alignment) echo "m3gym/scoring/alignment.py tests/test_alignment.py tests/test_m3.py" ;;
     reward) echo "m3gym/reward.py tests/test_reward.py" ;;
