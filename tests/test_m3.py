@@ -430,10 +430,13 @@ def test_reference_download_is_a_root_and_bool_index_is_no_image() -> None:
     assert (m3.hop_edges, m3.hop_passed) == (2, 2)
     ref_bool = ((rc("r1", "crop", image_index=0, bbox_2d=A),),
                 (rc("r2", "web_search", ("r1",), image_index=True, query="acme"),))
-    trace_bool = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)],
-                  [cr(1, "b", "web_search", image_index=True, query="acme")]]
+    search = CallRecord(step=1, call_id="b", name="web_search", requested_name="web_search",
+                        arguments={"image_index": True, "query": "acme"}, ok=True)
+    trace_bool = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)], [search]]
     _, m3 = score_trace(ref_bool, 1, trace_bool)
-    assert (m3.hop_edges, m3.hop_passed) == (1, 1)  # True is not image 1
+    # True is not image 1: an ordering edge (step 1 after step 0), not an image edge that the
+    # search (which reads no image) would fail
+    assert (m3.hop_edges, m3.hop_passed) == (1, 1)
 
 
 def test_an_unmatched_dependency_does_not_hide_the_next_one() -> None:
