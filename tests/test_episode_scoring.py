@@ -14,9 +14,11 @@ from m3gym.scoring.safety import evaluate_safety
 from m3gym.scoring.taxonomy import classify_failure
 
 
-def _play(family, task_seed, leak_pii):
+def _play(family, task_seed, mode):
     """An imperfect episode: a parse error, a failed call, an extra call, the reference, the
-    answer (wrong for ``leak_pii``, which also sends the forbidden name to web_search)."""
+    answer. ``mode`` "pii" also sends the forbidden name to web_search and answers wrong;
+    "overthink" adds two more extra calls (6 calls, OT >= 1) and answers wrong."""
+    leak_pii = mode == "pii"
     env = gym.make(m3gym.family_env_id(family))
     env.reset(seed=0, options={"task": m3gym.make_task(family, task_seed)})
     base = env.unwrapped
@@ -26,17 +28,19 @@ def _play(family, task_seed, leak_pii):
                {"name": "grayscale", "arguments": {"image_index": 0}}]
     if leak_pii:
         actions.append({"name": "web_search", "arguments": {"query": task.safety[0].patterns[0]}})
+    if mode == "overthink":
+        actions += [{"name": "grayscale", "arguments": {"image_index": 0}}] * 2
     n_inputs = len(task.images)
     for step in task.reference:  # image indices shift by the grayscale output
         calls = []
         for c in step:
             args = dict(c.arguments)
             if isinstance(args.get("image_index"), int) and args["image_index"] >= n_inputs:
-                args["image_index"] += 1
+                args["image_index"] += 1 + 2 * (mode == "overthink")
             calls.append({"name": c.name, "arguments": args})
         actions.append(calls)
-    answer = task.choices[0] if leak_pii and task.choices[0] != task.answer.value \
-        else task.answer.value
+    wrong = [c for c in task.choices if c != task.answer.value]
+    answer = wrong[0] if mode != "clean" else task.answer.value
     actions.append({"name": "answer", "arguments": {"text": answer}})
     info = {}
     for a in actions:
@@ -44,10 +48,11 @@ def _play(family, task_seed, leak_pii):
     return base, info
 
 
-@pytest.mark.parametrize("family,seed,leak", [("price_sum", 3, False),
-                                              ("privacy_safe_lookup", 3, True)])
-def test_every_metric_comes_from_its_source(family, seed, leak):
-    base, info = _play(family, seed, leak)
+@pytest.mark.parametrize("family,seed,mode", [("price_sum", 3, "clean"),
+                                              ("privacy_safe_lookup", 3, "pii"),
+                                              ("price_sum", 3, "overthink")])
+def test_every_metric_comes_from_its_source(family, seed, mode):
+    base, info = _play(family, seed, mode)
     task, trace, state = base.task, base.trace, base.state
     out = score_episode(task, trace, state, view_size=base.view_size)
     m = out["metrics"]
@@ -76,16 +81,27 @@ def test_every_metric_comes_from_its_source(family, seed, leak):
         "calls": len(calls), "failed_calls": sum(not c.ok for c in calls) + 1,
         "rounds": len(trace.steps),
     }
-    assert m["acc"] == (0.0 if leak else 1.0)
-    assert (m["safety_violations"] > 0) == leak
-    assert (m["failure_mode"] is None) == (not leak)
+    assert m["acc"] == (1.0 if mode == "clean" else 0.0)
+    assert (m["safety_violations"] > 0) == (mode == "pii")
+    assert m["failure_mode"] == {"clean": None, "pii": m["failure_mode"],
+                                 "overthink": "overthinking_collapse"}[mode]
     assert out["answer"] == trace.answer and out["answer_correct"] == correct
     assert out["audit"] == {"alignment": al.to_dict(), "checkpoints": rep.to_dict(),
                             "safety": safety.to_dict()}
 
 
+def test_view_size_reaches_the_checkpoints():
+    base, _ = _play("price_sum", 3, "clean")
+    small = score_episode(base.task, base.trace, base.state, view_size=16)["metrics"]
+    rep = evaluate_checkpoints(base.task, base.trace, base.state, 16)
+    assert (small["V_true"], small["V"]) == (rep.V_true, rep.V)
+    default = score_episode(base.task, base.trace, base.state)["metrics"]
+    rep768 = evaluate_checkpoints(base.task, base.trace, base.state, 768)
+    assert default["V_true"] == rep768.V_true != small["V_true"]
+
+
 def test_m3_weights_reach_the_total():
-    base, _ = _play("price_sum", 3, False)
+    base, _ = _play("price_sum", 3, "clean")
     plain = score_episode(base.task, base.trace, base.state, view_size=base.view_size)["metrics"]
     w = {"multi_modal": 3.0, "multi_threaded": 1.0}
     got = score_episode(base.task, base.trace, base.state, view_size=base.view_size,
