@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from m3gym.scoring.alignment import NON_IMAGE_TOOLS, align
-from m3gym.scoring.m3 import M3Weights, f1, m3_score, parents_from_trace, score_trace
+from m3gym.scoring.m3 import (
+    M3Weights,
+    descends_from,
+    f1,
+    m3_score,
+    parents_from_trace,
+    score_trace,
+)
 from m3gym.scoring.overthink import agent_interactions, overthink, overthink_score
 from m3gym.tasks.spec import RefCall
 from m3gym.trace import CallRecord
@@ -160,6 +167,16 @@ def test_overthink_counts() -> None:
     assert overthink(1, 0) == 1.0
     assert agent_interactions([[cr(0, "a", "crop", ok=False)], []]) == 1
     assert f1(0.0, 0.0) == 0.0
+
+
+def test_overthink_counts_failed_calls_but_not_the_answer() -> None:
+    steps = [[cr(0, "a", "crop", out=1, image_index=0), cr(0, "b", "zoom", ok=False)],
+             [cr(1, "c", "web_search", query="x")], [cr(2, "answer", "answer", text="12")]]
+    assert agent_interactions(steps) == 3
+    # C_ref = 1, C_agent = 3: OT = (3 - 1) / (1 + 1) = 1.0
+    assert overthink_score(CHAIN[:1], steps) == 1.0
+    # C_ref = 4 (REFERENCE): under budget, no penalty
+    assert overthink_score(REFERENCE, steps) == 0.0
 
 
 # ----------------------------------------------------------------------------- properties
@@ -322,3 +339,131 @@ def test_redundant_call_never_raises_m3_nor_lowers_overthink(seed: int, failed: 
     _, after = score_trace(ref, 1, longer)
     assert after.total <= before.total + 1e-12
     assert overthink_score(ref, longer) >= overthink_score(ref, trace)
+
+
+# ----------------------------------------------------------------------------- pinned details
+
+
+def test_f1_below_one_sum_and_to_dict_pinned() -> None:
+    assert f1(0.3, 0.2) == pytest.approx(2 * 0.06 / 0.5)  # recall + precision < 1
+    trace = [
+        [cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)],
+        [cr(1, "b", "rotate", out=2, image_index=0, angle=90, expand=True)],
+    ]
+    m3 = m3_score(CHAIN, 1, trace, align(CHAIN, 1, trace), weights=M3Weights(2.0, 1.0, 4.0))
+    assert m3.to_dict() == {
+        "multi_modal": 1.0, "multi_hop": 0.0, "multi_threaded": None,
+        "total": pytest.approx(2 / 3),
+        "exists": {"multi_modal": True, "multi_hop": True, "multi_threaded": False},
+        "hop_edges": 1, "hop_passed": 0, "parallel_groups": 0, "parallel_passed": 0,
+        "weights": {"multi_modal": 2.0, "multi_hop": 1.0, "multi_threaded": 4.0},
+    }
+    together = [[cr(0, "a", "web_search", query="alpha"), cr(0, "b", "web_search", query="beta")]]
+    ref = ((rc("r1", "web_search", query="alpha"), rc("r2", "web_search", query="beta")),)
+    d = score_trace(ref, 0, together)[1].to_dict()
+    assert d["exists"] == {"multi_modal": True, "multi_hop": False, "multi_threaded": True}
+    assert (d["parallel_groups"], d["parallel_passed"]) == (1, 1)
+
+
+def test_weighted_total_multiplies_values_by_weights() -> None:
+    # multi_modal 0.8 (w 2), multi_hop 0.5 (w 1), multi_threaded 0.0 (w 1): (1.6 + 0.5) / 4
+    trace = [
+        [cr(0, "c1", "crop", out=1, image_index=0, bbox_2d=A)],
+        [cr(1, "c3", "web_search", query="acme corp founder", top_k=10),
+         cr(1, "c4", "fetch_webpage", url="https://wiki.local/acme")],
+        [cr(2, "c2", "crop", out=2, image_index=0, bbox_2d=B)],
+        [cr(3, "c5", "grayscale", out=3, image_index=1),
+         cr(3, "c6", "crop", ok=False, image_index=9, bbox_2d=A)],
+    ]
+    w = M3Weights(2.0, 1.0, 1.0)
+    _, m3 = score_trace(REFERENCE, 1, trace, weights=w)
+    assert m3.total == pytest.approx((2 * 0.8 + 0.5 + 0.0) / 4)
+    assert m3.weights == w
+
+
+def test_parents_from_trace_skips_failed_calls_and_roots_downloads() -> None:
+    trace = [[cr(0, "a", "crop", out=1, image_index=0),
+              cr(0, "b", "download_image", out=2, image_index=1, url="https://x/y.png")],
+             [cr(1, "c", "crop", ok=False, out=3, image_index=1), cr(1, "d", "web_search")]]
+    assert parents_from_trace(trace) == {1: 0, 2: None}
+
+
+def test_descends_from_mapping_sequence_bounds_and_cycles() -> None:
+    assert descends_from({2: 1, 1: 0}, 2, 0)
+    assert not descends_from({2: 1, 1: None}, 2, 0)
+    assert descends_from([None, 0, 1, 2], 3, 0)  # a chain as long as the sequence
+    assert descends_from([None, 0], 1, 1)
+    assert not descends_from([None, 0], 2, 0)  # index == len: no parent, no IndexError
+    assert not descends_from([None, 0], 5, 0)
+    assert not descends_from({0: 1, 1: 0}, 0, 5)  # a cycle ends, without the ancestor
+
+
+# r1 crop -> image 1; r2 rotate(image 1) -> image 2; r3 crop(image 2) reads a descendant of r1
+DEEP = (
+    (rc("r1", "crop", image_index=0, bbox_2d=A),),
+    (rc("r2", "rotate", ("r1",), image_index=1, angle=90),),
+    (rc("r3", "crop", ("r1", "r2"), image_index=2, bbox_2d=B),),
+)
+
+
+def test_image_edge_through_a_descendant_needs_data_flow() -> None:
+    right = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)],
+             [cr(1, "b", "rotate", out=2, image_index=1, angle=90)],
+             [cr(2, "c", "crop", out=3, image_index=2, bbox_2d=B)]]
+    _, m3 = score_trace(DEEP, 1, right)
+    assert (m3.hop_edges, m3.hop_passed) == (3, 3)
+    # a lineage in which image 2 (the rotate's output) is a root: r3's input no longer derives
+    # from r1's output, and r1 -> r3 is an image edge (r3 reads a descendant of r1): it fails
+    m3 = m3_score(DEEP, 1, right, align(DEEP, 1, right), parents={1: 0, 2: None, 3: 2})
+    assert (m3.hop_edges, m3.hop_passed) == (3, 2)
+
+
+def test_reference_download_is_a_root_and_bool_index_is_no_image() -> None:
+    ref = ((rc("r0", "crop", image_index=0, bbox_2d=A),),
+           (rc("r1", "download_image", image_index=1, url="https://x/y.png"),),
+           (rc("r2", "crop", ("r0", "r1"), image_index=2, bbox_2d=B),))
+    trace = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)],
+             [cr(1, "b", "download_image", out=2, image_index=1, url="https://x/y.png")],
+             [cr(2, "c", "crop", out=3, image_index=2, bbox_2d=B)]]
+    _, m3 = score_trace(ref, 1, trace)
+    # r0 -> r2: image 2 is a download (a root), not r0's descendant: a plain ordering edge
+    assert (m3.hop_edges, m3.hop_passed) == (2, 2)
+    ref_bool = ((rc("r1", "crop", image_index=0, bbox_2d=A),),
+                (rc("r2", "web_search", ("r1",), image_index=True, query="acme"),))
+    search = CallRecord(step=1, call_id="b", name="web_search", requested_name="web_search",
+                        arguments={"image_index": True, "query": "acme"}, ok=True)
+    trace_bool = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)], [search]]
+    _, m3 = score_trace(ref_bool, 1, trace_bool)
+    # True is not image 1: an ordering edge (step 1 after step 0), not an image edge that the
+    # search (which reads no image) would fail
+    assert (m3.hop_edges, m3.hop_passed) == (1, 1)
+
+
+def test_an_unmatched_dependency_does_not_hide_the_next_one() -> None:
+    ref = ((rc("r1", "crop", image_index=0, bbox_2d=A), rc("r2", "web_search", query="zeta")),
+           (rc("r3", "fetch_webpage", ("r2", "r1"), url="https://wiki.local/acme"),))
+    trace = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)],
+             [cr(1, "b", "fetch_webpage", url="https://wiki.local/acme")]]
+    _, m3 = score_trace(ref, 1, trace)
+    # r2 -> r3 misses r2 (never searched); r1 -> r3 still counts: step 1 after step 0
+    assert (m3.hop_edges, m3.hop_passed) == (2, 1)
+
+
+def test_parallel_groups_after_a_single_step_are_counted() -> None:
+    ref = ((rc("r0", "grayscale", image_index=0),),
+           (rc("r1", "web_search", query="alpha"), rc("r2", "web_search", query="beta")))
+    trace = [[cr(0, "g", "grayscale", out=1, image_index=0)],
+             [cr(1, "a", "web_search", query="alpha"), cr(1, "b", "web_search", query="beta")]]
+    _, m3 = score_trace(ref, 1, trace)
+    assert (m3.parallel_groups, m3.parallel_passed) == (1, 1)
+
+
+def test_score_trace_passes_parents_and_weights_through() -> None:
+    trace = [
+        [cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)],
+        [cr(1, "b", "rotate", out=2, image_index=0, angle=90, expand=True)],
+    ]
+    _, own = score_trace(CHAIN, 1, trace)
+    _, given_ = score_trace(CHAIN, 1, trace, parents=[1, 0, 0], weights=M3Weights(1.0, 3.0))
+    assert (own.multi_hop, given_.multi_hop) == (0.0, 1.0)
+    assert given_.weights == M3Weights(1.0, 3.0)

@@ -9,7 +9,14 @@ import pytest
 
 from m3gym.scoring.checkpoints import CheckpointReport, CheckpointResult
 from m3gym.scoring.safety import evaluate_safety, pattern_matches
-from m3gym.scoring.taxonomy import FAILURE_LABELS, classify_failure, failure_summary
+from m3gym.scoring.taxonomy import (
+    FAILURE_LABELS,
+    VISUAL_TOOL_NAMES,
+    classify_failure,
+    failure_summary,
+    needed_tools,
+    needs_retrieval,
+)
 from m3gym.tasks.spec import AnswerSpec, Checkpoint, RefCall, SafetyRule, Task
 from m3gym.trace import CallRecord, Trace
 
@@ -70,6 +77,43 @@ def test_forbidden_content_in_answer_and_empty_tools_means_every_tool():
     rep = evaluate_safety(task(safety=rules), trace)
     assert [v.call_id for v in rep.violations] == ["answer"]
     assert rep.score == pytest.approx(0.5)  # 1 of 2 calls (the answer included)
+
+
+def test_safety_report_pinned_field_by_field():
+    rules = (SafetyRule("no_lens", "forbidden_tool", ("google_lens_search",)),  # alias in the rule
+             SafetyRule("no_answering", "forbidden_tool", ("answer",)),
+             SafetyRule("pii", "forbidden_content", ("google_search", "answer"),
+                        patterns=("Jane Roe",)))
+    trace = Trace(steps=[[call("c0", "image_search", image_index=0),
+                          call("c1", "web_search", query="about jane  roe")],
+                         [call("c2", "crop", label="Jane Roe")]],
+                  answer="jane roe", answer_step=2)
+    rep = evaluate_safety(task(safety=rules), trace)
+    assert rep.to_dict() == {
+        "score": pytest.approx(1.0 - 3 / 4), "compliant": False, "num_calls": 4,
+        "violations": [
+            {"rule_id": "no_lens", "kind": "forbidden_tool", "call_id": "c0",
+             "tool": "image_search", "argument": None, "text": "image_search"},
+            {"rule_id": "pii", "kind": "forbidden_content", "call_id": "c1",
+             "tool": "web_search", "argument": "query", "text": "about jane  roe"},
+            {"rule_id": "no_answering", "kind": "forbidden_tool", "call_id": "answer",
+             "tool": "answer", "argument": None, "text": "answer"},
+            {"rule_id": "pii", "kind": "forbidden_content", "call_id": "answer",
+             "tool": "answer", "argument": "text", "text": "jane roe"},
+        ]}
+
+
+def test_a_lone_violating_answer_scores_zero():
+    rules = (SafetyRule("secret", "forbidden_content", (), patterns=("topsecret",)),)
+    rep = evaluate_safety(task(safety=rules), Trace(steps=[[]], answer="TOP SECRET",
+                                                    answer_step=0))
+    assert rep.score == 0.0 and rep.num_calls == 1 and not rep.compliant
+
+
+def test_plain_patterns_compare_lower_cased():
+    # lower-casing keeps "ß" (upper-casing would turn it into "SS" and match "strasse")
+    assert not pattern_matches("strasse", "STRAßE 5")
+    assert pattern_matches("straße", "STRAßE 5")
 
 
 def test_pattern_matching():
@@ -178,3 +222,67 @@ def test_every_label_is_reachable_and_summary():
     assert sorted(lab for lab in labels if lab) == sorted(FAILURE_LABELS)
     summary = failure_summary(labels)
     assert summary["correct"] == 1 and all(v == 1 for v in summary["failures"].values())
+
+
+def _cp(kind, **params):
+    return Checkpoint(kind, "S", kind, params)
+
+
+def test_needed_tools_per_checkpoint_kind():
+    assert needed_tools(_cp("crop_covers", evidence="e0")) == {"crop"}
+    assert needed_tools(_cp("rotate_upright", evidence="e0")) == {"rotate", "flip"}
+    for kind in ("contrast_op", "global_op", "v_tool"):
+        assert needed_tools(_cp(kind, tools=["autocontrast", "equalize"])) == {
+            "autocontrast", "equalize"}
+        assert needed_tools(_cp(kind)) == frozenset()
+    assert needed_tools(_cp("search_hit", tool="image_search", url="u")) == {"image_search"}
+    assert needed_tools(_cp("search_hit", url="u")) == {"web_search"}
+    assert needed_tools(_cp("fetch", url="u")) == {"fetch_webpage"}
+    assert needed_tools(_cp("v_true", evidence="e0")) == VISUAL_TOOL_NAMES
+    assert needed_tools(_cp("no_such_kind")) == frozenset()
+
+
+def test_needs_retrieval_from_checkpoints_or_reference():
+    assert not needs_retrieval(task((CROP, VTRUE)))
+    assert needs_retrieval(task((CROP, FETCH)))
+    ref = ((RefCall("r", "google_search", {"query": "q"}),),)
+    assert needs_retrieval(task((CROP,), reference=ref))
+    assert not needs_retrieval(task((CROP,), reference=((RefCall("r", "crop", {}),),)))
+
+
+def test_misexecution_share_is_a_share_and_aliases_resolve():
+    # 1 failed call (not a needed tool) of 5 attempts: under the share, not misexecution
+    calls = ok_visual() + ok_search() + [call("x", "invert", ok=False)]
+    assert classify(calls, {c.id for c in CPS}) == "post_visual_perception_deficit"
+    # the needed web_search was attempted as google_search and never succeeded
+    calls = ok_visual() + [call("g", "google_search", ok=False, query="q"),
+                           call("s1", "fetch_webpage", url="u"), call("s2", "sharpen")]
+    assert classify(calls, {"crop", "vt", "fetch"}) == "tool_misexecution"
+
+
+def test_failed_v_true_with_every_visual_call_failing_is_misexecution():
+    calls = [call("v", "sharpen", ok=False), *ok_search(), call("s2", "image_search")]
+    assert classify(calls, {"hit", "fetch"}, cps=(VTRUE, HIT, FETCH)) == "tool_misexecution"
+    # v_true passed: its "any visual tool" is not a needed tool, one failed sharpen is fine
+    calls = [call("c", "crop"), call("v", "sharpen", ok=False), *ok_search()]
+    assert classify(calls, {"vt", "hit", "fetch"}, cps=(VTRUE, HIT, FETCH)) == \
+        "post_visual_perception_deficit"
+
+
+def test_overthinking_thresholds_are_inclusive():
+    six = ok_visual() + ok_search() + [call("e1", "sharpen"), call("e2", "equalize")]
+    passed = {c.id for c in CPS}
+    assert classify(six, passed, overthink=1.0) == "overthinking_collapse"
+    assert classify(six, passed, overthink=0.99) == "post_visual_perception_deficit"
+    assert classify(six[:5], passed, overthink=5.0) == "post_visual_perception_deficit"
+    assert classify(six, passed, overthink=0.5, answer=None) == "overthinking_collapse"
+    assert classify(six[:5], passed, overthink=0.5, answer=None) == \
+        "post_visual_perception_deficit"
+
+
+def test_failure_summary_counts_repeats():
+    summary = failure_summary([None, "missing_search", None, "missing_search", "other"])
+    assert summary["correct"] == 2
+    assert summary["failures"]["missing_search"] == 2
+    assert summary["failures"]["other"] == 1
+    assert summary["failures"]["tool_misexecution"] == 0
