@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -86,14 +86,13 @@ def held_out_seed(family: str, i: int) -> int:
     return HELD_OUT_SEED_BASE + get_family(family).level * 10_000_000 + i
 
 
-def tasks_with_choices(family: str, seeds: Sequence[int]) -> list[Task]:
-    """Return the tasks of ``family`` for ``seeds`` that offer at least two choices."""
-    out = []
-    for seed in seeds:
-        task = make_task(family, int(seed))
-        if len(task.choices) >= 2:
-            out.append(task)
-    return out
+@dataclass(frozen=True)
+class ChoiceRecord:
+    """What the choices-only probe sees of a task: its choices, question and the answer's index."""
+
+    choices: tuple[str, ...]
+    question: str
+    answer: int
 
 
 def answer_index(task: Task) -> int:
@@ -104,9 +103,26 @@ def answer_index(task: Task) -> int:
     raise ValueError(f"{task.task_id}: no choice matches the answer {task.answer.value!r}")
 
 
-def chance_level(tasks: Sequence[Task]) -> float:
-    """Return the mean of ``1 / len(choices)`` over ``tasks``."""
-    return float(np.mean([1.0 / len(t.choices) for t in tasks])) if tasks else 0.0
+def iter_tasks_with_choices(family: str, seeds: Iterable[int]) -> Iterator[Task]:
+    """Yield the tasks of ``family`` for ``seeds`` that offer at least two choices.
+
+    One at a time, so their images are freed as the caller moves on.
+    """
+    for seed in seeds:
+        task = make_task(family, int(seed))
+        if len(task.choices) >= 2:
+            yield task
+
+
+def choice_records(family: str, seeds: Iterable[int]) -> list[ChoiceRecord]:
+    """Return the :class:`ChoiceRecord` of every task of ``family`` with choices among ``seeds``."""
+    return [ChoiceRecord(tuple(t.choices), t.question, answer_index(t))
+            for t in iter_tasks_with_choices(family, seeds)]
+
+
+def chance_level(records: Sequence[ChoiceRecord]) -> float:
+    """Return the mean of ``1 / len(choices)`` over ``records``."""
+    return float(np.mean([1.0 / len(r.choices) for r in records])) if records else 0.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,12 +212,12 @@ class LogOdds:
     other_strings: Counter
 
     @classmethod
-    def fit(cls, tasks: Sequence[Task]) -> LogOdds:
-        """Count n-grams and strings of the answers and the distractors of ``tasks``."""
+    def fit(cls, records: Sequence[ChoiceRecord]) -> LogOdds:
+        """Count n-grams and strings of the answers and the distractors of ``records``."""
         ag, og, as_, os_ = Counter(), Counter(), Counter(), Counter()
-        for task in tasks:
-            a = answer_index(task)
-            for i, c in enumerate(task.choices):
+        for rec in records:
+            a = rec.answer
+            for i, c in enumerate(rec.choices):
                 (ag if i == a else og).update(_ngrams(c))
                 (as_ if i == a else os_)[c.lower()] += 1
         return cls(ag, og, as_, os_)
@@ -222,24 +238,24 @@ class LogOdds:
         return out
 
 
-def task_features(task: Task, odds: LogOdds) -> np.ndarray:
-    """Return the ``(k, F)`` feature matrix of the choices of ``task``."""
-    choices = list(task.choices)
+def record_features(rec: ChoiceRecord, odds: LogOdds) -> np.ndarray:
+    """Return the ``(k, F)`` feature matrix of the choices of one task."""
+    choices = list(rec.choices)
     k = len(choices)
     return np.concatenate([position_features(k), numeric_features(choices),
-                           string_features(choices, task.question), odds.features(choices)],
+                           string_features(choices, rec.question), odds.features(choices)],
                           axis=1)
 
 
-def _cross_fitted(tasks: Sequence[Task], folds: int = 2) -> list[np.ndarray]:
+def _cross_fitted(records: Sequence[ChoiceRecord], folds: int = 2) -> list[np.ndarray]:
     """Return training features whose log-odds come from the other folds (no memorization)."""
-    parts = [list(range(f, len(tasks), folds)) for f in range(folds)]
-    feats: list[np.ndarray | None] = [None] * len(tasks)
+    parts = [list(range(f, len(records), folds)) for f in range(folds)]
+    feats: list[np.ndarray | None] = [None] * len(records)
     for f, idx in enumerate(parts):
-        rest = [tasks[i] for g, p in enumerate(parts) if g != f for i in p]
+        rest = [records[i] for g, p in enumerate(parts) if g != f for i in p]
         odds = LogOdds.fit(rest)
         for i in idx:
-            feats[i] = task_features(tasks[i], odds)
+            feats[i] = record_features(records[i], odds)
     return [f for f in feats if f is not None]
 
 
@@ -285,15 +301,20 @@ class ConditionalLogit:
         return int(np.argmax(((feats - self.mean) / self.scale) @ self.weights))
 
 
+def choices_only_correct(train: Sequence[ChoiceRecord], test: Sequence[ChoiceRecord]) -> int:
+    """Fit the choices-only classifier on ``train`` and return how many of ``test`` it gets."""
+    model = ConditionalLogit.fit(_cross_fitted(train), [r.answer for r in train])
+    odds = LogOdds.fit(train)
+    return int(sum(model.pick(record_features(r, odds)) == r.answer for r in test))
+
+
 def choices_only_probe(family: str, held_out: int, train_tasks: int = TRAIN_TASKS) -> ProbeResult:
     """Train the choices-only classifier on training seeds and score it on held-out seeds."""
-    train = tasks_with_choices(family, range(train_tasks))
-    test = tasks_with_choices(family, [held_out_seed(family, i) for i in range(held_out)])
+    train = choice_records(family, range(train_tasks))
+    test = choice_records(family, [held_out_seed(family, i) for i in range(held_out)])
     if not train or not test:
         return ProbeResult(family, "choices-only", 0, 0, 0.0, CHOICES_ONLY_MARGIN)
-    model = ConditionalLogit.fit(_cross_fitted(train), [answer_index(t) for t in train])
-    odds = LogOdds.fit(train)
-    correct = sum(model.pick(task_features(t, odds)) == answer_index(t) for t in test)
+    correct = choices_only_correct(train, test)
     return ProbeResult(family, "choices-only", len(test), int(correct), chance_level(test),
                        CHOICES_ONLY_MARGIN)
 
@@ -355,10 +376,10 @@ def view_match_scores(task: Task, view_size: int | None = None, pad: int = 4) ->
 
 def view_only_probe(family: str, held_out: int) -> ProbeResult:
     """Score the template-matching view-only probe on held-out seeds (n = 0: no drawn answer)."""
-    test = tasks_with_choices(family, [held_out_seed(family, i) for i in range(held_out)])
     n = correct = 0
     chance = 0.0
-    for task in test:
+    for task in iter_tasks_with_choices(family, (held_out_seed(family, i)
+                                                 for i in range(held_out))):
         scores = view_match_scores(task)
         if scores is None or not np.isfinite(scores).any():
             continue
@@ -376,3 +397,47 @@ def binomial_upper_bound(chance: float, n: int, z: float) -> float:
     ``1 - Phi(z)`` (normal approximation).
     """
     return chance + z * math.sqrt(chance * (1.0 - chance) / max(1, n))
+
+
+# --------------------------------------------------------------------------------------------
+# look-alike characters
+
+
+def glyph_view(char: str, glyph_height: float, face: int, scale: float,
+               phase: float = 0.0) -> np.ndarray:
+    """Return ``char`` rendered white on black and downscaled by ``scale`` (``INTER_AREA``).
+
+    The canvas is sized by the glyph height (the same for every char); ``phase`` shifts the glyph
+    by a sub-pixel amount before the downscale.
+    """
+    from m3gym.tasks import render as R
+
+    alpha = R.render_text(char, glyph_height, face, 1).alpha.astype(np.float32)
+    canvas = (int(glyph_height * 1.8) + 8, int(glyph_height * 1.4) + 8)
+    shift = np.float32([[1, 0, 4 + phase], [0, 1, 4 + phase]])
+    placed = cv2.warpAffine(alpha, shift, (canvas[1], canvas[0]))
+    size = (max(1, round(canvas[1] * scale)), max(1, round(canvas[0] * scale)))
+    return cv2.resize(placed, size, interpolation=cv2.INTER_AREA)
+
+
+def glyph_view_distances(chars: str, glyph_heights: Sequence[float],
+                         scale: float) -> np.ndarray:
+    """Return the ``(n, n)`` mean RMS distance (0..1) between downscaled glyphs of ``chars``.
+
+    Averaged over the readable faces, ``glyph_heights`` and two sub-pixel phases (0 and half a
+    view pixel, so the diagonal is the phase jitter of a glyph against itself).
+    """
+    from m3gym.tasks import render as R
+
+    n = len(chars)
+    total = np.zeros((n, n))
+    count = 0
+    for face in R.READABLE_FACES:
+        for g in glyph_heights:
+            ref = np.stack([glyph_view(c, g, face, scale) for c in chars])
+            for phase in (0.0, 0.5 / scale):
+                moved = np.stack([glyph_view(c, g, face, scale, phase) for c in chars])
+                diff = moved[:, None] - ref[None, :]
+                total += np.sqrt((diff ** 2).mean(axis=(2, 3))) / 255.0
+                count += 1
+    return total / count
