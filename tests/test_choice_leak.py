@@ -210,3 +210,15 @@ def test_cycle_neighbours_look_more_alike_downscaled_than_other_characters(chars
     assert d[near].mean() < d[off & ~near].mean()
     # and a glyph against itself half a pixel off is closer still than any look-alike pair
     assert np.diag(d).max() < d[near].min()
+
+
+def test_audit_leaks_command_prints_one_row_per_probe(capsys):
+    from m3gym.cli import main
+
+    assert main(["audit-leaks", "--family", "region_count", "--tasks", "6",
+                 "--train-tasks", "12"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("| family | probe | n |") and len(lines) == 4
+    assert lines[2].startswith("| region_count | choices-only | 6 |")
+    assert "n/a" in lines[3]  # a count is not drawn as text: no view-only probe
+    assert main(["audit-leaks", "--family", "no_such_family"]) == 2

@@ -8,18 +8,33 @@ import sys
 from m3gym.audit.leaks import (
     TRAIN_TASKS,
     ProbeResult,
+    binomial_upper_bound,
     choices_only_probe,
     view_only_probe,
 )
 
+Z_NOISE: float = 3.09
+"""One-sided normal quantile of a 0.001 false-alarm rate: above ``chance + Z * sd`` is a leak."""
+
 
 def format_row(r: ProbeResult) -> str:
-    """Return one table row: family, probe, n, accuracy, chance, excess and verdict."""
+    """Return one table row: family, probe, n, accuracy, chance, excess, noise bound, verdict.
+
+    The noise bound is the accuracy a blind guesser exceeds with probability 0.001 over ``n``
+    tasks; above the target but under it is "above target, within noise".
+    """
     if r.n == 0:
-        return f"| {r.family} | {r.probe} | 0 | - | - | - | n/a (no drawn/offered choices) |"
-    verdict = "ok" if r.passes else f"FAIL (> chance + {r.margin * 100:.0f})"
+        return (f"| {r.family} | {r.probe} | 0 | - | - | - | - | "
+                "n/a (answer not drawn / no choices) |")
+    bound = binomial_upper_bound(r.chance, r.n, Z_NOISE)
+    if r.passes:
+        verdict = "ok"
+    elif r.accuracy <= bound:
+        verdict = f"above chance + {r.margin * 100:.0f}, within noise"
+    else:
+        verdict = f"LEAK (> chance + {r.margin * 100:.0f})"
     return (f"| {r.family} | {r.probe} | {r.n} | {r.accuracy:.3f} | {r.chance:.3f} | "
-            f"{r.excess * 100:+.1f} | {verdict} |")
+            f"{r.excess * 100:+.1f} | {bound:.3f} | {verdict} |")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     families = args.family or m3gym.family_names(suite=None)
     probes = ("choices-only", "view-only") if args.probe == "both" else (args.probe,)
-    print("| family | probe | n | accuracy | chance | excess (points) | target |")
-    print("|---|---|---|---|---|---|---|")
+    print("| family | probe | n | accuracy | chance | excess (points) | noise bound | target |")
+    print("|---|---|---|---|---|---|---|---|")
     failed = False
     for family in families:
         m3gym.get_family(family)  # unknown names fail here with the list of families
