@@ -17,7 +17,9 @@ The module has six groups of helpers:
 * **clutter** — :func:`add_clutter` (shapes, boxes, stripes, fake photos, icons) and
   :func:`add_distractor_labels` (readable text labels), both avoiding reserved boxes;
 * **codes** — :func:`random_code` ("K7-4F2" style, without the confusable O/0, I/1, S/5, Z/2,
-  B/8, Q, L), :func:`near_miss_codes`, :func:`code_choices`, :func:`code_variants`;
+  B/8, Q, L), :func:`near_miss_codes`, :func:`code_choices` (look-alike edits on
+  :data:`CONFUSABLE_CYCLES`), :func:`code_variants`; numeric options :func:`value_window` /
+  :func:`window_choices` (consecutive values, the answer at a uniformly random position);
 * **degradations** — :func:`compress_dynamic_range`, :func:`add_sensor_noise`,
   :func:`mild_blur`, :func:`jpeg_artifacts`, plus :func:`faded_color` for faint ink;
 * **measurement / geometry** — :func:`region_evidence` (an :class:`~m3gym.tasks.spec.Evidence`
