@@ -35,7 +35,7 @@ from scipy.optimize import minimize
 
 from m3gym.scoring.answer import answer_is_correct, normalize_answer, parse_number
 from m3gym.tasks.registry import get_family, make_task
-from m3gym.tasks.spec import Task
+from m3gym.tasks.spec import Evidence, Task
 from m3gym.view import to_view, view_scale
 
 TRAIN_TASKS: int = 800
@@ -323,7 +323,7 @@ def choices_only_probe(family: str, held_out: int, train_tasks: int = TRAIN_TASK
 # view-only
 
 
-def drawn_answer_evidence(task: Task):  # noqa: ANN201 - Evidence | None
+def drawn_answer_evidence(task: Task) -> Evidence | None:
     """Return the evidence whose text is the answer (the answer is drawn in the image), or None."""
     for ev in task.evidence:
         if ev.text is not None and answer_is_correct(ev.text, task.answer):
