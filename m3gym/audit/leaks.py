@@ -353,7 +353,7 @@ def view_match_scores(task: Task, view_size: int | None = None, pad: int = 4) ->
     if ev is None or ev.glyph_height <= 0:
         return None
     image = task.images[ev.image]
-    size = view_size or get_family(task.task_id.split("/")[0]).view_size
+    size = view_size or get_family(task.family).view_size
     s = view_scale(image.shape[0], image.shape[1], size)
     view = cv2.cvtColor(to_view(image, size), cv2.COLOR_RGB2GRAY).astype(np.float32)
     x0, y0, x1, y1 = ev.box
