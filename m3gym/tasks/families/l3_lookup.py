@@ -104,30 +104,12 @@ def answer_choices(rng: np.random.Generator, answer: str, pool: list[str],
     return tuple(options[int(i)] for i in order)
 
 
-def numeric_neighbours(rng: np.random.Generator, value: str, count: int) -> list[str]:
-    """Return ``count`` distinct integers near ``value`` (same digit count), as strings."""
-    base = int(value.replace(",", ""))
-    out: list[str] = []
-    is_year = 1000 <= base <= 2100
-    span = 30 if is_year else max(6, base // 20)
-    for _ in range(count * 20):
-        if len(out) == count:
-            break
-        cand = base + int(rng.integers(-span, span + 1))
-        if is_year:
-            cand = min(cand, 2024)
-        s = f"{cand:,}" if cand >= 10_000 else str(cand)
-        if cand > 0 and cand != base and s not in out:
-            out.append(s)
-    return out
-
-
 def attribute_pool(rng: np.random.Generator, world: World, entity: Entity, attribute: str,
                    confusers: list[Entity], count: int) -> list[str]:
     """Return candidate wrong answers for ``entity.attribute``: confusers' values first.
 
-    Then values of the same attribute from random entities of the same kind, then (for numbers)
-    nearby numbers.
+    Then values of the same attribute from random entities of the same kind (numeric attributes
+    get a window of consecutive values instead, see :func:`lookup_choices`).
     """
     pool = [e.attributes[attribute] for e in confusers if attribute in e.attributes]
     same_kind = world.entities_of_kind(entity.kind)
@@ -135,8 +117,6 @@ def attribute_pool(rng: np.random.Generator, world: World, entity: Entity, attri
         other = same_kind[int(i)]
         if attribute in other.attributes:
             pool.append(other.attributes[attribute])
-    if entity.fact(attribute).numeric is not None:
-        pool = pool[:2] + numeric_neighbours(rng, entity.attributes[attribute], count) + pool[2:]
     return pool
 
 
