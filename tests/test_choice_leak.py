@@ -1,27 +1,85 @@
-"""Choices must not give the answer away to a policy that never looks at the image.
+"""Choices must not give the answer away to a policy that never reads the evidence.
 
-A no-tool policy that sees only the list of choices tries two shortcuts: the *medoid* (the choice
-closest, by edit distance, to all the others — near-miss distractors built around the answer
-make the answer the medoid) and, for numeric choices, the median. Both must stay near chance.
+Fast versions of ``m3gym audit-leaks`` (``M3GYM_LEAK_SEEDS`` tasks for training and as many
+held-out tasks per family; the full audit uses 800 and 300). Every bound is the one-sided binomial
+bound of a blind guesser at the family's chance level ``p`` over the ``n`` held-out tasks:
+``p + z * sqrt(p (1 - p) / n)`` with ``z = 3.09``, so a family without any leak fails a test with
+probability about 0.001 (about 3 % over the ~40 probe tests here). Nothing is added on top.
+
+* shortcuts: the *medoid* of the choices (closest by edit distance to all others — near-miss
+  distractors built around the answer make it the medoid) and, for numbers, the median;
+* the choices-only classifier of :mod:`m3gym.audit.leaks` trained on training seeds;
+* the view-only template matcher (families whose answer is drawn in the image).
 """
 
 import os
+from functools import cache
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
 import m3gym
-from m3gym.scoring.answer import answer_is_correct, parse_number
-from m3gym.tasks.registry import make_task
+from m3gym.audit.leaks import (
+    ChoiceRecord,
+    answer_index,
+    binomial_upper_bound,
+    choice_records,
+    choices_only_correct,
+    glyph_view_distances,
+    held_out_seed,
+    iter_tasks_with_choices,
+    view_match_scores,
+)
+from m3gym.scoring.answer import parse_number
+from m3gym.tasks import render as R
 
-SEEDS = int(os.environ.get("M3GYM_LEAK_SEEDS", "60"))
+SEEDS = int(os.environ.get("M3GYM_LEAK_SEEDS", "100"))
+Z = 3.09
+"""One-sided normal quantile of a 0.001 false-alarm rate per test."""
 FAMILIES = m3gym.family_names(suite=None)
+
+VIEW_LEAKS_KNOWN = {
+    "tiny_text": "glyphs 4-5 px tall in the view: a font-aware template matcher still reads the "
+                 "code (the answer beats even the 5 most look-alike one-character edits in 55 %)",
+    "tiny_faint_text": "small faint code: the view keeps it for a font-aware matcher",
+    "faint_text": "legible-size glyphs at 5-8 levels of contrast over 0.3-0.6 levels of noise: "
+                  "autocontrast is invertible, so the view holds what the tool shows",
+    "rotated_text": "legible-size glyphs, only rotated: a rotated template reads them",
+    "glyph_faint": "classic suite: fixed digit choices, the digit is legible to a matcher",
+    "glyph_rotate": "classic suite: fixed digit choices, the digit is legible to a matcher",
+    "glyph_zoom": "classic suite: fixed digit choices, the digit is legible to a matcher",
+}
+"""Families whose view-only target is not met by choice design (see the issue-10 note)."""
+
+
+@cache
+def train_records(family: str) -> tuple[ChoiceRecord, ...]:
+    return tuple(choice_records(family, range(SEEDS)))
+
+
+@cache
+def held_out(family: str) -> tuple[tuple[ChoiceRecord, ...], tuple[bool, ...]]:
+    """Held-out records and, for tasks whose answer is drawn, whether the view matcher wins."""
+    records, view_hits = [], []
+    for task in iter_tasks_with_choices(family, (held_out_seed(family, i) for i in range(SEEDS))):
+        rec = ChoiceRecord(tuple(task.choices), task.question, answer_index(task))
+        records.append(rec)
+        scores = view_match_scores(task)
+        if scores is not None and np.isfinite(scores).any():
+            view_hits.append(int(np.argmax(scores)) == rec.answer)
+    return tuple(records), tuple(view_hits)
+
+
+def chance(records) -> float:
+    return float(np.mean([1 / len(r.choices) for r in records]))
 
 
 def medoid(choices):
     costs = [sum(Levenshtein.distance(a, b) for b in choices) for a in choices]
-    return choices[int(np.argmin(costs))]
+    return int(np.argmin(costs))
 
 
 def median_choice(choices):
@@ -29,26 +87,138 @@ def median_choice(choices):
     if any(n is None for n in nums):
         return None
     order = np.argsort(nums, kind="stable")
-    return choices[int(order[len(order) // 2])]
+    return int(order[len(order) // 2])
+
+
+def test_binomial_bound_by_hand():
+    # p = 0.2, n = 100: sd = sqrt(0.16 / 100) = 0.04, so 0.2 + 3.09 * 0.04 = 0.3236
+    assert binomial_upper_bound(0.2, 100, 3.09) == pytest.approx(0.3236)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_choice_only_shortcuts_stay_near_chance(family):
-    hits = {"medoid": 0, "median": 0}
-    chance = 0.0
-    n = 0
-    for seed in range(SEEDS):
-        task = make_task(family, seed)
-        if not task.choices:
-            continue
-        n += 1
-        chance += 1 / len(task.choices)
-        hits["medoid"] += answer_is_correct(medoid(list(task.choices)), task.answer)
-        med = median_choice(list(task.choices))
-        hits["median"] += med is not None and answer_is_correct(med, task.answer)
-    if n == 0:
+    records, _ = held_out(family)
+    if not records:
         pytest.skip("family without choices")
-    p = chance / n
-    bound = p + 3 * np.sqrt(p * (1 - p) / n) + 0.05
+    bound = binomial_upper_bound(chance(records), len(records), Z)
+    hits = {"medoid": sum(medoid(r.choices) == r.answer for r in records),
+            "median": sum(median_choice(r.choices) == r.answer for r in records)}
     for name, h in hits.items():
-        assert h / n <= bound, f"{family}: the {name} of the choices is the answer {h}/{n} times (chance {p:.2f})"
+        assert h / len(records) <= bound, (
+            f"{family}: the {name} of the choices is the answer {h}/{len(records)} times "
+            f"(chance {chance(records):.3f}, bound {bound:.3f})")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_choices_only_classifier_stays_near_chance(family):
+    train = train_records(family)
+    test, _ = held_out(family)
+    if not train or not test:
+        pytest.skip("family without choices")
+    correct = choices_only_correct(train, test)
+    bound = binomial_upper_bound(chance(test), len(test), Z)
+    assert correct / len(test) <= bound, (
+        f"{family}: choices-only classifier {correct}/{len(test)} (chance {chance(test):.3f}, "
+        f"bound {bound:.3f})")
+
+
+@pytest.mark.parametrize("family", [
+    pytest.param(f, marks=pytest.mark.xfail(reason=VIEW_LEAKS_KNOWN[f], strict=True))
+    if f in VIEW_LEAKS_KNOWN else f for f in FAMILIES])
+def test_view_only_matcher_stays_near_chance(family):
+    records, hits = held_out(family)
+    if not hits:
+        pytest.skip("the answer is not drawn in the image")
+    # every family with a drawn answer offers the same number of choices on every seed
+    p = chance(records)
+    bound = binomial_upper_bound(p, len(hits), Z)
+    assert sum(hits) / len(hits) <= bound, (
+        f"{family}: view-only matcher {sum(hits)}/{len(hits)} (chance {p:.3f}, bound {bound:.3f})")
+
+
+# --------------------------------------------------------------------------------------------
+# the constructions behind it
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 50), st.integers(0, 60), st.integers(1, 8),
+       st.data())
+def test_value_window_is_consecutive_feasible_and_holds_the_value(seed, low, extra, count, data):
+    high = low + extra
+    value = data.draw(st.integers(low, high))
+    window = R.value_window(np.random.default_rng(seed), low, high, count, value)
+    assert window == list(range(window[0], window[0] + count))
+    assert value in window
+    if high - low + 1 >= count:
+        assert low <= window[0] and window[-1] <= high
+    else:
+        assert window[0] == low
+
+
+def test_value_window_position_is_uniform_away_from_the_edges():
+    # answer 50 in [0, 100], 6 values: the start is 50 - k for k = rng.integers(6), so the six
+    # windows starting at 45..50 are all reachable and nothing else is
+    starts = {R.value_window(np.random.default_rng(s), 0, 100, 6, 50)[0] for s in range(200)}
+    assert starts == {45, 46, 47, 48, 49, 50}
+
+
+def test_value_window_clips_at_the_edges():
+    assert {R.value_window(np.random.default_rng(s), 3, 12, 6, 3)[0] for s in range(50)} == {3}
+    assert {R.value_window(np.random.default_rng(s), 3, 12, 6, 12)[0] for s in range(50)} == {7}
+    assert R.value_window(np.random.default_rng(0), 3, 4, 6, 4) == [3, 4, 5, 6, 7, 8]
+    with pytest.raises(ValueError, match="outside the feasible range"):
+        R.value_window(np.random.default_rng(0), 3, 12, 6, 13)
+
+
+def test_confusable_cycles_cover_the_code_alphabet_once_and_are_regular():
+    chars = "".join(R.CONFUSABLE_CYCLES)
+    assert sorted(chars) == sorted(R.CODE_LETTERS + R.CODE_DIGITS)
+    assert all(len(R.confusable_neighbours(c)) == 2 for c in chars)
+    for cycle in R.CONFUSABLE_CYCLES:
+        assert cycle.isdigit() or cycle.isalpha()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_code_choices_differ_from_the_answer_only_by_look_alikes(seed):
+    rng = np.random.default_rng(seed)
+    code = R.random_code(rng)
+    # regular edit graph: every code of a layout has the same number of look-alike edits
+    assert len(R.confusable_edits(code)) == 2 * sum(ch.isalnum() for ch in code)
+    choices = R.code_choices(rng, code, 6)
+    assert code in choices and len(set(choices)) == 6
+    for c in choices:
+        diffs = [(a, b) for a, b in zip(code, c) if a != b]
+        assert len(c) == len(code) and len(diffs) <= 2
+        for a, b in diffs:
+            near = {n2 for n1 in R.confusable_neighbours(a) for n2 in
+                    (n1, *R.confusable_neighbours(n1))}
+            assert b in near, f"{a}->{b} is not a look-alike step in {code} -> {c}"
+
+
+@pytest.mark.parametrize("chars", [R.CODE_LETTERS, R.CODE_DIGITS])
+def test_cycle_neighbours_look_more_alike_downscaled_than_other_characters(chars):
+    # tiny_text's view: 8-11 px glyphs in a 1600 px image shown at 768 px
+    d = glyph_view_distances(chars, (8.0, 9.5, 11.0), 768 / 1600)
+    d = (d + d.T) / 2
+    n = len(chars)
+    near = np.zeros((n, n), bool)
+    for i, ch in enumerate(chars):
+        for nb in R.confusable_neighbours(ch):
+            near[i, chars.index(nb)] = True
+    off = ~np.eye(n, dtype=bool)
+    assert d[near].mean() < d[off & ~near].mean()
+    # and a glyph against itself half a pixel off is closer still than any look-alike pair
+    assert np.diag(d).max() < d[near].min()
+
+
+def test_audit_leaks_command_prints_one_row_per_probe(capsys):
+    from m3gym.cli import main
+
+    assert main(["audit-leaks", "--family", "region_count", "--tasks", "6",
+                 "--train-tasks", "12"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("| family | probe | n |") and len(lines) == 4
+    assert lines[2].startswith("| region_count | choices-only | 6 |")
+    assert "n/a" in lines[3]  # a count is not drawn as text: no view-only probe
+    assert main(["audit-leaks", "--family", "no_such_family"]) == 2

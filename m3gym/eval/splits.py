@@ -2,7 +2,9 @@
 
 The ``test`` split holds :data:`TASKS_PER_LEVEL` tasks per level, dealt round-robin over the
 level's families (sorted by name) with task seeds from ``SPLIT_SEED_BASES["test"] + level * 10**7``
-upward, so they never meet the training range ``[0, 1e9)``. The committed manifest
+upward, so they never meet the training range ``[0, 1e9)``; tasks of families that draw from the
+offline world are built in the *test* world (:func:`m3gym.tasks.registry.world_split_for_seed`),
+whose entities, names, logos, urls and codes never occur in training. The committed manifest
 (``m3gym/data/splits/test.json``) freezes the list and records ``Task.content_hash()`` per task;
 :func:`check_manifest` regenerates tasks and reports every hash that no longer matches (a task
 generator changed the bytes of a frozen task). ``m3gym split-manifest --write`` rewrites it.

@@ -7,7 +7,7 @@ themselves with :func:`register_family`; :func:`make_task` builds a task from ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -93,9 +93,30 @@ def task_seed_rng(family: str, seed: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy=int(seed), spawn_key=key))
 
 
+TRAIN_SEED_LIMIT: int = 1_000_000_000
+"""Training task seeds lie in ``[0, TRAIN_SEED_LIMIT)``; larger ones are held out (frozen)."""
+
+
+def world_split_for_seed(seed: int) -> str:
+    """Return the offline world a task seed draws its entities from: ``"train"`` or ``"test"``.
+
+    Held-out seeds (``>= TRAIN_SEED_LIMIT``, the frozen ``test``/``val`` splits) use the test world,
+    whose entity names, logos, urls and codes are disjoint from the training world's.
+    """
+    return "train" if int(seed) < TRAIN_SEED_LIMIT else "test"
+
+
 def make_task(family: str, seed: int, config: dict[str, Any] | None = None) -> Task:
-    """Build the task of ``family`` for ``seed`` (byte-identical in any process)."""
+    """Build the task of ``family`` for ``seed`` (byte-identical in any process).
+
+    Families with a ``split`` field (the offline world they draw entities from) get
+    :func:`world_split_for_seed` unless ``config`` sets ``split``: a held-out seed is always built
+    in the test world, whoever builds it (the env, the eval runner, a manifest check).
+    """
     cls = get_family(family)
-    cfg = cls(**(config or {}))
+    config = dict(config or {})
+    if "split" not in config and any(f.name == "split" for f in fields(cls)):
+        config["split"] = world_split_for_seed(seed)
+    cfg = cls(**config)
     cfg.validate()
     return replace(cfg.generate(task_seed_rng(family, seed)), task_id=f"{family}/{seed}")

@@ -17,7 +17,9 @@ The module has six groups of helpers:
 * **clutter** — :func:`add_clutter` (shapes, boxes, stripes, fake photos, icons) and
   :func:`add_distractor_labels` (readable text labels), both avoiding reserved boxes;
 * **codes** — :func:`random_code` ("K7-4F2" style, without the confusable O/0, I/1, S/5, Z/2,
-  B/8, Q, L), :func:`near_miss_codes`, :func:`code_choices`, :func:`code_variants`;
+  B/8, Q, L), :func:`near_miss_codes`, :func:`code_choices` (look-alike edits on
+  :data:`CONFUSABLE_CYCLES`), :func:`code_variants`; numeric options :func:`value_window` /
+  :func:`window_choices` (consecutive values, the answer at a uniformly random position);
 * **degradations** — :func:`compress_dynamic_range`, :func:`add_sensor_noise`,
   :func:`mild_blur`, :func:`jpeg_artifacts`, plus :func:`faded_color` for faint ink;
 * **measurement / geometry** — :func:`region_evidence` (an :class:`~m3gym.tasks.spec.Evidence`
@@ -680,6 +682,42 @@ def pivot_choices(
     return tuple(options[int(i)] for i in order)
 
 
+def value_window(rng: np.random.Generator, low: int, high: int, count: int,
+                 contains: int | None = None, step: int = 1) -> list[int]:
+    """Return ``count`` consecutive candidate values ``start, start + step, ...`` in the range.
+
+    With ``contains`` the window holds that value at a uniformly random position, then is shifted
+    (clipped) to fit the feasible range; without it the window is drawn uniformly among the
+    windows that fit. When the range holds fewer than ``count`` values the window extends past
+    ``high`` (a family whose configuration allows so few values cannot offer more choices).
+    """
+    if count < 1 or step < 1 or high < low:
+        raise ValueError(f"need count >= 1, step >= 1 and low <= high, got {count}, {step}, "
+                         f"[{low}, {high}]")
+    last_start = max(low, high - (count - 1) * step)
+    if contains is None:
+        start = low + step * int(rng.integers((last_start - low) // step + 1))
+    else:
+        if not low <= contains <= high:
+            raise ValueError(f"value {contains} outside the feasible range [{low}, {high}]")
+        start = contains - step * int(rng.integers(count))
+        start = min(max(start, low), last_start)
+        start += (contains - start) % step  # stay on the value's lattice
+        if start > contains:
+            start -= step
+    return [start + i * step for i in range(count)]
+
+
+def window_choices(rng: np.random.Generator, answer: int, low: int, high: int, count: int,
+                   fmt: Callable[[int], str] = str, step: int = 1) -> tuple[str, ...]:
+    """Return ``count`` shuffled consecutive values in ``[low, high]`` that include ``answer``.
+
+    The answer sits at a uniformly random position of the window (see :func:`value_window`), so
+    no statistic of the options (median, centre, spread) points at it.
+    """
+    return shuffled(rng, [fmt(v) for v in value_window(rng, low, high, count, answer, step)])
+
+
 def single_edits(code: str) -> list[str]:
     """Return every code that differs from ``code`` in exactly one letter (or one digit)."""
     out = []
@@ -689,16 +727,42 @@ def single_edits(code: str) -> list[str]:
     return out
 
 
+CONFUSABLE_CYCLES: tuple[str, ...] = ("CGDUJ", "EFPRK", "HMN", "YTXAWV", "2734659")
+"""Code characters on cycles of look-alikes at view resolution: each character's two cycle
+neighbours are among its nearest glyphs when downscaled (RMS distance of the INTER_AREA-downscaled
+renders in the readable faces at 4–5 px view height, measured in
+``tests/test_choice_leak.py``). Every character has exactly two neighbours, so every code of a
+layout has the same number of look-alike edits, which keeps the answer uniform among the options
+of :func:`code_choices`. Letters and digits never mix, so the layout is kept."""
+
+
+@lru_cache(maxsize=64)
+def confusable_neighbours(char: str) -> tuple[str, ...]:
+    """Return the two look-alike neighbours of a code character on :data:`CONFUSABLE_CYCLES`."""
+    for cycle in CONFUSABLE_CYCLES:
+        i = cycle.find(char)
+        if i >= 0:
+            return tuple(dict.fromkeys((cycle[i - 1], cycle[(i + 1) % len(cycle)])))
+    return ()
+
+
+def confusable_edits(code: str) -> list[str]:
+    """Return every code that differs from ``code`` in one character, by a look-alike."""
+    return [code[:i] + c + code[i + 1:] for i in _mutable_positions(code)
+            for c in confusable_neighbours(code[i])]
+
+
 def code_choices(
     rng: np.random.Generator, code: str, count: int = 6, exclude: Sequence[str] = (),
 ) -> tuple[str, ...]:
-    """Return ``count`` shuffled codes: ``code`` and near misses that do not centre on it.
+    """Return ``count`` shuffled codes: ``code`` and look-alike near misses not centred on it.
 
-    Every option differs from a hidden pivot code in one character (see
-    :func:`pivot_choices`), so options differ from the answer in one or two characters and
-    reading the code is the only way to tell them apart.
+    A hidden pivot is a look-alike edit of the code and the options are look-alike edits of the
+    pivot (see :func:`pivot_choices`): the edit graph is regular (:data:`CONFUSABLE_CYCLES`), so
+    given the options the answer is a uniformly random member, and every option differs from the
+    answer only in one or two characters whose downscaled glyphs look alike.
     """
-    return pivot_choices(rng, code, single_edits, count, exclude=exclude)
+    return pivot_choices(rng, code, confusable_edits, count, exclude=exclude)
 
 
 def code_variants(code: str) -> tuple[str, ...]:

@@ -6,8 +6,10 @@
 * ``faint_text`` — faded print in a low-dynamic-range photo: needs one ``autocontrast``.
 
 Every task asks for a code (see :func:`m3gym.tasks.render.random_code`) and offers six choices
-that differ from the answer in one or two characters, so the answer cannot be guessed from the
-layout of the choices, and readable distractor labels in the scene never hold the answer.
+that differ from the answer in one or two characters, each replaced by a look-alike at view
+resolution (:func:`m3gym.tasks.render.code_choices`), with the answer a uniformly random member,
+so it cannot be guessed from the layout of the choices; readable distractor labels in the scene
+never hold the answer.
 """
 
 from __future__ import annotations

@@ -88,19 +88,6 @@ def l2_metadata(family: str, domain: str, scene: str, evidence: tuple[Evidence, 
             "evidence_area_fraction": sum(e.area for e in evidence) / area, **extra}
 
 
-def count_choices(rng: np.random.Generator, value: int, count: int = 6,
-                  low: int = 0) -> tuple[str, ...]:
-    """Return ``count`` shuffled integer choices near ``value`` (never below ``low``).
-
-    Built around a hidden pivot (:func:`m3gym.tasks.render.pivot_choices`), so the answer is not
-    the median of the options.
-    """
-    def near(v: int) -> list[int]:
-        return [v + d for d in (-3, -2, -1, 1, 2, 3) if v + d >= low]
-
-    return render.pivot_choices(rng, value, near, count)
-
-
 # --------------------------------------------------------------------------------------------
 # text on plates
 

@@ -339,8 +339,11 @@ class CompareLabels(FamilyConfig):
             rng.random()  # an unused draw, kept so every seed's scene and choices stay the same
         checkpoints = c2.chain_checkpoints(ev, steps)
         answer = na if va > vb else nb
-        question = (f"Among the small {where}, which reads higher: the one labelled {na} or the "
-                    f"one labelled {nb}? Answer with the label.")
+        # the labels are named in a random order: the edge rule that draws vb makes the first
+        # gauge read higher slightly more often than not
+        first, second = c2.shuffled(rng, [na, nb])
+        question = (f"Among the small {where}, which reads higher: the one labelled {first} or "
+                    f"the one labelled {second}? Answer with the label.")
         return Task(
             task_id="", family=self.name, level=2, domain=domain, images=(render.freeze(img),),
             question=question, answer=AnswerSpec(answer), reference=tuple(steps), evidence=ev,

@@ -381,7 +381,10 @@ class RegionCount(FamilyConfig):
                     cv2.circle(mask_u8, ((x - rx) * 16 + ow * 8, (y - ry) * 16 + oh * 8),
                                d * 8 - 4, 1, -1, cv2.LINE_8, 4)
 
-        n = int(rng.integers(self.count_range[0], self.count_range[1] + 1))
+        # the options are drawn first (consecutive counts inside the feasible range) and the
+        # answer is a uniformly random member: no statistic of the options can single it out
+        window = render.value_window(rng, self.count_range[0], self.count_range[1], 6)
+        n = int(render.pick(rng, window))
         n_other = int(rng.integers(3, 9))
         mask_u8 = np.zeros((rh, rw), np.uint8)
         mask = np.zeros((rh, rw), bool)
@@ -450,7 +453,7 @@ class RegionCount(FamilyConfig):
             task_id="", family=self.name, level=2, domain=domain, images=(_freeze(img),),
             question=question, answer=AnswerSpec(str(placed)),
             reference=steps, evidence=(ev,), checkpoints=checkpoints,
-            choices=c2.count_choices(rng, placed, 6),
+            choices=render.shuffled(rng, [str(v) for v in window]),
             capabilities=("visual_grounding", "multi_hop"),
             metadata=c2.l2_metadata(self.name, domain, str(spec["scene"]), (ev,), img,
                                object_size=d, span=span, target=target),

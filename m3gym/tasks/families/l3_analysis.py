@@ -113,25 +113,24 @@ def _fact_choices(rng: np.random.Generator, world: World, entity: Any, attribute
     return R.shuffled(rng, options)
 
 
-def _count_choices(rng: np.random.Generator, answer: int, hints: list[int],
-                   count: int = 6) -> tuple[str, ...]:
-    """Return ``count`` shuffled distinct non-negative counts near ``answer``.
+def _grid_block(rng: np.random.Generator, rows: tuple[int, int],
+                cols: tuple[int, int]) -> list[tuple[int, int]]:
+    """Return six candidate grids: 2 consecutive row counts x 3 column counts (or 3 x 2).
 
-    Built around a hidden pivot (:func:`R.pivot_choices`) so the answer is not the median;
-    ``hints`` (other teams' counts) is kept for the signature and unused.
+    The block is drawn inside the feasible ranges *before* the true grid, which is then a
+    uniformly random member of it, so no statistic of the options singles out the answer. Blocks
+    whose totals coincide (3 x 8 = 4 x 6) are redrawn, so "how many in total" options stay
+    distinct (a range too narrow to avoid it keeps the last block; its totals are deduplicated).
     """
-    def near(v: int) -> list[int]:
-        return [v + d for d in (-3, -2, -1, 1, 2, 3) if v + d >= 0]
-
-    return R.pivot_choices(rng, answer, near, count)
-
-
-def _grid_neighbours(rc: tuple[int, int]) -> list[tuple[int, int]]:
-    """Return the grids one row and/or column off ``rc`` (and the transposed grid)."""
-    r, c = rc
-    out = [(r + dr, c + dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
-    out.append((c, r))
-    return [(a, b) for a, b in out if a >= 1 and b >= 1 and (a, b) != rc]
+    block: list[tuple[int, int]] = []
+    for _ in range(50):
+        n_r, n_c = (2, 3) if rng.random() < 0.5 else (3, 2)
+        row_counts = R.value_window(rng, rows[0], rows[1], n_r)
+        col_counts = R.value_window(rng, cols[0], cols[1], n_c)
+        block = [(r, c) for r in row_counts for c in col_counts]
+        if len({r * c for r, c in block}) == len(block):
+            break
+    return block
 
 
 # ============================================================================================
@@ -623,8 +622,12 @@ class KnowledgeCount(FamilyConfig):
         occupied: list[R.Box] = []
         counts = [0] * len(colours)
         bw = max(6, int(size * 0.5))
+        # the options are drawn first (consecutive counts inside the feasible range) and the
+        # named team's count is a uniformly random member of them
+        window = R.value_window(rng, *self.players_per_team, 6)
         for t, _ in enumerate(colours):
-            n = int(rng.integers(self.players_per_team[0], self.players_per_team[1] + 1))
+            n = (int(R.pick(rng, window)) if t == 0 else
+                 int(rng.integers(self.players_per_team[0], self.players_per_team[1] + 1)))
             for _ in range(n):
                 spot = R.find_free_spot(rng, (bw, size), halves[int(rng.integers(2))], occupied,
                                         margin=6, tries=30)
@@ -671,7 +674,8 @@ class KnowledgeCount(FamilyConfig):
             task_id=f"{self.name}/0", family=self.name, level=3, domain=domain, images=images,
             question=question, answer=AnswerSpec(str(answer), match="numeric"),
             reference=steps, evidence=evidence, checkpoints=checkpoints,
-            choices=_count_choices(rng, answer, counts[1:]),
+            choices=(R.shuffled(rng, [str(v) for v in window]) if answer in window else
+                     R.window_choices(rng, answer, 0, max(window), 6)),
             capabilities=("visual_grounding", "multi_hop", "parallelism", "knowledge"),
             metadata=_meta(self, domain, f"pitch:{surface}", images, evidence,
                            world={"seed": self.world_seed, "split": self.split},
@@ -731,8 +735,8 @@ class GridPeriod(FamilyConfig):
         """Build one task."""
         domain = R.pick(rng, self.domains)
         kind = R.pick(rng, tuple(PATTERNS))
-        n_rows = int(rng.integers(self.rows[0], self.rows[1] + 1))
-        n_cols = int(rng.integers(self.cols[0], self.cols[1] + 1))
+        block = _grid_block(rng, self.rows, self.cols)
+        n_rows, n_cols = R.pick(rng, block)
         w = int(rng.integers(1400, 1801))
         h = int(rng.integers(1000, 1301))
         mx, my = int(w * rng.uniform(0.04, 0.1)), int(h * rng.uniform(0.04, 0.1))
@@ -819,8 +823,7 @@ class GridPeriod(FamilyConfig):
             question = (f"This image shows {scene}. How many {things} does the pattern have in "
                         "total?")
             answer = AnswerSpec(str(total), match="numeric")
-            choices = R.pivot_choices(
-                rng, (n_rows, n_cols), _grid_neighbours, 6, fmt=lambda rc: str(rc[0] * rc[1]))
+            choices = R.shuffled(rng, list(dict.fromkeys(str(r * c) for r, c in block)))
         else:
             rc = f"{n_rows}x{n_cols}"
             question = (f"This image shows {scene}. How many rows and columns of {things} does "
@@ -828,8 +831,7 @@ class GridPeriod(FamilyConfig):
             answer = AnswerSpec(rc, variants=(f"{n_rows} x {n_cols}", f"{n_rows} by {n_cols}",
                                               f"{n_rows}×{n_cols}",
                                               f"{n_rows} rows and {n_cols} columns"))
-            choices = R.pivot_choices(rng, (n_rows, n_cols), _grid_neighbours, 6,
-                                      fmt=lambda rc: f"{rc[0]}x{rc[1]}")
+            choices = R.shuffled(rng, [f"{r}x{c}" for r, c in block])
         images = (R.freeze(img),)
         evidence = (ev,)
         return Task(

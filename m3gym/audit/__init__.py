@@ -1,0 +1,1 @@
+"""Audits of the environment as a specification: leak probes (and the reward audit beside them)."""

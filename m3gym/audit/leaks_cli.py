@@ -1,0 +1,77 @@
+"""The ``m3gym audit-leaks`` command: choices-only and view-only probes per family, vs chance."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from m3gym.audit.leaks import (
+    TRAIN_TASKS,
+    ProbeResult,
+    binomial_upper_bound,
+    choices_only_probe,
+    view_only_probe,
+)
+
+Z_NOISE: float = 3.09
+"""One-sided normal quantile of a 0.001 false-alarm rate: above ``chance + Z * sd`` is a leak."""
+
+
+def format_row(r: ProbeResult) -> str:
+    """Return one table row: family, probe, n, accuracy, chance, excess, noise bound, verdict.
+
+    The noise bound is the accuracy a blind guesser exceeds with probability 0.001 over ``n``
+    tasks; above the target but under it is "above target, within noise".
+    """
+    if r.n == 0:
+        return (f"| {r.family} | {r.probe} | 0 | - | - | - | - | "
+                "n/a (answer not drawn / no choices) |")
+    bound = binomial_upper_bound(r.chance, r.n, Z_NOISE)
+    if r.passes:
+        verdict = "ok"
+    elif r.accuracy <= bound:
+        verdict = f"above chance + {r.margin * 100:.0f}, within noise"
+    else:
+        verdict = f"LEAK (> chance + {r.margin * 100:.0f})"
+    return (f"| {r.family} | {r.probe} | {r.n} | {r.accuracy:.3f} | {r.chance:.3f} | "
+            f"{r.excess * 100:+.1f} | {bound:.3f} | {verdict} |")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the probes requested by ``args`` and print a markdown table; 1 when a target fails."""
+    import m3gym
+
+    families = args.family or m3gym.family_names(suite=None)
+    probes = ("choices-only", "view-only") if args.probe == "both" else (args.probe,)
+    print("| family | probe | n | accuracy | chance | excess (points) | noise bound | target |")
+    print("|---|---|---|---|---|---|---|---|")
+    failed = False
+    for family in families:
+        m3gym.get_family(family)  # unknown names fail here with the list of families
+        for probe in probes:
+            if probe == "choices-only":
+                r = choices_only_probe(family, args.tasks, args.train_tasks)
+            else:
+                r = view_only_probe(family, args.tasks)
+            failed |= r.n > 0 and not r.passes
+            print(format_row(r), flush=True)
+    return 1 if failed and args.strict else 0
+
+
+def add_audit_leaks_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``audit-leaks`` on the ``m3gym`` sub-command parser."""
+    p = sub.add_parser("audit-leaks", help="choices-only and view-only leak probes per family")
+    p.add_argument("--family", action="append", help="family name (repeatable; default: all)")
+    p.add_argument("--tasks", type=int, default=300, help="held-out tasks per family")
+    p.add_argument("--train-tasks", type=int, default=TRAIN_TASKS,
+                   help="training tasks per family for the choices-only classifier")
+    p.add_argument("--probe", choices=("both", "choices-only", "view-only"), default="both")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a family misses a target")
+    p.set_defaults(func=run)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    parser = argparse.ArgumentParser(prog="m3gym-audit-leaks")
+    add_audit_leaks_parser(parser.add_subparsers(dest="command", required=True))
+    ns = parser.parse_args(["audit-leaks", *sys.argv[1:]])
+    sys.exit(ns.func(ns))
