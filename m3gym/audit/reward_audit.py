@@ -1,0 +1,422 @@
+"""The reward audit: what blind policies earn, as a share of the oracle's return, per preset.
+
+For one env id and one reward preset, every policy (the blind library of
+:mod:`m3gym.audit.blind` and the references random, heuristic, oracle and "oracle calls with a
+random answer") plays the same ``N`` episodes (env seeds ``seed .. seed + N - 1``) through the
+public episode loop (:func:`m3gym.rollout.run_episode`). Reported per policy: the mean return and
+its percentage of the oracle's mean return, the mean non-answer reward (return minus the answer
+term), and the means of Acc, S, V, M3 and OT.
+
+**Chance adjustment.** Policies that answer a uniformly random choice (every blind policy, the
+random agent, the oracle-calls-random-answer reference) have their realized answer reward replaced,
+episode by episode, by its expectation under uniform choice: ``w_answer × p`` where ``p`` is the
+share of the task's choices the answer matcher accepts (``0`` for a task without choices, whose
+free-text guess has negligible chance), and ``0`` when the episode ended without an answer. The
+rest of the return (everything the reward pays besides the answer) is kept as realized. So the
+audited return is what the policy earns in expectation over its coin flips, with no luck.
+
+**Targets** (:func:`check_targets`), each with an optional sample-size allowance ``z × SE`` of
+the paired per-episode difference (``z = 0``: the point estimates, as the issue states them):
+
+- ``blind<=random+5``: every blind policy's %-of-oracle is at most the *random floor*'s + 5
+  points, the floor being the higher of the random agent and ``answer_now`` (both answer a random
+  choice; the random agent's random calls may cost penalties, see :func:`random_floor`);
+- ``heuristic>blind``: the heuristic agent's mean non-answer reward exceeds every blind policy's
+  (not applicable when the preset pays nothing besides the answer: all are exactly 0);
+- ``oracle``: the oracle scores Acc = S = V = M3 = 1 and OT = 0 on every episode.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from m3gym.agents.base import Agent, OracleAgent, make_agent
+from m3gym.audit.blind import BLIND_POLICIES, blind_shape, make_blind_policy, random_answer
+from m3gym.scoring.answer import answer_is_correct
+from m3gym.tasks.spec import Task
+
+REFERENCE_POLICIES: tuple[str, ...] = ("oracle", "oracle_random_answer", "heuristic", "random")
+"""The reference agents every audit runs, in table order."""
+
+RANDOM_ANSWER_REFERENCES: frozenset[str] = frozenset({"random", "oracle_random_answer"})
+"""References whose answer is a uniformly random choice (their answer term is chance-adjusted)."""
+
+BLIND_MARGIN = 5.0
+"""Points of the oracle's return a blind policy may earn above the random agent."""
+
+YARDSTICKS: tuple[str, ...] = ("oracle", "random", "answer_now")
+"""Policies every audit runs: the oracle (100 %) and the two random floors."""
+
+DEFAULT_ENVS: tuple[str, ...] = ("M3Bench-L1", "M3Bench-L2", "M3Bench-L3", "M3Bench-Classic")
+"""The env ids the audit covers by default: every level and the classic suite."""
+
+
+def reward_presets() -> list[str]:
+    """Return the name of every reward preset YAML in ``m3gym/configs/reward/`` (sorted)."""
+    folder = resources.files("m3gym").joinpath("configs/reward")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def preset_spec(name: str) -> str:
+    """Return what ``gym.make(..., reward=...)`` takes for preset ``name`` (name or YAML path)."""
+    from m3gym.reward import PRESETS
+
+    if name in PRESETS:
+        return name
+    path = resources.files("m3gym").joinpath(f"configs/reward/{name}.yaml")
+    if not path.is_file():
+        raise ValueError(f"unknown reward preset {name!r}; available: {reward_presets()}")
+    return str(path)
+
+
+class OracleCallsRandomAnswer(OracleAgent):
+    """Replays the reference calls exactly, then answers a uniformly random choice.
+
+    Its return (chance-adjusted) is what correct *process* alone is worth under a preset.
+    """
+
+    name = "oracle_random_answer"
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__()
+        self.rng = np.random.default_rng(seed)
+        self._choices: tuple[str, ...] = ()
+
+    def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
+        """Start replaying; remember the choices."""
+        super().reset(observation, info)
+        self._choices = tuple(info.get("choices") or ())
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any:
+        """Return the next reference step, then a random answer."""
+        if self.task is not None and self._step >= len(self.task.reference):
+            return random_answer(self.rng, self._choices)
+        return super().act(observation, info)
+
+
+def policy_names() -> list[str]:
+    """Return every policy the audit runs: the references, then the blind library."""
+    return [*REFERENCE_POLICIES, *BLIND_POLICIES]
+
+
+def is_blind(name: str) -> bool:
+    """Return whether ``name`` is a blind policy (held to the blind targets)."""
+    return name in BLIND_POLICIES
+
+
+def is_chance_adjusted(name: str) -> bool:
+    """Return whether policy ``name`` answers at random (its answer term is chance-adjusted)."""
+    return is_blind(name) or name in RANDOM_ANSWER_REFERENCES
+
+
+def build_policy(name: str, seed: int, task_source: Callable[[], Task]) -> Agent:
+    """Return policy ``name``; ``task_source`` gives the env's current task (read at reset).
+
+    Blind policies receive only :func:`m3gym.audit.blind.blind_shape` of that task.
+    """
+    if name in BLIND_POLICIES:
+        return make_blind_policy(name, seed, lambda: blind_shape(task_source()))
+    if name == "oracle_random_answer":
+        return OracleCallsRandomAnswer(seed)
+    if name in ("oracle", "heuristic", "random"):
+        return make_agent(name, seed=seed)
+    raise ValueError(f"unknown audit policy {name!r}; available: {', '.join(policy_names())}")
+
+
+def chance_accuracy(task: Task) -> float:
+    """Return the probability that a uniformly random choice of ``task`` is judged correct."""
+    if not task.choices:
+        return 0.0
+    return sum(answer_is_correct(c, task.answer) for c in task.choices) / len(task.choices)
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """One episode of one policy: realized return, its answer term and the final metrics.
+
+    ``chance_acc`` is the task's :func:`chance_accuracy` when the episode ended with an answer,
+    else 0; ``chance_answer_reward`` is ``w_answer × chance_acc`` (see the module docstring).
+    """
+
+    seed: int
+    ret: float
+    answer_reward: float
+    chance_answer_reward: float
+    answered: bool
+    acc: float
+    chance_acc: float
+    S: float
+    V: float
+    m3: float
+    OT: float
+
+    @property
+    def non_answer(self) -> float:
+        """The return without the answer term."""
+        return self.ret - self.answer_reward
+
+    def audited_return(self, chance_adjusted: bool) -> float:
+        """Return the return, with the answer term replaced by its chance expectation if asked."""
+        return self.non_answer + self.chance_answer_reward if chance_adjusted else self.ret
+
+    def audited_acc(self, chance_adjusted: bool) -> float:
+        """Return the accuracy, replaced by its chance expectation if asked."""
+        return self.chance_acc if chance_adjusted else self.acc
+
+
+def outcome_of(seed: int, total_reward: float, final_info: Mapping[str, Any], answered: bool,
+               task: Task, answer_weight: float) -> EpisodeOutcome:
+    """Return the :class:`EpisodeOutcome` of a finished episode."""
+    metrics = final_info.get("metrics", {})
+    components = final_info.get("reward_components", {})
+    chance = chance_accuracy(task) if answered else 0.0
+    return EpisodeOutcome(
+        seed=seed, ret=float(total_reward), answer_reward=float(components.get("answer", 0.0)),
+        chance_answer_reward=answer_weight * chance, answered=answered,
+        acc=float(metrics.get("acc", 0.0)), chance_acc=chance, S=float(metrics.get("S", 0.0)),
+        V=float(metrics.get("V", 0.0)), m3=float(metrics.get("m3", 0.0)),
+        OT=float(metrics.get("OT", 0.0)))
+
+
+@dataclass
+class PolicyResult:
+    """All episodes of one policy under one env id and preset."""
+
+    name: str
+    outcomes: list[EpisodeOutcome]
+
+    @property
+    def chance_adjusted(self) -> bool:
+        """Whether the answer term is chance-adjusted for this policy."""
+        return is_chance_adjusted(self.name)
+
+    def returns(self) -> np.ndarray:
+        """Per-episode audited returns."""
+        return np.array([o.audited_return(self.chance_adjusted) for o in self.outcomes])
+
+    def non_answer(self) -> np.ndarray:
+        """Per-episode non-answer rewards."""
+        return np.array([o.non_answer for o in self.outcomes])
+
+    def acc(self) -> float:
+        """Mean accuracy (its chance expectation for a chance-adjusted policy)."""
+        return float(np.mean([o.audited_acc(self.chance_adjusted) for o in self.outcomes]))
+
+    def mean(self, attr: str) -> float:
+        """Mean of an :class:`EpisodeOutcome` field over the episodes."""
+        return float(np.mean([getattr(o, attr) for o in self.outcomes]))
+
+
+@dataclass
+class EnvAudit:
+    """Every policy's results for one env id and one reward preset."""
+
+    env_id: str
+    preset: str
+    seed: int
+    results: dict[str, PolicyResult] = field(default_factory=dict)
+
+    @property
+    def oracle_return(self) -> float:
+        """The oracle's mean return (the 100 % of the table)."""
+        return float(self.results["oracle"].returns().mean())
+
+    def percent(self, values: np.ndarray) -> np.ndarray:
+        """Return ``values`` as percentages of the oracle's mean return."""
+        return 100.0 * values / self.oracle_return
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Return one summary dict per policy (table order)."""
+        rows = []
+        for name, res in self.results.items():
+            ret = res.returns()
+            rows.append({
+                "policy": name, "blind": is_blind(name), "chance_adjusted": res.chance_adjusted,
+                "episodes": len(ret), "return": float(ret.mean()),
+                "pct_oracle": float(self.percent(ret).mean()),
+                "non_answer": float(res.non_answer().mean()), "acc": res.acc(),
+                "S": res.mean("S"), "V": res.mean("V"), "m3": res.mean("m3"),
+                "OT": res.mean("OT"), "answered": res.mean("answered"),
+            })
+        return rows
+
+
+def episode_tasks(env_id: str, episodes: int, seed: int = 0) -> list[Task]:
+    """Return the tasks ``env_id`` resets to for env seeds ``seed .. seed + episodes - 1``.
+
+    Generated once and shared by every policy and preset of an audit (the episodes are then
+    reset with ``options={"task": task}`` and the same seed, which is the same episode).
+    """
+    import gymnasium as gym
+
+    import m3gym  # noqa: F401  (registers the env ids)
+
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    env = gym.make(env_id)
+    try:
+        tasks = []
+        for i in range(episodes):
+            env.reset(seed=seed + i)
+            tasks.append(env.unwrapped.task)
+    finally:
+        env.close()
+    return tasks
+
+
+def run_policy(env: Any, name: str, tasks: Sequence[Task], seed: int) -> PolicyResult:
+    """Play policy ``name`` (seeded with ``seed``) on ``env``, episode ``i`` = ``tasks[i]``."""
+    from m3gym.rollout import run_episode
+
+    base = env.unwrapped
+    agent = build_policy(name, seed, lambda: base.task)
+    weight = float(base.reward_config.answer)
+    outcomes = []
+    for i, task in enumerate(tasks):
+        res = run_episode(env, agent, seed=seed + i, options={"task": task})
+        answered = res.trace.get("answer") is not None
+        outcomes.append(outcome_of(seed + i, res.total_reward, res.final_info, answered,
+                                   task, weight))
+    return PolicyResult(name, outcomes)
+
+
+def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
+              policies: Iterable[str] | None = None, tasks: Sequence[Task] | None = None,
+              on_policy: Callable[[str], None] | None = None) -> EnvAudit:
+    """Run every policy (default: all) on ``episodes`` shared seeds of ``env_id`` under ``preset``.
+
+    The oracle, the random agent and ``answer_now`` always run (the targets' yardsticks).
+    ``tasks`` (from :func:`episode_tasks` with the same ``seed``) saves generating them again.
+    Deterministic for a given ``seed``.
+    """
+    import gymnasium as gym
+
+    wanted = list(policies) if policies is not None else policy_names()
+    unknown = sorted(set(wanted) - set(policy_names()))
+    if unknown:
+        raise ValueError(f"unknown audit policies {unknown}; available: {policy_names()}")
+    if tasks is None:
+        tasks = episode_tasks(env_id, episodes, seed)
+    elif len(tasks) != episodes:
+        raise ValueError(f"got {len(tasks)} tasks for {episodes} episodes")
+    names = [n for n in policy_names() if n in {*YARDSTICKS, *wanted}]
+    env = gym.make(env_id, reward=preset_spec(preset))
+    audit = EnvAudit(env_id, preset, seed)
+    try:
+        for name in names:
+            if on_policy is not None:
+                on_policy(name)
+            audit.results[name] = run_policy(env, name, tasks, seed)
+    finally:
+        env.close()
+    return audit
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """One target of one audit: its name, the policy it concerns, pass/fail and the numbers."""
+
+    target: str
+    policy: str
+    passed: bool
+    detail: str
+
+
+def _paired(diff: np.ndarray, z: float) -> tuple[float, float]:
+    """Return the mean of ``diff`` and the allowance ``z × SE`` (0 for one episode or z = 0)."""
+    mean = float(diff.mean())
+    if z == 0.0 or len(diff) < 2:
+        return mean, 0.0
+    return mean, z * float(diff.std(ddof=1)) / math.sqrt(len(diff))
+
+
+def random_floor(audit: EnvAudit) -> tuple[str, np.ndarray]:
+    """Return the random floor: the random agent or ``answer_now``, whichever earns more.
+
+    Both answer a uniformly random choice; the random agent also makes random calls, which the
+    penalty terms may charge. Measuring blind policies against the higher of the two keeps the
+    target about profit from blind *calls*, not about the random agent's penalties. Returned as
+    the policy's name and its per-episode %-of-oracle returns.
+    """
+    best = max(("random", "answer_now"), key=lambda n: audit.results[n].returns().mean())
+    return best, audit.percent(audit.results[best].returns())
+
+
+def check_targets(audit: EnvAudit, z: float = 0.0,
+                  margin: float = BLIND_MARGIN) -> list[TargetCheck]:
+    """Return the target checks of one audit (see the module docstring)."""
+    checks: list[TargetCheck] = []
+    oracle = audit.results["oracle"]
+    bad = [f"{k}={oracle.mean(k):.3f}" for k in ("acc", "S", "V", "m3")
+           if abs(oracle.mean(k) - 1.0) > 1e-9]
+    if oracle.mean("OT") > 1e-9:
+        bad.append(f"OT={oracle.mean('OT'):.3f}")
+    checks.append(TargetCheck("oracle", "oracle", not bad,
+                              "Acc=S=V=M3=1, OT=0" if not bad else ", ".join(bad)))
+    if audit.oracle_return <= 0:
+        checks.append(TargetCheck("oracle_return>0", "oracle", False,
+                                  f"oracle mean return {audit.oracle_return:.3f}"))
+        return checks
+    floor_name, floor = random_floor(audit)
+    heur = audit.results.get("heuristic")
+    for name, res in audit.results.items():
+        if not is_blind(name):
+            continue
+        pct = audit.percent(res.returns())
+        mean, allow = _paired(pct - floor, z)
+        checks.append(TargetCheck(
+            f"blind<=random+{margin:g}", name, mean <= margin + allow,
+            f"{pct.mean():.1f}% vs random floor {floor.mean():.1f}% ({floor_name}): "
+            f"{mean:+.1f} points" + (f", allowance {allow:.1f}" if allow else "")))
+        if heur is None:
+            continue
+        h, b = heur.non_answer(), res.non_answer()
+        if not h.any() and not b.any():
+            checks.append(TargetCheck("heuristic>blind", name, True,
+                                      "n/a: the preset pays nothing besides the answer"))
+            continue
+        mean, allow = _paired(h - b, z)
+        checks.append(TargetCheck(
+            "heuristic>blind", name, mean > -allow,
+            f"non-answer heuristic {h.mean():.3f} vs {b.mean():.3f}"
+            + (f" (allowance {allow:.3f})" if allow else "")))
+    return checks
+
+
+def format_table(audit: EnvAudit) -> str:
+    """Return the audit's table in Markdown (one row per policy)."""
+    n = len(audit.results["oracle"].outcomes)
+    lines = [f"### {audit.env_id} · preset `{audit.preset}` · {n} episodes (seeds from "
+             f"{audit.seed}) · oracle return {audit.oracle_return:.3f}", "",
+             "| policy | return | % oracle | non-answer | Acc | S | V | M3 | OT |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in audit.rows():
+        tag = " (blind)" if r["blind"] else ""
+        star = "*" if r["chance_adjusted"] else ""
+        lines.append(
+            f"| {r['policy']}{tag} | {r['return']:.3f}{star} | {r['pct_oracle']:.1f} | "
+            f"{r['non_answer']:.3f} | {r['acc']:.2f} | {r['S']:.2f} | {r['V']:.2f} | "
+            f"{r['m3']:.2f} | {r['OT']:.2f} |")
+    return "\n".join(lines)
+
+
+def format_checks(checks: Sequence[TargetCheck]) -> str:
+    """Return one ``PASS``/``FAIL`` line per target check."""
+    return "\n".join(f"{'PASS' if c.passed else 'FAIL'}  {c.target:<18} {c.policy:<20} {c.detail}"
+                     for c in checks)
+
+
+def audit_json(audit: EnvAudit, checks: Sequence[TargetCheck]) -> dict[str, Any]:
+    """Return a JSON-serializable record of one audit: rows, checks and every episode."""
+    return {
+        "env": audit.env_id, "preset": audit.preset, "seed": audit.seed,
+        "oracle_return": audit.oracle_return, "rows": audit.rows(),
+        "checks": [asdict(c) for c in checks],
+        "episodes": {n: [asdict(o) for o in r.outcomes] for n, r in audit.results.items()},
+    }
