@@ -270,4 +270,6 @@ def test_reward_targets(env_id, preset):
     """
     audit = audit_env(env_id, preset, TARGET_EPISODES, seed=1000)
     failed = [c for c in check_targets(audit, z=TARGET_Z) if not c.passed]
-    assert not failed, "\n".join(f"{c.target} {c.policy}: {c.detail}" for c in failed)
+    if failed:
+        pytest.fail("\n".join(f"{c.target} {c.policy}: {c.detail}" for c in failed),
+                    pytrace=False)
