@@ -4,27 +4,46 @@ Calls are bucketed by exact tool name; inside each bucket the Hungarian algorith
 (:func:`scipy.optimize.linear_sum_assignment`) assigns reference to predicted calls on the cost
 ``1 − sim``. Pairs with ``sim < τ_weak`` (0.6) are dropped; ``sim ≥ τ_strong`` (0.8) marks a
 strong match. ``sim`` is a *typed* argument similarity (M3-Bench embeds the flattened JSON with a
-sentence encoder; m3gym knows every argument's type and compares exactly):
+sentence encoder; m3gym knows every argument's type and compares exactly).
 
-* ``bbox_2d`` — IoU after mapping both boxes (0–1000 of their source image) to the root image's
-  normalized coordinates through the crop / flip chain that produced the source image;
-  photometric ops and ``resize`` keep the frame. Through any other geometric op (``rotate``) the
-  raw boxes are compared. Boxes on different roots score 0.
-* ``angle`` — ``1 − circular distance / 180`` (modulo 360).
-* other numbers — ``1 − |a − b| / max(|a|, |b|, eps)``, clipped to [0, 1].
-* enums (``direction``, ``mode``, ``method``) and bools — exact; urls — exact after normalization
-  (scheme, ``www.`` and trailing slash dropped, case folded).
-* other free text — ``rapidfuzz.fuzz.token_set_ratio / 100`` on default-processed strings.
-* ``image_index`` — 1 for the same input image, 1 when the predicted image was produced by the
-  call aligned to the reference producer, else 0. Resolved by iterating the assignment until the
-  image similarities no longer change (producers are aligned before their consumers settle).
-* ``label`` — ignored.
+**Content gate.** Every tool declares its *content arguments* with a typed similarity (the
+``content`` facet of its :class:`~m3gym.tools.base.ToolSpec`, read through
+:data:`~m3gym.tools.catalogue.CONTENT_ARGUMENTS`). A pair whose content similarity is below
+``τ_weak`` on any content argument scores 0 — it never matches, whatever its other arguments —
+so a call with the wrong content counts like a missing call (and an extra one). The content
+similarities (given the task's :class:`ContentContext`: input sizes, evidence boxes and texts,
+search targets):
 
-The similarity is the mean over the union of both calls' argument keys (``label`` excluded; a
-``None`` value counts as absent, so validated arguments with unset optional fields compare like
-omitted ones). A key present on one side only is compared with the tool's default value for it
-(:data:`DEFAULT_ARGUMENTS`, or the ``defaults`` passed in, e.g. from
-:func:`defaults_from_registry`); without a default it scores 0. No keys at all gives 1.
+* ``bbox_2d`` (crop) — both boxes (0–1000 of their source image) are mapped to the root image's
+  normalized coordinates through the crop / flip chain that produced the source image
+  (photometric ops and ``resize`` keep the frame; through any other geometric op the raw boxes
+  are compared; boxes on different roots score 0). The similarity is 1 when the predicted box
+  covers every evidence box that the reference box covers *and* magnifies it (keeps at most
+  :data:`MAGNIFY_MAX_SHARE` of the root's area, or twice the evidence's share when that is
+  larger); otherwise the IoU of the two boxes.
+* ``angle`` (rotate) — 1 when both rotations give the same upright result (equal modulo 360
+  within :data:`ANGLE_TOLERANCE_DEG`), else 0.
+* ``direction`` (flip) — exact.
+* ``image_index`` of photometric ops and ``image_search`` — 1 for the same input image, 1 when the
+  predicted image was produced by the call aligned to the reference producer, else 0 (resolved by
+  iterating the assignment until the image similarities no longer change).
+* ``query`` (web_search) — 1 when the call's results rank one of the task's search targets for
+  that tool within its ``max_rank``; otherwise the token F1 with the reference query or an
+  evidence text, whichever is higher.
+* ``url`` (fetch_webpage, download_image) — exact after normalization (scheme, ``www.`` and
+  trailing slash dropped, case folded).
+
+Other arguments use the M3-Bench-style typed similarity: numbers ``1 − |a − b| / max(|a|, |b|,
+eps)`` clipped to [0, 1], enums and bools exact, urls normalized, other text rapidfuzz's
+``token_set_ratio / 100``, ``image_index`` as above (for crop and rotate, where the box or angle
+carries the content, a different source image lowers the mean but does not gate), ``label``
+ignored.
+
+The similarity of a pair that passes the gate is the mean over the union of both calls' argument
+keys (``label`` excluded; a ``None`` value counts as absent, so validated arguments with unset
+optional fields compare like omitted ones). A key present on one side only is compared with the
+tool's default value for it (:data:`DEFAULT_ARGUMENTS`, derived from the catalogue, or the
+``defaults`` passed in); without a default it scores 0. No keys at all gives 1.
 
 **Failed calls.** Only successful predicted calls (``ok``) take part in the assignment; every
 issued tool call, failed ones included, counts in precision's denominator (a record named
@@ -57,6 +76,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -65,44 +85,35 @@ import numpy as np
 from rapidfuzz import fuzz, utils
 from scipy.optimize import linear_sum_assignment
 
-from m3gym.tasks.spec import RefCall
+from m3gym.tasks.spec import RefCall, Task
+from m3gym.tools.base import ContentSimilarity
+from m3gym.tools.catalogue import (
+    CONTENT_ARGUMENTS,
+    DEFAULT_ARGUMENTS,
+    ENUM_KEYS,
+    FRAME_PRESERVING_TOOLS,
+    NON_IMAGE_TOOLS,
+    canonical_tool,
+)
 from m3gym.trace import CallRecord
 from m3gym.urls import normalize_url
 
 TAU_WEAK: float = 0.6
 TAU_STRONG: float = 0.8
 
-#: Reference tools that do not add an image (every other tool does, ``download_image`` included).
-NON_IMAGE_TOOLS: frozenset[str] = frozenset(
-    {"web_search", "image_search", "fetch_webpage", "answer"}
-)
-#: Ops that keep an image's normalized frame (pixels change, geometry in 0–1 coordinates does not).
-FRAME_PRESERVING_TOOLS: frozenset[str] = frozenset({
-    "grayscale", "autocontrast", "invert", "equalize", "threshold", "blur", "sharpen", "denoise",
-    "edge_detect", "enhance", "resize",
-})
-ENUM_KEYS: frozenset[str] = frozenset({"direction", "mode", "method"})
 URL_KEYS: frozenset[str] = frozenset({"url"})
 IGNORED_KEYS: frozenset[str] = frozenset({"label"})
 BOX_KEY = "bbox_2d"
 IMAGE_KEY = "image_index"
 ANGLE_KEY = "angle"
 
-#: Tool defaults from the tool table (used for keys one side omits).
-DEFAULT_ARGUMENTS: Mapping[str, Mapping[str, Any]] = {
-    "crop": {"zoom_scale": 1.0},
-    "rotate": {"expand": True},
-    "flip": {"direction": "horizontal"},
-    "autocontrast": {"cutoff": 0.0},
-    "threshold": {"value": 128, "mode": "binary"},
-    "blur": {"radius": 2.0},
-    "denoise": {"strength": 10.0},
-    "edge_detect": {"method": "canny"},
-    "enhance": {"brightness": 1.0, "contrast": 1.0, "sharpness": 1.0},
-    "web_search": {"top_k": 5},
-    "image_search": {"top_k": 5},
-    "fetch_webpage": {"max_chars": 12000},
-}
+MAGNIFY_MAX_SHARE: float = 0.5
+"""A crop magnifies when it keeps at most this share of its root's area (or twice the evidence's
+share, when that is larger)."""
+
+ANGLE_TOLERANCE_DEG: float = 10.0
+"""Two rotations give the same upright result when they differ by at most this (modulo 360)."""
+
 
 _NUM_EPS = 1e-9
 _MISSING = object()
@@ -186,6 +197,64 @@ class Alignment:
             "tau_weak": self.tau_weak,
             "tau_strong": self.tau_strong,
         }
+
+
+# ----------------------------------------------------------------------------- content context
+
+
+@dataclass(frozen=True)
+class EvidenceRegion:
+    """One evidence box in its input image's normalized (0–1) coordinates, with its text."""
+
+    image: int
+    box: tuple[float, float, float, float]
+    text: str | None = None
+
+    @property
+    def area(self) -> float:
+        """Share of the input image's area the box covers."""
+        x0, y0, x1, y1 = self.box
+        return max(0.0, x1 - x0) * max(0.0, y1 - y0)
+
+
+@dataclass(frozen=True)
+class SearchTarget:
+    """A page the reference's search finds: ``url`` within the first ``max_rank`` results."""
+
+    tool: str
+    url: str
+    max_rank: int
+
+
+@dataclass(frozen=True)
+class ContentContext:
+    """What the content similarities need to know of the task (no pixels, no answer).
+
+    Build it with :meth:`from_task`. Without it, crop boxes are compared by IoU only and search
+    queries by token F1 with the reference query only.
+    """
+
+    evidence: tuple[EvidenceRegion, ...] = ()
+    search_targets: tuple[SearchTarget, ...] = ()
+
+    @classmethod
+    def from_task(cls, task: Task) -> ContentContext:
+        """Return the context of ``task``: its evidence boxes (normalized) and search targets."""
+        regions = []
+        for ev in task.evidence:
+            if not 0 <= ev.image < len(task.images):
+                continue
+            h, w = task.images[ev.image].shape[:2]
+            x0, y0, x1, y1 = ev.box
+            regions.append(EvidenceRegion(ev.image, (x0 / w, y0 / h, x1 / w, y1 / h), ev.text))
+        targets = []
+        for cp in task.checkpoints:
+            if cp.kind == "search_hit":
+                rank = cp.params.get("max_rank", 3)
+                targets.append(SearchTarget(
+                    str(cp.params.get("tool")), normalize_url(str(cp.params.get("url", ""))),
+                    rank if isinstance(rank, int) and not isinstance(rank, bool) else 3))
+        return cls(tuple(regions), tuple(targets))
 
 
 # ----------------------------------------------------------------------------- frames
@@ -291,6 +360,65 @@ def text_similarity(a: str, b: str) -> float:
     return fuzz.token_set_ratio(a, b, processor=utils.default_process) / 100.0
 
 
+_TOKEN = re.compile(r"[0-9a-z]+")
+
+
+def query_tokens(text: str) -> list[str]:
+    """Return the lower-case alphanumeric tokens of a search query."""
+    return _TOKEN.findall(text.casefold())
+
+
+def query_similarity(a: str, b: str) -> float:
+    """Return the token F1 of two queries (multiset overlap; 1 for two empty queries)."""
+    ta, tb = query_tokens(a), query_tokens(b)
+    if not ta and not tb:
+        return 1.0
+    if not ta or not tb:
+        return 0.0
+    counts: dict[str, int] = {}
+    for t in ta:
+        counts[t] = counts.get(t, 0) + 1
+    common = 0
+    for t in tb:
+        if counts.get(t, 0) > 0:
+            counts[t] -= 1
+            common += 1
+    return 2.0 * common / (len(ta) + len(tb))
+
+
+def upright_angle_similarity(a: float, b: float) -> float:
+    """Return 1 when rotations ``a`` and ``b`` (degrees) agree modulo 360 within tolerance."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return 0.0
+    d = abs(a - b) % 360.0
+    return 1.0 if min(d, 360.0 - d) <= ANGLE_TOLERANCE_DEG else 0.0
+
+
+def _box_area(box: Sequence[float]) -> float:
+    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
+
+
+def _inside(inner: Sequence[float], outer: Sequence[float], tol: float = 1e-3) -> bool:
+    return (inner[0] >= outer[0] - tol and inner[1] >= outer[1] - tol
+            and inner[2] <= outer[2] + tol and inner[3] <= outer[3] + tol)
+
+
+def crop_content_similarity(ref_box: Sequence[float], pred_box: Sequence[float],
+                            evidence: Sequence[EvidenceRegion]) -> float:
+    """Return the content similarity of two crop boxes in one root's normalized coordinates.
+
+    1 when ``pred_box`` covers every evidence box that ``ref_box`` covers and magnifies it (keeps
+    at most :data:`MAGNIFY_MAX_SHARE` of the root, or twice the evidence's share when larger);
+    otherwise their IoU. ``evidence`` holds the evidence regions of that root.
+    """
+    iou = box_iou(ref_box, pred_box)
+    covered = [e for e in evidence if _inside(e.box, ref_box)]
+    if not covered or not all(_inside(e.box, pred_box) for e in covered):
+        return iou
+    share = sum(e.area for e in covered)
+    return 1.0 if _box_area(pred_box) <= max(MAGNIFY_MAX_SHARE, 2.0 * share) else iou
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -343,6 +471,7 @@ class _Call(NamedTuple):
     step: int
     in_image: int | None
     out_image: int | None
+    payload: Mapping[str, Any] | None = None
 
 
 def _image_arg(args: Mapping[str, Any]) -> int | None:
@@ -374,7 +503,8 @@ def _predicted_calls(trace_steps: Sequence[Sequence[CallRecord]]) -> tuple[list[
         ok.sort(key=lambda c: c.call_id)
         for c in ok:
             in_image = c.input_index if c.input_index is not None else _image_arg(c.arguments)
-            calls.append(_Call(c.call_id, c.name, c.arguments, s, in_image, c.output_index))
+            calls.append(_Call(c.call_id, c.name, c.arguments, s, in_image, c.output_index,
+                               c.payload))
     return calls, issued, failed
 
 
@@ -396,7 +526,7 @@ def _frames(calls: list[_Call], n_inputs: int) -> dict[int, Frame | None]:
 
 
 def _box_similarity(ref: _Call, pred: _Call, ref_frames: dict, pred_frames: dict,
-                    a: Any, b: Any) -> float:
+                    a: Any, b: Any, context: ContentContext) -> float:
     ba, bb = _as_box(a), _as_box(b)
     if ba is None or bb is None:
         return 0.0
@@ -406,7 +536,54 @@ def _box_similarity(ref: _Call, pred: _Call, ref_frames: dict, pred_frames: dict
         return box_iou(ba, bb)
     if fa[0] != fb[0]:
         return 0.0
-    return box_iou(_box_in_root(fa, ba), _box_in_root(fb, bb))
+    root = fa[0]
+    regions = ([e for e in context.evidence if e.image == root[1]]
+               if root[0] == "input" else [])
+    return crop_content_similarity(_box_in_root(fa, ba), _box_in_root(fb, bb), regions)
+
+
+def _found_target(name: str, payload: Mapping[str, Any] | None,
+                  context: ContentContext) -> bool:
+    """Return whether a search call's results rank one of the task's targets for its tool."""
+    results = payload.get("results") if isinstance(payload, Mapping) else None
+    if not isinstance(results, list):
+        return False
+    urls = [normalize_url(r["url"]) for r in results
+            if isinstance(r, Mapping) and isinstance(r.get("url"), str)]
+    tool = canonical_tool(name)
+    return any(t.tool == tool and t.url in urls[:t.max_rank] for t in context.search_targets)
+
+
+def _query_content(ref: _Call, pred: _Call, a: Any, b: Any, context: ContentContext) -> float:
+    if not isinstance(b, str):
+        return 0.0
+    if _found_target(pred.name, pred.payload, context):
+        return 1.0
+    best = query_similarity(a, b) if isinstance(a, str) else 0.0
+    for e in context.evidence:
+        if e.text:
+            best = max(best, query_similarity(e.text, b))
+    return best
+
+
+def _content_similarity(kind: ContentSimilarity, key: str, ref: _Call, pred: _Call, a: Any,
+                        b: Any, frames: tuple[dict, dict], context: ContentContext) -> float:
+    """Return the typed content similarity of argument ``key`` (``image`` is handled apart)."""
+    if kind == "box":
+        return _box_similarity(ref, pred, frames[0], frames[1], a, b, context)
+    if kind == "upright_angle":
+        if _is_number(a) and _is_number(b):
+            return upright_angle_similarity(float(a), float(b))
+        return 0.0
+    if kind == "query":
+        return _query_content(ref, pred, a, b, context)
+    if kind == "url":
+        if isinstance(a, str) and isinstance(b, str):
+            return 1.0 if normalize_url(a) == normalize_url(b) else 0.0
+        return 0.0
+    if isinstance(a, str) and isinstance(b, str):  # exact
+        return 1.0 if a.strip().casefold() == b.strip().casefold() else 0.0
+    return 1.0 if type(a) is type(b) and a == b else 0.0
 
 
 @dataclass
@@ -415,19 +592,24 @@ class _Bucket:
     pred_cols: list[int]
     static: list[list[float]]  # summed similarity of the keys that do not depend on alignment
     count: list[list[int]]  # number of keys compared
-    # (row, col, reference producer index, predicted producer index or -1) for image keys that
-    # refer to produced images: their similarity depends on the alignment of the producers.
-    dynamic: list[tuple[int, int, int, int]]
+    gate: list[list[bool]]  # the static content arguments pass
+    # (row, col, reference producer index, predicted producer index or -1, gates) for image
+    # keys that refer to produced images: their similarity depends on the alignment of the
+    # producers; ``gates`` when the image is a content argument of the tool.
+    dynamic: list[tuple[int, int, int, int, bool]]
 
 
-def _pair_parts(ref: _Call, pred: _Call, defaults: Mapping[str, Any], ref_frames: dict,
-                pred_frames: dict, n_inputs: int, ref_producer: dict[int, int],
-                pred_producer: dict[int, int]) -> tuple[float, int, tuple[int, int] | None]:
-    """Return (static similarity sum, #keys, dynamic image dependency) for one pair."""
+def _pair_parts(ref: _Call, pred: _Call, defaults: Mapping[str, Any],
+                content: Mapping[str, ContentSimilarity], frames: tuple[dict, dict],
+                n_inputs: int, ref_producer: dict[int, int], pred_producer: dict[int, int],
+                context: ContentContext
+                ) -> tuple[float, int, bool, tuple[int, int, bool] | None]:
+    """Return (static similarity sum, #keys, content gate, dynamic image dependency)."""
     ra, pa = ref.args, pred.args
     keys = sorted(({k for k, v in ra.items() if v is not None}
                    | {k for k, v in pa.items() if v is not None}) - IGNORED_KEYS)
     total = 0.0
+    gate = True
     dynamic = None
     for k in keys:
         a = ra.get(k)
@@ -436,24 +618,29 @@ def _pair_parts(ref: _Call, pred: _Call, defaults: Mapping[str, Any], ref_frames
             a = defaults.get(k, _MISSING)
         if b is None:
             b = defaults.get(k, _MISSING)
+        kind = content.get(k)
         if a is _MISSING or b is _MISSING:
+            gate = gate and kind is None
             continue
         if k == IMAGE_KEY:
             if not (_is_number(a) and _is_number(b)):
-                total += value_similarity(k, a, b)
-                continue
-            producer = ref_producer.get(int(a))
-            if producer is None:
-                total += 1.0 if a == b and (a < n_inputs or b not in pred_producer) else 0.0
+                v = value_similarity(k, a, b)
             else:
-                dynamic = (producer, pred_producer.get(int(b), -1))
-        elif k == BOX_KEY:
-            total += _box_similarity(ref, pred, ref_frames, pred_frames, a, b)
+                producer = ref_producer.get(int(a))
+                if producer is not None:
+                    dynamic = (producer, pred_producer.get(int(b), -1), kind is not None)
+                    continue
+                v = 1.0 if a == b and (a < n_inputs or b not in pred_producer) else 0.0
+        elif kind is not None:
+            v = _content_similarity(kind, k, ref, pred, a, b, frames, context)
         elif type(a) is type(b) and a == b:
-            total += 1.0  # fast path: equal values of one type score 1 under every rule
+            v = 1.0  # fast path: equal values of one type score 1 under every rule
         else:
-            total += value_similarity(k, a, b)
-    return total, len(keys), dynamic
+            v = value_similarity(k, a, b)
+        if kind is not None and v < TAU_WEAK:
+            gate = False
+        total += v
+    return total, len(keys), gate, dynamic
 
 
 _BRUTE_FORCE_LIMIT = 120  # injective maps enumerated in pure Python below this count
@@ -506,15 +693,15 @@ def _enumerate_assignment(cost: list[list[float]], n_rows: int,
 
 
 def _bucket_similarity(b: _Bucket, match: dict[int, int]) -> list[list[float]]:
-    if not b.dynamic:
-        return [[t / n if n else 1.0 for t, n in zip(trow, nrow)]
-                for trow, nrow in zip(b.static, b.count)]
     total = [row[:] for row in b.static]
-    for r, c, ref_prod, pred_prod in b.dynamic:
+    gate = [row[:] for row in b.gate]
+    for r, c, ref_prod, pred_prod, gates in b.dynamic:
         if pred_prod >= 0 and match.get(ref_prod) == pred_prod:
             total[r][c] += 1.0
-    return [[t / n if n else 1.0 for t, n in zip(trow, nrow)]
-            for trow, nrow in zip(total, b.count)]
+        elif gates:
+            gate[r][c] = False
+    return [[(t / n if n else 1.0) if ok else 0.0 for t, n, ok in zip(trow, nrow, grow)]
+            for trow, nrow, grow in zip(total, b.count, gate)]
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -611,6 +798,7 @@ def align(
     tau_weak: float = TAU_WEAK,
     tau_strong: float = TAU_STRONG,
     defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    context: ContentContext | None = None,
 ) -> Alignment:
     """Align ``trace_steps`` to ``task_reference`` and compute M3-Bench's metrics.
 
@@ -622,16 +810,18 @@ def align(
         tau_strong: matches with at least this similarity are strong.
         defaults: ``{tool: {arg: default}}`` for keys one side omits; :data:`DEFAULT_ARGUMENTS`
             when ``None``.
+        context: the task's :class:`ContentContext` (evidence boxes and texts, search
+            targets) for the content similarities; ``ContentContext()`` when ``None``.
     """
     defaults = DEFAULT_ARGUMENTS if defaults is None else defaults
+    context = ContentContext() if context is None else context
     refs = _reference_calls(task_reference, n_inputs)
     preds, n_issued, n_failed = _predicted_calls(trace_steps)
     ref_producer = {c.out_image: i for i, c in enumerate(refs) if c.out_image is not None}
     pred_producer = {c.out_image: j for j, c in enumerate(preds) if c.out_image is not None}
     # Frames are only read to compare boxes, which needs a box on the reference side.
     has_boxes = any(BOX_KEY in c.args for c in refs)
-    ref_frames = _frames(refs, n_inputs) if has_boxes else {}
-    pred_frames = _frames(preds, n_inputs) if has_boxes else {}
+    frames = (_frames(refs, n_inputs), _frames(preds, n_inputs)) if has_boxes else ({}, {})
 
     pred_by_name: dict[str, list[int]] = {}
     for j, c in enumerate(preds):
@@ -646,22 +836,26 @@ def align(
         if not cols:
             continue
         tool_defaults = defaults.get(name, {})
+        content = CONTENT_ARGUMENTS.get(name, {})
         static: list[list[float]] = []
         count: list[list[int]] = []
-        dynamic: list[tuple[int, int, int, int]] = []
+        gate: list[list[bool]] = []
+        dynamic: list[tuple[int, int, int, int, bool]] = []
         for r, i in enumerate(rows):
-            srow, crow = [], []
+            srow, crow, grow = [], [], []
             for c, j in enumerate(cols):
-                total, n_keys, dyn = _pair_parts(refs[i], preds[j], tool_defaults, ref_frames,
-                                                 pred_frames, n_inputs, ref_producer,
-                                                 pred_producer)
+                total, n_keys, ok, dyn = _pair_parts(refs[i], preds[j], tool_defaults, content,
+                                                     frames, n_inputs, ref_producer,
+                                                     pred_producer, context)
                 srow.append(total)
                 crow.append(n_keys)
+                grow.append(ok)
                 if dyn is not None:
-                    dynamic.append((r, c, dyn[0], dyn[1]))
+                    dynamic.append((r, c, dyn[0], dyn[1], dyn[2]))
             static.append(srow)
             count.append(crow)
-        buckets.append(_Bucket(rows, cols, static, count, dynamic))
+            gate.append(grow)
+        buckets.append(_Bucket(rows, cols, static, count, gate, dynamic))
 
     # Iterate until no bucket's image similarities change: a bucket is re-solved only when the
     # alignment of a producer its image keys refer to changed.
@@ -671,7 +865,7 @@ def align(
     for _ in range(len(refs) + 2):
         changed = False
         for k, b in enumerate(buckets):
-            state = tuple(pp >= 0 and match.get(rp) == pp for _, _, rp, pp in b.dynamic)
+            state = tuple(pp >= 0 and match.get(rp) == pp for _, _, rp, pp, _ in b.dynamic)
             if results[k] is not None and state == states[k]:
                 continue
             states[k] = state

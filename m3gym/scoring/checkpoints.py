@@ -89,6 +89,20 @@ DEFAULT_VIEW_SIZE: int = VIEW_SIZE
 DEFAULT_MAX_RANK: int = 3
 """Default of ``search_hit``'s ``max_rank``: the expected url must be among this many results."""
 
+MAGNIFY_MAX_SHARE: float = 0.5
+"""A crop magnifies the evidence when it keeps at most this share of its root image's area, or
+twice the evidence's share of it when that is larger."""
+
+CONTRAST_GAIN: float = 1.25
+"""A contrast op on an image where the evidence is below legible scale counts only when it raises
+the evidence's native ink contrast by at least this factor (and by :data:`MIN_CONTRAST_STEP`)."""
+
+MIN_CONTRAST_STEP: float = 4.0
+"""Smallest absolute rise of the native ink contrast, in 8-bit levels, that counts as a raise."""
+
+NATIVE_VIEW: int = 1 << 30
+"""A view size no image reaches: measurements at full resolution."""
+
 MATCHED_GROUPS: tuple[str, ...] = ("S", "v_tool")
 """Checkpoint groups decided by a call ↔ checkpoint matching (one call, one checkpoint each)."""
 
@@ -359,12 +373,7 @@ def measure_evidence(
         if frame_cache is not None:
             frame_cache[key] = (clean, ink)
     q = frame[0] / ev.clean.shape[1]  # frame pixels per source pixel
-    radius = max(1, round(ev.glyph_height * q / 4))
-    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
-    support = cv2.dilate(ink.astype(np.uint8), kernel).astype(bool)
-    ring = support & ~ink
-    contrast = (abs(float(patch[ink].mean()) - float(patch[ring].mean()))
-                if ink.any() and ring.any() else 0.0)
+    support, contrast = ink_contrast(patch, ink, ev.glyph_height * q)
     if contrast < ev.min_contrast:
         return EvidenceView(idx, eid, False, 3,
                             f"ink contrast {contrast:.1f} levels (< {ev.min_contrast:g})",
@@ -378,6 +387,52 @@ def measure_evidence(
                             True, det, angle, glyph, contrast, fidelity)
     return EvidenceView(idx, eid, True, 5, "evidence legible", True, det, angle, glyph,
                         contrast, fidelity)
+
+
+def ink_contrast(patch: np.ndarray, ink: np.ndarray, glyph_px: float) -> tuple[np.ndarray, float]:
+    """Return (support mask, |mean ink − mean surround|) of ``patch`` in the ``clean`` frame.
+
+    The surround is a ring around the ink, dilated by a quarter of the glyph height
+    (``glyph_px``, in frame pixels).
+    """
+    radius = max(1, round(glyph_px / 4))
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+    support = cv2.dilate(ink.astype(np.uint8), kernel).astype(bool)
+    ring = support & ~ink
+    contrast = (abs(float(patch[ink].mean()) - float(patch[ring].mean()))
+                if ink.any() and ring.any() else 0.0)
+    return support, contrast
+
+
+def seen_glyph_height(entry: ImageEntry, ev: Evidence, view_size: int) -> float:
+    """Return the evidence's glyph height, in view pixels, as ``entry`` shows it (any rotation)."""
+    linear = entry.provenance.affine[:, :2] @ evidence_orientation(ev)
+    s = view_scale(entry.height, entry.width, view_size)
+    return ev.glyph_height * math.hypot(float(linear[0, 1]), float(linear[1, 1])) * s
+
+
+def native_contrast(
+    entry: ImageEntry, ev: Evidence,
+    frame_cache: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]] | None = None,
+) -> float | None:
+    """Return the evidence's ink contrast in ``entry`` at full resolution (no view downscale).
+
+    ``None`` when the evidence has no clean render or ``entry`` does not show all of it.
+    """
+    if ev.clean is None or ev.mask is None or entry.provenance.root != ev.image:
+        return None
+    if not contains_box(entry, ev):
+        return None
+    frame = (ev.clean.shape[1], ev.clean.shape[0])
+    key = (ev.id, frame)
+    if frame_cache is not None and key in frame_cache:
+        _, ink = frame_cache[key]
+    else:
+        clean, ink = clean_in_frame(ev, frame)
+        if frame_cache is not None:
+            frame_cache[key] = (clean, ink)
+    patch = warp_to_frame(entry, ev, NATIVE_VIEW, frame)
+    return ink_contrast(patch, ink, ev.glyph_height)[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,11 +591,9 @@ class CheckpointTracker:
         Calls already seen (by ``call_id``) are skipped, so the whole trace may be passed again.
         """
         before = {i for i, m in enumerate(self._match_cp) if m is not None}
-        while self._next_image < len(state):
-            entry = state[self._next_image]
-            self._next_image += 1
-            if entry.provenance.call_id is None:
-                self._add_candidate(f"image:{entry.index}", None, entry.index, state, None)
+        # Input images (and any image not made by a call) pass nothing: a visual checkpoint
+        # needs a produced image where the evidence is measured legible.
+        self._next_image = len(state)
         for call in calls:
             if call.call_id in self._seen_calls:
                 continue
@@ -603,16 +656,20 @@ class CheckpointTracker:
 
     # -- edge tests ----------------------------------------------------------------------------
 
-    def _v_true_edge(self, i: int, cp: Checkpoint, image_index: int | None,
-                     state: ImageState) -> tuple[bool, dict[str, Any]]:
-        ev = self._evidence.get(str(cp.params.get("evidence")))
-        if ev is None or image_index is None or image_index >= len(state):
-            return False, {}
+    def _view(self, image_index: int, ev: Evidence, state: ImageState) -> EvidenceView:
         key = (image_index, ev.id)
         view = self._views.get(key)
         if view is None:
             view = self._measure(state[image_index], ev)
             self._views[key] = view
+        return view
+
+    def _v_true_edge(self, i: int, cp: Checkpoint, image_index: int | None,
+                     state: ImageState) -> tuple[bool, dict[str, Any]]:
+        ev = self._evidence.get(str(cp.params.get("evidence")))
+        if ev is None or image_index is None or image_index >= len(state):
+            return False, {}
+        view = self._view(image_index, ev, state)
         best = self._best_view.get(i)
         if best is None or (view.stage, view.fidelity or 0.0) > (best.stage, best.fidelity or 0.0):
             self._best_view[i] = view
@@ -651,6 +708,33 @@ class CheckpointTracker:
             return None
         return state[idx]
 
+    def _magnifies(self, out: ImageEntry, ev: Evidence) -> tuple[bool, float, float]:
+        """Return (magnifies, share of the root shown, largest share allowed) for a crop."""
+        h, w = self.task.images[ev.image].shape[:2]
+        share = root_coverage(out, (h, w))
+        limit = max(MAGNIFY_MAX_SHARE, 2.0 * ev.area / float(h * w))
+        return share <= limit + 1e-9, share, limit
+
+    def _contrast_effect(self, src: ImageEntry, out: ImageEntry,
+                         ev: Evidence) -> tuple[bool, dict[str, Any]]:
+        """Return whether a contrast op on ``src`` did its job for ``ev`` (and the measures).
+
+        It counts when ``src`` holds the evidence at a legible scale (glyphs at least
+        ``min_view_height`` at view size), or when the op itself raised the evidence's native ink
+        contrast by :data:`CONTRAST_GAIN` × and :data:`MIN_CONTRAST_STEP` levels.
+        """
+        glyph = seen_glyph_height(src, ev, self.view_size)
+        info: dict[str, Any] = {"input_index": src.index, "output_index": out.index,
+                                "view_glyph_height": glyph}
+        if glyph >= ev.min_view_height:
+            return True, info
+        before = native_contrast(src, ev, self._frames)
+        after = native_contrast(out, ev, self._frames)
+        info.update(contrast_before=before, contrast_after=after)
+        if before is None or after is None:
+            return False, info
+        return after >= max(before * CONTRAST_GAIN, before + MIN_CONTRAST_STEP), info
+
     def _call_edge(self, cp: Checkpoint, call: CallRecord,
                    state: ImageState) -> tuple[bool, dict[str, Any]]:
         p = cp.params
@@ -658,9 +742,13 @@ class CheckpointTracker:
         ev = self._evidence.get(str(p.get("evidence"))) if "evidence" in p else None
         if kind == "crop_covers":
             out = self._output_entry(call, state)
-            ok = call.name == "crop" and ev is not None and out is not None and contains_box(out,
-                                                                                            ev)
-            return ok, {"output_index": call.output_index}
+            ok = (call.name == "crop" and ev is not None and out is not None
+                  and contains_box(out, ev))
+            info: dict[str, Any] = {"output_index": call.output_index}
+            if ok and ev is not None and out is not None:
+                ok, share, limit = self._magnifies(out, ev)
+                info.update(root_share=share, max_share=limit)
+            return ok, info
         if kind == "rotate_upright":
             out = self._output_entry(call, state)
             if call.name not in ("rotate", "flip") or ev is None or out is None:
@@ -671,15 +759,23 @@ class CheckpointTracker:
             ok = det > 0.0 and abs(angle) <= UPRIGHT_TOLERANCE_DEG
             return ok, {"output_index": call.output_index, "determinant": det,
                         "angle_deg": angle}
-        if kind in ("contrast_op", "v_tool"):
+        if kind == "contrast_op":
             src = self._input_entry(call, state)
-            ok = (call.name in tuple(p.get("tools", ())) and ev is not None and src is not None
-                  and contains_box(src, ev))
-            if ok and kind == "v_tool" and call.output_index is not None:
-                out = self._output_entry(call, state)
-                ok = out is not None and contains_box(out, ev)  # the result keeps the evidence
-            return ok, {"input_index": src.index if src is not None else None,
-                        "output_index": call.output_index}
+            out = self._output_entry(call, state)
+            if (call.name not in tuple(p.get("tools", ())) or ev is None or src is None
+                    or out is None or not contains_box(src, ev)):
+                return False, {}
+            return self._contrast_effect(src, out, ev)
+        if kind == "v_tool":
+            # the right tool, applied to the evidence, made an image where it is legible
+            src = self._input_entry(call, state)
+            if (call.name not in tuple(p.get("tools", ())) or ev is None or src is None
+                    or call.output_index is None or call.output_index >= len(state)
+                    or not contains_box(src, ev)):
+                return False, {}
+            view = self._view(call.output_index, ev, state)
+            return view.passed, {"input_index": src.index, "output_index": call.output_index,
+                                 "legible": view.passed, "reason": view.reason}
         if kind == "global_op":
             src = self._input_entry(call, state)
             if call.name not in tuple(p.get("tools", ())) or src is None:

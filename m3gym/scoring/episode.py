@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from m3gym.scoring.alignment import ContentContext
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.scoring.checkpoints import CheckpointReport, evaluate_checkpoints
 from m3gym.scoring.m3 import M3Weights, score_trace
@@ -39,7 +40,8 @@ def score_episode(
     parents = {e.index: e.provenance.parent for e in state}
     weights = M3Weights(**{k: float(v) for k, v in (m3_weights or {}).items()})
     alignment, m3 = score_trace(task.reference, len(task.images), trace.steps,
-                                parents=parents, weights=weights)
+                                parents=parents, weights=weights,
+                                context=ContentContext.from_task(task))
     ot = overthink_score(task.reference, trace.steps)
     safety = evaluate_safety(task, trace)
     am = alignment.metrics

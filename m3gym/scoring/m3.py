@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from m3gym.scoring.alignment import NON_IMAGE_TOOLS, Alignment, align
+from m3gym.scoring.alignment import NON_IMAGE_TOOLS, Alignment, ContentContext, align
 from m3gym.tasks.spec import RefCall
 from m3gym.trace import CallRecord
 
@@ -236,8 +236,13 @@ def score_trace(
     *,
     parents: Parents | None = None,
     weights: M3Weights | None = None,
+    context: ContentContext | None = None,
 ) -> tuple[Alignment, M3Score]:
-    """Align the trace and return the alignment with its M3 score."""
-    alignment = align(task_reference, n_inputs, trace_steps)
+    """Align the trace and return the alignment with its M3 score.
+
+    ``context`` (:meth:`ContentContext.from_task`) lets the content gate judge crop boxes by the
+    evidence they cover and searches by the pages they find.
+    """
+    alignment = align(task_reference, n_inputs, trace_steps, context=context)
     return alignment, m3_score(task_reference, n_inputs, trace_steps, alignment,
                                parents=parents, weights=weights)

@@ -18,6 +18,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from m3gym.state import ImageEntry, ImageState
 
 ToolKind = Literal["visual", "retrieval", "answer"]
+FrameBehaviour = Literal["affine", "preserving", "new_root", "none"]
+"""How a tool's output relates to its input's geometry.
+
+``affine``: a new image whose pixels map to the input's by an affine (crop, rotate, flip);
+``preserving``: a new image with the same normalized frame (photometric ops, resize);
+``new_root``: a new image with no parent (``download_image``); ``none``: no image.
+"""
+ContentSimilarity = Literal["box", "upright_angle", "exact", "image", "query", "url"]
+"""How a content argument is compared with the reference's (see :mod:`m3gym.scoring.alignment`).
+
+``box``: the crop box in the root frame — it must cover the evidence the reference crop covers
+and magnify it, or overlap the reference box (IoU); ``upright_angle``: the same upright result
+(equal modulo 360 within the upright tolerance); ``exact``: equal (enums); ``image``: the same
+input image, or the output of the call aligned to the reference producer; ``query``: token F1
+with the reference query or the evidence text; ``url``: equal after normalization.
+"""
 
 
 class ToolError(Exception):
@@ -101,7 +117,19 @@ class ToolAlias:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool: its name, description, argument model, function and kind."""
+    """A tool: its name, description, argument model, function, kind and scoring facets.
+
+    The facets are declared once, here, and every table scoring needs is derived from them
+    (:mod:`m3gym.tools.catalogue`):
+
+    Attributes:
+        frame: how the output's geometry relates to the input's (:data:`FrameBehaviour`).
+        equivalence: the class of tools that do the same job for a checkpoint (``"contrast"``,
+            ``"upright"``), or ``None``.
+        content: the arguments that carry the call's content, each with its typed similarity
+            (:data:`ContentSimilarity`). A call whose content differs from the reference call's
+            does not match it in alignment, whatever its other arguments.
+    """
 
     name: str
     description: str
@@ -109,6 +137,9 @@ class ToolSpec:
     fn: ToolFn
     kind: ToolKind
     aliases: tuple[ToolAlias, ...] = ()
+    frame: FrameBehaviour = "none"
+    equivalence: str | None = None
+    content: Mapping[str, ContentSimilarity] = field(default_factory=dict)
 
     def validate(self, arguments: Mapping[str, Any]) -> ToolArgs:
         """Return validated arguments or raise :class:`ToolError` naming every problem."""

@@ -23,13 +23,22 @@ Conventions shared by all tools:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import cv2
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from m3gym.tools.base import ImageArgs, ToolContext, ToolError, ToolOutput, ToolSpec
+from m3gym.tools.base import (
+    ContentSimilarity,
+    FrameBehaviour,
+    ImageArgs,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolSpec,
+)
 
 MAX_SIDE = 8192
 """Largest side, in pixels, a geometric tool may produce."""
@@ -695,31 +704,41 @@ def enhance(ctx: ToolContext, args: EnhanceArgs) -> ToolOutput:
 # --------------------------------------------------------------------------------------------
 
 
-def _spec(name: str, description: str, model: type[ImageArgs], fn: Any) -> ToolSpec:
-    return ToolSpec(name=name, description=description, args_model=model, fn=fn, kind="visual")
+_IMAGE_CONTENT: Mapping[str, ContentSimilarity] = {"image_index": "image"}
+
+
+def _spec(name: str, description: str, model: type[ImageArgs], fn: Any, *,
+          frame: FrameBehaviour = "preserving", equivalence: str | None = None,
+          content: Mapping[str, ContentSimilarity] = _IMAGE_CONTENT) -> ToolSpec:
+    return ToolSpec(name=name, description=description, args_model=model, fn=fn, kind="visual",
+                    frame=frame, equivalence=equivalence, content=content)
 
 
 VISUAL_TOOLS: tuple[ToolSpec, ...] = (
     _spec("crop", "Crop a region of an image given as bbox_2d [x1, y1, x2, y2] on a 0-1000 scale "
           "((0,0) top-left, (1000,1000) bottom-right), optionally zoomed in by zoom_scale. "
-          "Returns the index of the new image.", CropArgs, crop),
+          "Returns the index of the new image.", CropArgs, crop, frame="affine",
+          content={"bbox_2d": "box"}),
     _spec("rotate", "Rotate an image by angle degrees (positive = counter-clockwise). Returns the "
-          "index of the new image.", RotateArgs, rotate),
+          "index of the new image.", RotateArgs, rotate, frame="affine", equivalence="upright",
+          content={"angle": "upright_angle"}),
     _spec("flip", "Mirror an image horizontally, vertically or both. Returns the index of the "
-          "new image.", FlipArgs, flip),
+          "new image.", FlipArgs, flip, frame="affine", equivalence="upright",
+          content={"direction": "exact"}),
     _spec("resize", "Resize an image to width x height pixels, or by a scale factor. Returns the "
           "index of the new image.", ResizeArgs, resize),
     _spec("grayscale", "Convert an image to grayscale (single channel). Returns the index of the "
           "new image.", NoArgs, grayscale),
     _spec("autocontrast", "Stretch each channel to the full 0-255 range, optionally ignoring a "
           "cutoff percent of extreme pixels; reveals faint content. Returns the index of the new "
-          "image.", AutocontrastArgs, autocontrast),
+          "image.", AutocontrastArgs, autocontrast, equivalence="contrast"),
     _spec("invert", "Invert the colours of an image (negative). Returns the index of the new "
           "image.", NoArgs, invert),
     _spec("equalize", "Equalize the histogram of each channel to boost low-contrast detail. "
-          "Returns the index of the new image.", NoArgs, equalize),
+          "Returns the index of the new image.", NoArgs, equalize, equivalence="contrast"),
     _spec("threshold", "Binarize (or truncate) an image's grayscale intensity at a threshold "
-          "value. Returns the index of the new image.", ThresholdArgs, threshold),
+          "value. Returns the index of the new image.", ThresholdArgs, threshold,
+          equivalence="contrast"),
     _spec("blur", "Gaussian-blur an image with the given radius. Returns the index of the new "
           "image.", BlurArgs, blur),
     _spec("sharpen", "Sharpen an image (crisper edges and text). Returns the index of the new "
@@ -729,6 +748,7 @@ VISUAL_TOOLS: tuple[ToolSpec, ...] = (
     _spec("edge_detect", "Compute an edge map of an image (canny, sobel or simple). Returns the "
           "index of the new image.", EdgeDetectArgs, edge_detect),
     _spec("enhance", "Adjust brightness, contrast and sharpness by multipliers (1.0 = "
-          "unchanged). Returns the index of the new image.", EnhanceArgs, enhance),
+          "unchanged). Returns the index of the new image.", EnhanceArgs, enhance,
+          equivalence="contrast"),
 )
 """The 14 image tools in Agentic-MME's order (the 13 atomic ops, then ``enhance``)."""

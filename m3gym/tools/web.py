@@ -178,7 +178,7 @@ RETRIEVAL_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="web_search",
         description="Search the offline web corpus; returns ranked pages (title, url, snippet).",
-        args_model=WebSearchArgs, fn=web_search, kind="retrieval",
+        args_model=WebSearchArgs, fn=web_search, kind="retrieval", content={"query": "query"},
         aliases=(ToolAlias("google_search", rename={"q": "query", "num": "top_k"},
                            drop=("gl", "hl", "page", "autocorrect", "search_type")),)),
     ToolSpec(
@@ -186,15 +186,17 @@ RETRIEVAL_TOOLS: tuple[ToolSpec, ...] = (
         description="Reverse image search: find corpus pages whose logo or emblem matches the "
                     "image at image_index (crop to the logo first for best results).",
         args_model=ImageSearchArgs, fn=image_search, kind="retrieval",
+        content={"image_index": "image"},
         aliases=(ToolAlias("google_lens_search", rename={"num": "top_k"}),)),
     ToolSpec(
         name="fetch_webpage",
         description="Fetch a corpus page by url and return its text (title, body, links).",
-        args_model=FetchWebpageArgs, fn=fetch_webpage, kind="retrieval"),
+        args_model=FetchWebpageArgs, fn=fetch_webpage, kind="retrieval", content={"url": "url"}),
     ToolSpec(
         name="download_image",
         description="Download the image (logo) of a corpus page, given the page url or the "
                     "image url; it becomes a new image index (at most 5 per episode).",
-        args_model=DownloadImageArgs, fn=download_image, kind="retrieval"),
+        args_model=DownloadImageArgs, fn=download_image, kind="retrieval", frame="new_root",
+        content={"url": "url"}),
 )
 """The retrieval tools, ready for :class:`~m3gym.tools.registry.ToolRegistry`."""
