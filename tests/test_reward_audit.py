@@ -166,6 +166,13 @@ def test_blind_shape_has_no_content(family):
             assert set(call.settings) <= FORM_ARGUMENTS
 
 
+def test_no_content_argument_of_the_catalogue_is_copied():
+    from m3gym.tools.catalogue import CONTENT_ARGUMENTS
+
+    declared = {k for args in CONTENT_ARGUMENTS.values() for k in args} - {"image_index"}
+    assert declared and not declared & FORM_ARGUMENTS
+
+
 def test_shape_player_remaps_images_and_fills_blind_content():
     shape = ((ShapeCall("crop", 0, {"zoom_scale": 2.0}), ShapeCall("web_search", None, {})),
              (ShapeCall("autocontrast", 1, {}), ShapeCall("fetch_webpage", None, {})))
