@@ -33,6 +33,7 @@ from m3gym.audit.reward_audit import (
     chance_accuracy,
     check_targets,
     episode_tasks,
+    family_rows,
     format_table,
     outcome_of,
     reward_presets,
@@ -117,6 +118,21 @@ def test_rows_percentages_and_targets_exact():
     # heuristic vs answer_now: [0.5, 0.5] vs [0, 0] -> passes
     assert checks[("heuristic>blind", "answer_now")].passed
     assert "ref_whole (blind) | 0.500* | 25.0 |" in format_table(audit)
+
+
+def test_family_rows_split_by_family():
+    def fam(ret: float, family: str) -> EpisodeOutcome:
+        o = _outcome(ret)
+        return EpisodeOutcome(**{**o.__dict__, "family": family})
+
+    audit = _audit(oracle=[fam(2.0, "a"), fam(1.0, "b"), fam(2.0, "a")],
+                   random=[fam(0.0, "a"), fam(0.5, "b"), fam(1.0, "a")],
+                   answer_now=[fam(0.0, "a"), fam(0.0, "b"), fam(0.0, "a")])
+    rows = family_rows(audit)
+    assert [r["family"] for r in rows] == ["a", "b"]
+    assert rows[0]["episodes"] == 2 and rows[0]["oracle_return"] == 2.0
+    assert rows[0]["random"] == 25.0 and rows[1]["random"] == 50.0  # 0.5/2, 0.5/1
+    assert rows[1]["answer_now"] == 0.0
 
 
 def test_targets_with_sample_size_allowance():

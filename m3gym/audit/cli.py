@@ -23,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="first env seed (and the policies' seed)")
     p.add_argument("--z", type=float, default=0.0,
                    help="allow z standard errors of the paired difference (default 0)")
+    p.add_argument("--by-family", action="store_true",
+                   help="also print each policy's %% of the oracle per task family")
     p.add_argument("--json", default=None, help="write every table, check and episode here")
     p.set_defaults(func=run_cli)
 
@@ -36,6 +38,7 @@ def run_cli(args: argparse.Namespace) -> int:
         check_targets,
         episode_tasks,
         format_checks,
+        format_family_table,
         format_table,
         reward_presets,
     )
@@ -53,6 +56,9 @@ def run_cli(args: argparse.Namespace) -> int:
             failed += sum(not c.passed for c in checks)
             print(format_table(audit))
             print()
+            if args.by_family:
+                print(format_family_table(audit))
+                print()
             print(format_checks(checks))
             print(flush=True)
             records.append(audit_json(audit, checks))

@@ -155,6 +155,7 @@ class EpisodeOutcome:
     V: float
     m3: float
     OT: float
+    family: str = ""
 
     @property
     def non_answer(self) -> float:
@@ -181,7 +182,7 @@ def outcome_of(seed: int, total_reward: float, final_info: Mapping[str, Any], an
         chance_answer_reward=answer_weight * chance, answered=answered,
         acc=float(metrics.get("acc", 0.0)), chance_acc=chance, S=float(metrics.get("S", 0.0)),
         V=float(metrics.get("V", 0.0)), m3=float(metrics.get("m3", 0.0)),
-        OT=float(metrics.get("OT", 0.0)))
+        OT=float(metrics.get("OT", 0.0)), family=task.family)
 
 
 @dataclass
@@ -406,6 +407,41 @@ def format_table(audit: EnvAudit) -> str:
     return "\n".join(lines)
 
 
+def family_rows(audit: EnvAudit) -> list[dict[str, Any]]:
+    """Return, per task family, each policy's mean audited return as % of the family's oracle.
+
+    Locates where blind profit comes from (a family whose reference calls carry no content is
+    solved in process by knowing its tool names alone).
+    """
+    oracle = audit.results["oracle"]
+    families = sorted({o.family for o in oracle.outcomes})
+    rows = []
+    for fam in families:
+        idx = [i for i, o in enumerate(oracle.outcomes) if o.family == fam]
+        base = float(oracle.returns()[idx].mean())
+        row: dict[str, Any] = {"family": fam, "episodes": len(idx), "oracle_return": base}
+        for name, res in audit.results.items():
+            if name == "oracle":
+                continue
+            mean = float(res.returns()[idx].mean())
+            row[name] = 100.0 * mean / base if base > 0 else float("nan")
+        rows.append(row)
+    return rows
+
+
+def format_family_table(audit: EnvAudit) -> str:
+    """Return :func:`family_rows` as a Markdown table (% of the family's oracle return)."""
+    rows = family_rows(audit)
+    names = [n for n in audit.results if n != "oracle"]
+    lines = [f"{audit.env_id} · `{audit.preset}` · % of the family's oracle return", "",
+             "| family | n | " + " | ".join(names) + " |",
+             "|---|---:|" + "---:|" * len(names)]
+    for r in rows:
+        lines.append(f"| {r['family']} | {r['episodes']} | "
+                     + " | ".join(f"{r[n]:.0f}" for n in names) + " |")
+    return "\n".join(lines)
+
+
 def format_checks(checks: Sequence[TargetCheck]) -> str:
     """Return one ``PASS``/``FAIL`` line per target check."""
     return "\n".join(f"{'PASS' if c.passed else 'FAIL'}  {c.target:<18} {c.policy:<20} {c.detail}"
@@ -417,6 +453,7 @@ def audit_json(audit: EnvAudit, checks: Sequence[TargetCheck]) -> dict[str, Any]
     return {
         "env": audit.env_id, "preset": audit.preset, "seed": audit.seed,
         "oracle_return": audit.oracle_return, "rows": audit.rows(),
+        "families": family_rows(audit),
         "checks": [asdict(c) for c in checks],
         "episodes": {n: [asdict(o) for o in r.outcomes] for n, r in audit.results.items()},
     }
