@@ -5,12 +5,28 @@ they sum to the step reward):
 
 - ``answer``: +1 for a correct final answer (terminal).
 - ``progress``: potential-based checkpoint shaping ``γΦ(s') − Φ(s)``, Φ = share of checkpoints
-  passed; it telescopes, so it does not change the optimal policy.
+  passed, in the strict sense of Ng, Harada & Russell (1999): **Φ of a terminal or truncated
+  state is 0**, so over an episode the shaping telescopes to ``−Φ(s₀) = 0`` (in the γ-discounted
+  return, and in the plain sum when γ = 1). It guides learning step by step and cannot be farmed:
+  it leaves the optimal policy unchanged and pays nothing net. With
+  ``progress_terminal: on_correct`` (the ``checkpoint_bonus`` preset) Φ of the terminal state is
+  instead ``acc × Φ_T``: the checkpoints passed are kept as a bonus when the answer is right —
+  *not* policy-invariant, documented as such.
 - ``m3``: the terminal M3 score (tool selection, multi-hop data flow, parallel calls).
-- ``overthink``: minus the terminal overthink ratio ``OT``.
+- ``process``: the terminal Agentic-MME-style process score ``(S + V) / 2 × (1 − OT)``.
+- ``overthink``: minus the terminal overthink ratio ``OT`` (calls beyond the reference).
 - ``invalid_call``: minus one per failed call or unparseable action.
 - ``safety``: minus one per safety violation (on the step it happens).
-- ``process``: the terminal Agentic-MME-style process score ``(S + V) / 2 × (1 − OT)``.
+
+**Outcome-gated process credit.** With ``gate_process_by_answer`` (the default), the terminal
+``m3`` and ``process`` terms are paid only with a correct answer (multiplied by ``acc``). Some
+reference steps carry no content a policy must read from the pixels (``autocontrast`` of Image 0
+on ``faint_text``); paying for them unconditionally would pay a policy that never reads the
+pixels. Gated, a blind policy earns at most chance × the bonus. The metrics (S, V, M3, OT) in
+``info["metrics"]`` are reported ungated.
+
+A run that never answers earns no answer and no process credit, and the shaping nets 0: no
+preset pays it more than answering at once at random.
 """
 
 from __future__ import annotations
@@ -19,7 +35,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -30,7 +46,8 @@ from m3gym.state import ImageState
 from m3gym.tasks.spec import Task
 from m3gym.trace import CallRecord, Trace
 
-PRESETS: tuple[str, ...] = ("sparse", "process", "m3", "paper")
+PRESETS: tuple[str, ...] = ("sparse", "process", "m3", "paper", "checkpoint_bonus")
+ProgressTerminal = Literal["zero", "on_correct"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,8 @@ class RewardConfig:
     invalid_call: float = 0.0
     safety: float = 0.0
     process: float = 0.0
+    progress_terminal: ProgressTerminal = "zero"
+    gate_process_by_answer: bool = True
     m3_weights: Mapping[str, float] = field(
         default_factory=lambda: {"multi_modal": 1.0, "multi_hop": 1.0, "multi_threaded": 1.0})
     name: str = "custom"
@@ -59,6 +78,11 @@ class RewardConfig:
                 raise ValueError(f"reward weight {f.name} is NaN")
         if any(w < 0 for w in self.m3_weights.values()) or not any(self.m3_weights.values()):
             raise ValueError("m3_weights must be non-negative and not all zero")
+        if self.progress_terminal not in ("zero", "on_correct"):
+            raise ValueError("progress_terminal must be 'zero' or 'on_correct', got "
+                             f"{self.progress_terminal!r}")
+        if not isinstance(self.gate_process_by_answer, bool):
+            raise ValueError("gate_process_by_answer must be true or false")
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as a plain dict."""
@@ -91,7 +115,7 @@ def _from_mapping(data: Mapping[str, Any], default_name: str) -> RewardConfig:
         raise ValueError(f"unknown reward config keys {unknown}; known: {sorted(known)}")
     values = dict(data)
     values.setdefault("name", default_name)
-    for key in known - {"m3_weights", "name"}:
+    for key in known - {"m3_weights", "name", "progress_terminal", "gate_process_by_answer"}:
         if key in values:
             values[key] = float(values[key])
     return RewardConfig(**values)
@@ -102,10 +126,9 @@ class RewardTracker:
 
     Checkpoints are verified incrementally (:class:`CheckpointTracker`: per-step cost is that of
     the new calls), so the potential Φ = share of checkpoints passed is known every step. The
-    terminal terms (answer, M3, overthink, process) are computed once, when the episode ends.
-    With ``gamma`` < 1 the progress terms telescope to ``γ^T Φ_T − Φ_0`` in γ-discounted return;
-    with Φ_T kept (not zeroed at termination) the shaping adds a bounded process bonus
-    ``Φ_T − Φ_0 ≤ 1``, by design.
+    terminal terms (answer, M3, overthink, process) are computed once, when the episode ends;
+    on that step the shaping uses Φ(terminal) = 0 (or ``acc × Φ_T`` with
+    ``progress_terminal: on_correct``).
     """
 
     def __init__(self, config: RewardConfig, task: Task, view_size: int = 768,
@@ -119,7 +142,7 @@ class RewardTracker:
         self._final: dict[str, Any] | None = None
 
     def start(self, state: ImageState) -> None:
-        """Register the input images (evidence may already be legible in Image 0)."""
+        """Register the input images (Φ of the initial state: no checkpoint is passed yet)."""
         self.checkpoints.observe(state, ())
         self.phi = self.checkpoints.progress
 
@@ -129,8 +152,12 @@ class RewardTracker:
         cfg = self.config
         self.last_passed = self.checkpoints.observe(state, [r for r in records if r.ok])
         phi_next = self.checkpoints.progress
+        metrics = self.final_info(state, trace)["metrics"] if done else None
         components: dict[str, float] = {}
         if cfg.progress:
+            if metrics is not None:  # terminal state: Φ = 0 (or the kept bonus)
+                phi_next = (metrics["acc"] * phi_next
+                            if cfg.progress_terminal == "on_correct" else 0.0)
             components["progress"] = cfg.progress * (cfg.gamma * phi_next - self.phi)
         self.phi = phi_next
         if cfg.invalid_call:
@@ -142,16 +169,17 @@ class RewardTracker:
                 step_trace.answer = trace.answer
             violations = len(evaluate_safety(self.task, step_trace).violations)
             components["safety"] = -cfg.safety * violations
-        if done:
-            metrics = self.final_info(state, trace)["metrics"]
-            components["answer"] = cfg.answer * metrics["acc"]
+        if metrics is not None:
+            acc = metrics["acc"]
+            gate = acc if cfg.gate_process_by_answer else 1.0
+            components["answer"] = cfg.answer * acc
             if cfg.m3:
-                components["m3"] = cfg.m3 * metrics["m3"]
+                components["m3"] = cfg.m3 * gate * metrics["m3"]
             if cfg.overthink:
                 components["overthink"] = -cfg.overthink * metrics["OT"]
             if cfg.process:
-                components["process"] = cfg.process * (metrics["S"] + metrics["V"]) / 2 * max(
-                    0.0, 1.0 - metrics["OT"])
+                score = (metrics["S"] + metrics["V"]) / 2 * max(0.0, 1.0 - metrics["OT"])
+                components["process"] = cfg.process * gate * score
         return float(sum(components.values())), components
 
     def final_info(self, state: ImageState, trace: Trace) -> dict[str, Any]:

@@ -304,7 +304,9 @@ def test_one_crop_passes_s_v_tool_and_v_true():
     assert (report.S, report.V, report.V_tool, report.V_true) == (1.0, 1.0, 1.0, 1.0)
     assert {r.call_id for r in report.results} == {"c0"}
     assert report.result("v_true").image_index == z4
-    assert report.result("v_tool").measurements == {"input_index": 0, "output_index": z4}
+    assert report.result("v_tool").measurements == {"input_index": 0, "output_index": z4,
+                                                    "legible": True,
+                                                    "reason": "evidence legible"}
     json.dumps(report.to_dict())
 
 
@@ -343,7 +345,7 @@ def test_v_true_passes_from_an_artifact_of_any_call():
     second = Evidence(id="e1", image=0, box=(820, 540, 840, 560), glyph_height=8.0)
     cps = (
         Checkpoint("s_crop", "S", "crop_covers", {"evidence": "e0"}),
-        Checkpoint("v_tool", "V", "v_tool", {"evidence": "e0", "tools": ["autocontrast"]}),
+        Checkpoint("v_tool", "V", "v_tool", {"evidence": "e0", "tools": ["crop"]}),
         Checkpoint("v_true_0", "V", "v_true", {"evidence": "e0"}),
         Checkpoint("v_true_1", "V", "v_true", {"evidence": "e1"}),
     )
@@ -363,7 +365,8 @@ def test_v_true_passes_from_an_artifact_of_any_call():
         assert report.result(cid).call_id == "c2" and report.result(cid).image_index == z4
     # c2 also holds an S checkpoint whichever crop the matching gave it; v_true is independent
     assert {report.result("s_crop").call_id} <= {"c0", "c2"}
-    assert report.result("v_tool").call_id == "c1"
+    # v_tool needs a legible output: the zoom-1 crop c0 does not give one, c2 does
+    assert report.result("v_tool").call_id == "c2"
 
 
 def test_v_tool_needs_the_output_to_keep_the_evidence():
@@ -384,10 +387,12 @@ def test_matching_does_not_depend_on_checkpoint_order():
     )
     task = make_task(checkpoints=both)
     state = fresh_state(task)
-    z = crop(state, 0, EVIDENCE_CROP, 2.0, call_id="c")
+    z = crop(state, 0, EVIDENCE_CROP, 4.0, call_id="c")
+    g = photometric(state, z, "grayscale", lambda a: a, call_id="c0")
+    sh = photometric(state, z, "sharpen", lambda a: a, call_id="c1")
     calls = [record("c", "crop", input_index=0, output_index=z),
-             record("c0", "grayscale", input_index=z, output_index=None),
-             record("c1", "sharpen", input_index=z, output_index=None)]
+             record("c0", "grayscale", input_index=z, output_index=g),
+             record("c1", "sharpen", input_index=z, output_index=sh)]
     report = evaluate_checkpoints(task, Trace(steps=[calls]), state)
     assert report.V_tool == 1.0
     assert report.result("a").call_id == "c1" and report.result("b").call_id == "c0"
@@ -431,13 +436,15 @@ def test_contrast_and_global_ops():
     state = fresh_state(task)
     far = crop(state, 0, (0, 0, 300, 300), 1.0, call_id="k0")  # does not hold the evidence
     near = crop(state, 0, EVIDENCE_CROP, 2.0, call_id="k1")
+    a_far = photometric(state, far, "autocontrast", autocontrast, call_id="a0")
     calls = [record("k0", "crop", input_index=0, output_index=far),
              record("k1", "crop", input_index=0, output_index=near),
-             record("a0", "autocontrast", input_index=far),
+             record("a0", "autocontrast", input_index=far, output_index=a_far),
              record("e0", "edge_detect", input_index=near)]
     report = evaluate_checkpoints(task, Trace(steps=[calls]), state)
     assert report.S == 0.0
-    calls += [record("a1", "autocontrast", input_index=near),
+    a_near = photometric(state, near, "autocontrast", autocontrast, call_id="a1")
+    calls += [record("a1", "autocontrast", input_index=near, output_index=a_near),
               record("e1", "edge_detect", input_index=0)]
     report = evaluate_checkpoints(task, Trace(steps=[calls]), state)
     assert report.S == 1.0
@@ -495,7 +502,7 @@ def test_axis_scores_and_empty_axes():
     assert (empty.S, empty.V, empty.progress) == (1.0, 1.0, 0.0)
 
 
-def test_image0_satisfies_v_true_when_legible():
+def test_input_images_never_pass_v_true_even_when_legible():
     # big text: glyphs 8 px scaled by... place a 1 x 1 task image small enough to need no scaling
     task = make_task(checkpoints=(V_TRUE,))
     small = np.ascontiguousarray(task.images[0][400:700, 600:1000])  # 400 px wide: view scale 1
@@ -506,10 +513,11 @@ def test_image0_satisfies_v_true_when_legible():
     t2 = Task(task_id="t2", family="synthetic", level=1, domain="Diagram", images=(small,),
               question="?", answer=AnswerSpec("x"), reference=(), evidence=(moved,),
               checkpoints=(V_TRUE,))
-    report = evaluate_checkpoints(t2, Trace(), fresh_state(t2))
-    assert report.V_true == 1.0
-    res = report.result("v")
-    assert res.call_id is None and res.image_index == 0
+    state = fresh_state(t2)
+    assert measure_evidence(state[0], moved).passed  # legible in the input itself ...
+    report = evaluate_checkpoints(t2, Trace(), state)
+    assert report.V_true == 0.0  # ... yet a visual checkpoint needs a produced image
+    assert not report.result("v").passed and report.result("v").image_index is None
 
 
 def test_tracker_is_incremental_and_monotone():
@@ -532,8 +540,8 @@ def test_tracker_is_incremental_and_monotone():
     assert tracker.observe(state, step0 + step1) == ["f"]  # old calls are skipped
     assert tracker.report().result("v").call_id == "c0"  # the first passing artifact is kept
     assert tracker.progress == 1.0
-    # measurements are cached per (image, evidence)
-    assert len(tracker._views) == 3
+    # measurements are cached per (produced image, evidence): inputs are never measured
+    assert sorted(tracker._views) == [(z4, "e0"), (g, "e0")]
     full = evaluate_checkpoints(task, Trace(steps=[step0, step1]), state)
     assert full.to_dict() == tracker.report().to_dict()
     assert json.loads(json.dumps(full.to_dict())) == full.to_dict()
@@ -627,8 +635,9 @@ def test_search_hit_needs_the_url_within_max_rank():
 
 
 def test_builders_map_reference_calls_to_checkpoints():
-    from m3gym.scoring.checkpoints import CONTRAST_TOOLS, evidence_checkpoints, step_checkpoint
+    from m3gym.scoring.checkpoints import evidence_checkpoints, step_checkpoint
     from m3gym.tasks.spec import RefCall
+    from m3gym.tools.catalogue import CONTRAST_TOOLS
 
     crop_call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": [0, 0, 10, 10]})
     rot = RefCall("c2", "rotate", {"image_index": 1, "angle": 90}, ("c1",))
@@ -649,3 +658,81 @@ def test_builders_map_reference_calls_to_checkpoints():
     assert glob.kind == "global_op" and "threshold" in glob.params["tools"]
     with pytest.raises(ValueError):
         step_checkpoint(RefCall("q", "web_search", {"query": "x"}))
+
+
+# ----------------------------------------------------------------------------- effect required
+
+
+def test_crop_must_magnify_the_evidence():
+    """A crop that keeps more than half of the root (whole-image crop) passes nothing."""
+    cps = (Checkpoint("s", "S", "crop_covers", {"evidence": "e0"}),
+           Checkpoint("v", "V", "v_tool", {"evidence": "e0", "tools": ["crop"]}))
+    task = make_task(checkpoints=cps)
+    state = fresh_state(task)
+    whole = crop(state, 0, (0, 0, W, H), 4.0, call_id="c0")
+    half = crop(state, 0, (600, 0, W, H), 1.0, call_id="c1")  # 600/1200 = exactly half
+    report = evaluate_checkpoints(
+        task, Trace(steps=[[record("c0", "crop", input_index=0, output_index=whole)]]), state)
+    assert (report.S, report.V_tool) == (0.0, 0.0)
+    report = evaluate_checkpoints(
+        task, Trace(steps=[[record("c1", "crop", input_index=0, output_index=half)]]), state)
+    res = report.result("s")
+    assert res.passed and res.measurements["root_share"] == pytest.approx(0.5)
+    assert res.measurements["max_share"] == pytest.approx(0.5)
+    # 600x900 shown at 768/900: glyphs 8 * 0.853 = 6.8 px < 9, so v_tool (a legible output)
+    # fails while the crop's S checkpoint passes; a tight zoomed crop passes both
+    assert report.V_tool == 0.0
+    tight = crop(state, 0, EVIDENCE_CROP, 4.0, call_id="c2")
+    report = evaluate_checkpoints(
+        task, Trace(steps=[[record("c2", "crop", input_index=0, output_index=tight)]]), state)
+    assert (report.S, report.V_tool) == (1.0, 1.0)
+
+
+def test_contrast_op_on_the_original_needs_a_contrast_rise():
+    """Autocontrast of Image 0 (evidence below legible scale) counts only if it raises contrast."""
+    cps = (Checkpoint("c", "S", "contrast_op", {"evidence": "e0", "tools": ["autocontrast"]}),)
+    crisp = make_task(checkpoints=cps)  # black on white: nothing to raise
+    state = fresh_state(crisp)
+    out = photometric(state, 0, "autocontrast", autocontrast, call_id="a")
+    rec = record("a", "autocontrast", input_index=0, output_index=out)
+    res = evaluate_checkpoints(crisp, Trace(steps=[[rec]]), state).result("c")
+    assert not res.passed
+    faint = make_task(ink=120, paper=140, checkpoints=cps)
+    state = fresh_state(faint)
+    stretch = photometric(state, 0, "autocontrast",
+                          lambda a: np.clip((a.astype(np.int16) - 110) * 6, 0, 255)
+                          .astype(np.uint8), call_id="a")
+    rec = record("a", "autocontrast", input_index=0, output_index=stretch)
+    res = evaluate_checkpoints(faint, Trace(steps=[[rec]]), state).result("c")
+    assert res.passed
+    assert res.measurements["contrast_after"] >= 1.25 * res.measurements["contrast_before"]
+    # an identity "contrast op" on the original does not raise it
+    state = fresh_state(faint)
+    same = photometric(state, 0, "autocontrast", lambda a: a, call_id="a")
+    rec = record("a", "autocontrast", input_index=0, output_index=same)
+    assert not evaluate_checkpoints(faint, Trace(steps=[[rec]]), state).result("c").passed
+
+
+def test_contrast_op_at_legible_scale_passes():
+    cps = (Checkpoint("c", "S", "contrast_op", {"evidence": "e0", "tools": ["autocontrast"]}),)
+    task = make_task(checkpoints=cps)
+    state = fresh_state(task)
+    z = crop(state, 0, EVIDENCE_CROP, 2.0, call_id="k")  # 8 px glyphs x2 at scale 1: 16 px
+    out = photometric(state, z, "autocontrast", lambda a: a, call_id="a")
+    calls = [record("k", "crop", input_index=0, output_index=z),
+             record("a", "autocontrast", input_index=z, output_index=out)]
+    res = evaluate_checkpoints(task, Trace(steps=[calls]), state).result("c")
+    assert res.passed and res.measurements["view_glyph_height"] == pytest.approx(16.0)
+
+
+def test_rotation_by_a_wrong_angle_passes_no_v_tool():
+    cps = (Checkpoint("v", "V", "v_tool", {"evidence": "e0", "tools": ["rotate", "flip"]}),)
+    task = make_task(angle=90.0, checkpoints=cps)
+    state = fresh_state(task)
+    x0, y0, x1, y1 = (int(v) for v in task.evidence[0].box)
+    z = crop(state, 0, (x0 - 10, y0 - 10, x1 + 10, y1 + 10), 3.0, call_id="k")
+    for angle, passed in ((90.0, False), (180.0, False), (-90.0, True)):
+        r = rotate(state, z, angle, call_id=f"r{angle}")
+        calls = [record("k", "crop", input_index=0, output_index=z),
+                 record(f"r{angle}", "rotate", input_index=z, output_index=r)]
+        assert evaluate_checkpoints(task, Trace(steps=[calls]), state).V_tool == float(passed)

@@ -1,3 +1,4 @@
+import dataclasses
 import hashlib
 import json
 import pickle
@@ -226,17 +227,45 @@ def test_fuzzed_actions_never_raise(actions):
             break
 
 
+AUTOCONTRAST_0 = {"name": "autocontrast", "arguments": {"image_index": 0}}
+
+
+def _contrast_before(env, task) -> float | None:
+    """Autocontrast Image 0 (evidence below legible scale) and return its measured contrast."""
+    env.reset(options={"task": task})
+    env.step(AUTOCONTRAST_0)  # fills the cache with Image 0's measurement
+    return env._tracker.checkpoints._native_contrast(env.state[0], task.evidence[0])
+
+
+def test_input_measure_cache_never_serves_another_task():
+    env = gym.make(m3gym.family_env_id("tiny_faint_text")).unwrapped
+    task = m3gym.make_task("tiny_faint_text", 5)
+    before = _contrast_before(env, task)
+    assert before is not None and len(env._input_measures) == 1
+    assert _contrast_before(env, task) == before and len(env._input_measures) == 1  # a hit
+    # same task id, different pixels (the evidence restored by hand): must be measured anew
+    legible = np.array(task.images[0])
+    x0, y0, x1, y1 = (int(v) for v in task.evidence[0].box)
+    legible[y0:y1, x0:x1] = task.evidence[0].clean[:, :, None]
+    legible.setflags(write=False)
+    after = _contrast_before(env, dataclasses.replace(task, images=(legible,)))
+    assert after is not None and after > before + 50
+
+
 def test_pickle_env_with_a_warm_input_measure_cache():
-    env = gym.make("M3Bench-Classic").unwrapped
-    task = m3gym.make_task("glyph_faint", 3)
-    for _ in range(2):
+    env = gym.make(m3gym.family_env_id("tiny_faint_text")).unwrapped
+    task = m3gym.make_task("tiny_faint_text", 3)
+    for _ in range(2):  # autocontrast of Image 0 measures the input's native ink contrast
         env.reset(options={"task": task})
+        env.step(AUTOCONTRAST_0)
     assert len(env._input_measures) == 1
     clone = pickle.loads(pickle.dumps(env))
     assert len(clone._input_measures) == 0  # a cache pickles empty (its keys are weak)
     assert clone._tracker.checkpoints.input_views is clone._input_measures
     clone.reset(options={"task": task})
+    clone.step(AUTOCONTRAST_0)
     _, _, _, _, a = clone.step({"name": "answer", "arguments": {"text": "1"}})
     env.reset(options={"task": task})
+    env.step(AUTOCONTRAST_0)
     _, _, _, _, b = env.step({"name": "answer", "arguments": {"text": "1"}})
     assert a["metrics"] == b["metrics"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import gymnasium as gym
 import numpy as np
@@ -158,18 +157,6 @@ def test_input_measure_cache_matches_fresh_env_and_never_serves_another_task() -
         fresh.reset(options={"task": task})
         _, _, _, _, ref = fresh.step({"name": "answer", "arguments": {"text": "3"}})
         assert fin["metrics"] == ref["metrics"]
-    env = gym.make("M3Bench-GlyphFaint").unwrapped
-    task = make_task("glyph_faint", 5)
-    env.reset(options={"task": task})
-    before = env._tracker.checkpoints._views[(0, "digit")]
-    # same task id, different pixels (the evidence restored by hand): must be measured anew
-    legible = np.array(task.images[0])
-    x0, y0, x1, y1 = (int(v) for v in task.evidence[0].box)
-    legible[y0:y1, x0:x1] = task.evidence[0].clean[:, :, None]
-    legible.setflags(write=False)
-    env.reset(options={"task": replace(task, images=(legible,))})
-    after = env._tracker.checkpoints._views[(0, "digit")]
-    assert not before.passed and after.passed
 
 
 def test_classic_family_classes_declare_suite_and_view() -> None:

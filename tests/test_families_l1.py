@@ -162,9 +162,10 @@ def test_each_l1_checkpoint_fails_for_a_sloppy_agent():
     for seed in range(5):
         tiny = task("tiny_text", seed)
         call = tiny.reference[0][0]
-        # a crop of (nearly) everything holds the code but shows it no larger than Image 0
-        lazy = _scored(tiny, [("crop", {"image_index": 0, "bbox_2d": [0, 0, 1000, 1000]})])
-        assert lazy.S == 1.0 and lazy.V_tool == 1.0 and lazy.V_true == 0.0
+        # a crop of everything holds the code but does not magnify it: it passes nothing
+        lazy = _scored(tiny, [("crop", {"image_index": 0, "bbox_2d": [0, 0, 1000, 1000],
+                                        "zoom_scale": 2.0})])
+        assert lazy.S == 0.0 and lazy.V_tool == 0.0 and lazy.V_true == 0.0
         x0, y0, x1, y1 = call.arguments["bbox_2d"]
         cut = [x0, y0, (x0 + x1) // 2, y1]  # half the sticker: the code is cut
         half = _scored(tiny, [("crop", {**call.arguments, "bbox_2d": cut})])
@@ -179,8 +180,8 @@ def test_each_l1_checkpoint_fails_for_a_sloppy_agent():
             continue
         wrong = _scored(rot, [("rotate", {"image_index": 0,
                                           "angle": call.arguments["angle"] + 180})])
-        # the right tool on the whole document (v_tool), but upside down: S and v_true fail
-        assert wrong.S == 0.0 and wrong.V_tool == 1.0 and wrong.V_true == 0.0
+        # the right tool on the whole document, but upside down: no effect, nothing passes
+        assert wrong.S == 0.0 and wrong.V_tool == 0.0 and wrong.V_true == 0.0
 
 
 # ------------------------------------------------------------------------------- tiny_text

@@ -80,7 +80,13 @@ def test_wrong_answer_failure_mode_and_paper_preset():
     *_, info = env.step({"name": "answer", "arguments": {"text": "definitely wrong"}})
     m = info["metrics"]
     assert m["acc"] == 0.0 and m["failure_mode"] == "post_visual_perception_deficit"
-    assert math.isclose(info["reward_components"]["process"], (m["S"] + m["V"]) / 2)
+    assert m["S"] == m["V"] == 1.0  # the process was right ...
+    assert info["reward_components"]["process"] == 0.0  # ... but it is paid with a right answer
+    env.reset(seed=0)
+    for step in task.reference:
+        env.step([{"name": c.name, "arguments": dict(c.arguments)} for c in step])
+    *_, info = env.step({"name": "answer", "arguments": {"text": task.answer.value}})
+    assert info["reward_components"]["process"] == 1.0
 
 
 def test_no_tool_answer_is_missing_visual_tool_use():

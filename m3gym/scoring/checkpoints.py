@@ -64,6 +64,7 @@ import numpy as np
 
 from m3gym.state import ImageEntry, ImageState, apply_affine
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
+from m3gym.tools.catalogue import TOOL_ALIASES, UPRIGHT_TOOLS, equivalent_tools
 from m3gym.trace import CallRecord, Trace
 from m3gym.urls import normalize_url
 from m3gym.view import VIEW_SIZE, view_scale
@@ -106,8 +107,10 @@ NATIVE_VIEW: int = 1 << 30
 MATCHED_GROUPS: tuple[str, ...] = ("S", "v_tool")
 """Checkpoint groups decided by a call ↔ checkpoint matching (one call, one checkpoint each)."""
 
-SEARCH_ALIASES: Mapping[str, str] = {"google_search": "web_search",
-                                     "google_lens_search": "image_search"}
+SEARCH_ALIASES: Mapping[str, str] = TOOL_ALIASES
+"""Alias → canonical name of the retrieval tools (derived from the tool catalogue)."""
+
+_SEARCH_TOOLS = ("web_search", "image_search")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -676,7 +679,11 @@ class CheckpointTracker:
         return view.passed, view.to_dict()
 
     def _measure(self, entry: ImageEntry, ev: Evidence) -> EvidenceView:
-        """Measure ``ev`` in ``entry``; input images go through the shared ``input_views`` cache.
+        """Measure ``ev`` in the produced image ``entry`` (``v_true``)."""
+        return measure_evidence(entry, ev, self.view_size, self._frames)
+
+    def _native_contrast(self, entry: ImageEntry, ev: Evidence) -> float | None:
+        """Return :func:`native_contrast`; input images go through the shared ``input_views``.
 
         An input image's measurement depends only on the task, so a caller that resets the same
         tasks again (a task pool) passes one ``input_views`` mapping to every tracker. Entries
@@ -685,14 +692,14 @@ class CheckpointTracker:
         images alive.
         """
         if self.input_views is None or entry.provenance.call_id is not None:
-            return measure_evidence(entry, ev, self.view_size, self._frames)
-        key = (self.task.task_id, id(self.task), entry.index, ev.id, self.view_size)
+            return native_contrast(entry, ev, self._frames)
+        key = (self.task.task_id, id(self.task), entry.index, ev.id, "native_contrast")
         hit = self.input_views.get(key)
         if hit is not None and hit[0]() is self.task:
             return hit[1]
-        view = measure_evidence(entry, ev, self.view_size, self._frames)
-        self.input_views[key] = (weakref.ref(self.task), view)
-        return view
+        value = native_contrast(entry, ev, self._frames)
+        self.input_views[key] = (weakref.ref(self.task), value)
+        return value
 
     def _input_entry(self, call: CallRecord, state: ImageState) -> ImageEntry | None:
         idx = call.input_index
@@ -728,8 +735,8 @@ class CheckpointTracker:
                                 "view_glyph_height": glyph}
         if glyph >= ev.min_view_height:
             return True, info
-        before = native_contrast(src, ev, self._frames)
-        after = native_contrast(out, ev, self._frames)
+        before = self._native_contrast(src, ev)
+        after = self._native_contrast(out, ev)
         info.update(contrast_before=before, contrast_after=after)
         if before is None or after is None:
             return False, info
@@ -856,22 +863,6 @@ def evaluate_checkpoints(
 
 # ---------------------------------------------------------------------------------------------
 # builders (used by the task families)
-
-CONTRAST_TOOLS: tuple[str, ...] = ("autocontrast", "equalize", "threshold", "enhance")
-"""Tools that count as the same contrast repair (any of them may pass a contrast checkpoint)."""
-
-UPRIGHT_TOOLS: tuple[str, ...] = ("rotate", "flip")
-"""Tools that can turn evidence upright."""
-
-_EQUIVALENT: Mapping[str, tuple[str, ...]] = {
-    **{t: CONTRAST_TOOLS for t in CONTRAST_TOOLS}, **{t: UPRIGHT_TOOLS for t in UPRIGHT_TOOLS}}
-_SEARCH_TOOLS = ("web_search", "image_search")
-
-
-def equivalent_tools(name: str) -> tuple[str, ...]:
-    """Return the tools that do the job of reference tool ``name`` (itself included)."""
-    return _EQUIVALENT.get(name, (name,))
-
 
 def v_tool_checkpoint(evidence: str, tools: Iterable[str], cp_id: str | None = None,
                       description: str = "") -> Checkpoint:

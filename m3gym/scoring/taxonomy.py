@@ -53,6 +53,8 @@ from typing import Any
 
 from m3gym.scoring.checkpoints import CheckpointReport
 from m3gym.tasks.spec import Checkpoint, Task
+from m3gym.tools.catalogue import RETRIEVAL_TOOL_NAMES as _RETRIEVAL
+from m3gym.tools.catalogue import TOOL_ALIASES, VISUAL_TOOL_NAMES, canonical_tool
 from m3gym.trace import Trace
 
 FAILURE_LABELS: tuple[str, ...] = (
@@ -60,19 +62,12 @@ FAILURE_LABELS: tuple[str, ...] = (
     "missing_visual_tool_use", "overthinking_collapse", "tool_misexecution",
     "post_visual_perception_deficit",
 )
-VISUAL_TOOL_NAMES: frozenset[str] = frozenset({
-    "crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert", "equalize",
-    "threshold", "blur", "sharpen", "denoise", "edge_detect", "enhance",
-})
-RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset({
-    "web_search", "image_search", "fetch_webpage", "download_image",
-    "google_search", "google_lens_search",
-})
+RETRIEVAL_TOOL_NAMES: frozenset[str] = _RETRIEVAL | frozenset(TOOL_ALIASES)
+"""Retrieval tools, the harness aliases included."""
 VISUAL_KINDS: frozenset[str] = frozenset({
     "crop_covers", "rotate_upright", "contrast_op", "global_op", "v_tool", "v_true",
 })
 SEARCH_KINDS: frozenset[str] = frozenset({"search_hit", "fetch"})
-_ALIASES = {"google_search": "web_search", "google_lens_search": "image_search"}
 
 
 def needed_tools(checkpoint: Checkpoint) -> frozenset[str]:
@@ -94,7 +89,7 @@ def needed_tools(checkpoint: Checkpoint) -> frozenset[str]:
 
 
 def _canonical(name: str) -> str:
-    return _ALIASES.get(name, name)
+    return canonical_tool(name)
 
 
 def needs_retrieval(task: Task) -> bool:

@@ -26,7 +26,6 @@ import numpy as np
 
 from m3gym.tasks import render as R
 from m3gym.tasks.families.l1_text import (
-    CONTRAST_TOOLS,
     EVIDENCE_ORIENTATION,
     TRANSFORMS,
     apply_transform,
@@ -36,6 +35,7 @@ from m3gym.tasks.families.l1_text import (
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
+from m3gym.tools.catalogue import CONTRAST_TOOLS
 
 GLYPHS: tuple[str, ...] = tuple("01234567")
 """The answer set of every classic task, in the fixed order of the choices (no 9: it is a 6 turned

@@ -21,11 +21,11 @@ import numpy as np
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
+from m3gym.tools.catalogue import CONTRAST_TOOLS
 
 MIN_VIEW_HEIGHT: float = Evidence.min_view_height
 MIN_CONTRAST: float = Evidence.min_contrast
 
-CONTRAST_TOOLS: tuple[str, ...] = ("autocontrast", "equalize", "threshold", "enhance")
 """Tools that count as a contrast operation for ``faint_text``'s checkpoints."""
 
 

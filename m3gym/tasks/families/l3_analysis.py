@@ -46,7 +46,6 @@ from m3gym.web.world import World, build_world
 MIN_VIEW_HEIGHT: float = Evidence.min_view_height
 """Glyph height (view pixels) the scorer needs to call evidence legible."""
 
-CONTRAST_TOOLS: tuple[str, ...] = ("autocontrast", "equalize", "threshold", "enhance")
 """Tools that count as a contrast operation."""
 
 SEARCH_MAX_RANK: int = 1
