@@ -22,6 +22,7 @@ from m3gym.audit.blind import (
     blind_shape,
     make_blind_policy,
     random_answer,
+    with_answer,
 )
 from m3gym.audit.reward_audit import (
     DEFAULT_ENVS,
@@ -32,9 +33,11 @@ from m3gym.audit.reward_audit import (
     audit_env,
     chance_accuracy,
     check_targets,
+    counterfactual_answers,
     episode_tasks,
     family_rows,
     format_table,
+    mix_outcomes,
     outcome_of,
     reward_presets,
 )
@@ -50,12 +53,9 @@ def _task(answer: AnswerSpec, choices: tuple[str, ...] | None) -> Task:
                 choices=choices)
 
 
-def _outcome(ret: float, answer: float = 0.0, chance: float = 0.0, **metrics: float) -> \
-        EpisodeOutcome:
+def _outcome(ret: float, answer: float = 0.0, **metrics: float) -> EpisodeOutcome:
     m = {"acc": 0.0, "S": 0.0, "V": 0.0, "m3": 0.0, "OT": 0.0, **metrics}
-    return EpisodeOutcome(seed=0, ret=ret, answer_reward=answer, chance_answer_reward=chance,
-                          answered=True, acc=m["acc"], chance_acc=chance, S=m["S"], V=m["V"],
-                          m3=m["m3"], OT=m["OT"])
+    return EpisodeOutcome(seed=0, ret=ret, answer_reward=answer, answered=True, **m)
 
 
 def _audit(**returns: list[EpisodeOutcome]) -> EnvAudit:
@@ -74,19 +74,35 @@ def test_chance_accuracy_exact_and_numeric():
     assert chance_accuracy(_task(AnswerSpec("B"), None)) == 0.0
 
 
-def test_outcome_replaces_answer_term_by_its_expectation():
-    task = _task(AnswerSpec("B"), ("A", "B", "C", "D"))
+def test_outcome_and_mixing_exact():
     info = {"metrics": {"acc": 1.0, "S": 0.5, "V": 1.0, "m3": 0.25, "OT": 0.0},
-            "reward_components": {"answer": 2.0, "m3": 0.125}}
-    out = outcome_of(3, 2.7, info, answered=True, task=task, answer_weight=2.0)
-    assert out.non_answer == pytest.approx(0.7)
-    assert out.chance_answer_reward == 0.5  # 2.0 x 1/4
-    assert out.audited_return(True) == pytest.approx(1.2)
-    assert out.audited_return(False) == 2.7
-    assert (out.audited_acc(True), out.audited_acc(False)) == (0.25, 1.0)
-    silent = outcome_of(3, -0.3, {"reward_components": {}}, answered=False, task=task,
-                        answer_weight=2.0)
-    assert silent.audited_return(True) == -0.3 and silent.chance_acc == 0.0
+            "reward_components": {"answer": 1.0, "m3": 0.125}}
+    right = outcome_of(3, 1.625, info, answered=True, family="f")
+    assert right.non_answer == 0.625 and right.family == "f"
+    wrong = outcome_of(3, 0.5, {"metrics": {**info["metrics"], "acc": 0.0},
+                                "reward_components": {"answer": 0.0}}, answered=True)
+    mixed = mix_outcomes(0.25, right, wrong)
+    assert mixed.ret == pytest.approx(0.25 * 1.625 + 0.75 * 0.5)  # 0.78125
+    assert mixed.answer_reward == 0.25 and mixed.acc == 0.25 and mixed.S == 0.5
+    assert mixed.non_answer == pytest.approx(0.53125)
+    assert mix_outcomes(0.0, None, wrong) is wrong and mix_outcomes(1.0, right, None) is right
+    with pytest.raises(ValueError):
+        mix_outcomes(0.0, right, None)
+
+
+def test_counterfactual_answers():
+    assert counterfactual_answers(_task(AnswerSpec("B"), ("A", "B", "C"))) == ("B", "A")
+    assert counterfactual_answers(_task(AnswerSpec("B"), ("B",))) == ("B", None)
+    assert counterfactual_answers(_task(AnswerSpec("B"), None)) == (None, "unknown")
+
+
+def test_forced_answer_keeps_the_calls():
+    assert with_answer({"name": "answer", "arguments": {"text": "A"}}, "B") == \
+        {"name": "answer", "arguments": {"text": "B"}}
+    call = [{"name": "crop", "arguments": {"image_index": 0, "bbox_2d": [0, 0, 1, 1]}}]
+    assert with_answer(call, "B") is call
+    assert with_answer({"name": "answer", "arguments": {"text": "A"}}, None)["arguments"] == \
+        {"text": "A"}
 
 
 # ---------------------------------------------------------------- rows and targets
@@ -94,19 +110,18 @@ def test_outcome_replaces_answer_term_by_its_expectation():
 def test_rows_percentages_and_targets_exact():
     audit = _audit(
         oracle=[_outcome(2.0, 1.0, acc=1, S=1, V=1, m3=1)] * 2,
-        random=[_outcome(0.1, 0.0, 0.2), _outcome(-0.3, 1.0, 0.2)],
-        answer_now=[_outcome(0.0, 0.0, 0.2), _outcome(1.0, 1.0, 0.2)],
-        heuristic=[_outcome(1.5, 1.0), _outcome(0.5, 0.0)],
-        ref_whole=[_outcome(1.0, 1.0, 0.25), _outcome(0.5, 0.0, 0.25)],
+        random=[_outcome(0.3, 0.2, acc=0.2), _outcome(-1.1, 0.2, acc=0.2)],
+        answer_now=[_outcome(0.2, 0.2, acc=0.2)] * 2,
+        heuristic=[_outcome(1.5, 1.0, acc=1), _outcome(0.5, 0.0)],
+        ref_whole=[_outcome(0.25, 0.25, acc=0.25), _outcome(0.75, 0.25, acc=0.25)],
     )
     rows = {r["policy"]: r for r in audit.rows()}
     assert audit.oracle_return == 2.0
-    # random: [0.1 + 0.2, -1.3 + 0.2] -> mean -0.4; answer_now: [0.2, 0.2] -> 0.2 = 10 %
     assert rows["random"]["return"] == pytest.approx(-0.4)
     assert rows["answer_now"]["pct_oracle"] == pytest.approx(10.0)
-    # ref_whole: non-answer [0.0, 0.5] + 0.25 each -> [0.25, 0.75] -> 25 % of the oracle
     assert rows["ref_whole"]["pct_oracle"] == pytest.approx(25.0)
-    assert rows["ref_whole"]["acc"] == 0.25 and rows["heuristic"]["acc"] == 0.0
+    assert rows["ref_whole"]["acc"] == 0.25 and rows["heuristic"]["acc"] == 0.5
+    assert rows["ref_whole"]["non_answer"] == pytest.approx(0.25)
     checks = {(c.target, c.policy): c for c in check_targets(audit)}
     assert checks[("oracle", "oracle")].passed
     # floor = answer_now (10 %); ref_whole 25 % - 10 % = +15 points > 5
@@ -254,7 +269,7 @@ def test_audit_is_deterministic_and_shares_tasks():
     for name in a.results:
         assert a.results[name].outcomes == b.results[name].outcomes
     never = a.results["never_answer"].outcomes
-    assert not any(o.answered for o in never) and all(o.chance_answer_reward == 0 for o in never)
+    assert not any(o.answered for o in never) and all(o.acc == 0 for o in never)
 
 
 def test_cli_writes_json(tmp_path, capsys):
@@ -269,7 +284,7 @@ def test_cli_writes_json(tmp_path, capsys):
     assert audit["oracle_return"] == 1.0
     rows = {r["policy"]: r for r in audit["rows"]}
     # under sparse the audited return of answer_now is exactly the chance of a random choice
-    chance = np.mean([o["chance_acc"] for o in audit["episodes"]["answer_now"]])
+    chance = np.mean([o["acc"] for o in audit["episodes"]["answer_now"]])
     assert math.isclose(rows["answer_now"]["return"], chance)
     assert main(["audit-reward", "--env", "M3Bench-Classic", "--episodes", "1", "--preset",
                  "nope"]) == 2

@@ -127,6 +127,17 @@ def random_answer(rng: np.random.Generator, choices: Sequence[str] | None) -> di
     return {"name": "answer", "arguments": {"text": text}}
 
 
+def with_answer(action: Any, text: str | None) -> Any:
+    """Return ``action`` with its answer text replaced by ``text`` (unchanged if not an answer).
+
+    The audit uses it to play an episode with a correct and with a wrong choice from the same
+    policy state (see :mod:`m3gym.audit.reward_audit`).
+    """
+    if text is None or not (isinstance(action, dict) and action.get("name") == "answer"):
+        return action
+    return {"name": "answer", "arguments": {"text": text}}
+
+
 class ShapePlayer:
     """Replays a shape with blind content, remapping ``image_index`` to the images produced.
 
@@ -196,6 +207,8 @@ class BlindPolicy:
     """
 
     name = "blind"
+    forced_answer: str | None = None
+    """Set by the audit to replace the random answer's text (its calls stay the same)."""
 
     def __init__(self, seed: int = 0, shape_source: ShapeSource | None = None) -> None:
         self.rng = np.random.default_rng(seed)
@@ -227,7 +240,7 @@ class BlindPolicy:
         """Return the next action (see :meth:`plan`)."""
         action = self.plan(info)
         self.step += 1
-        return action
+        return with_answer(action, self.forced_answer)
 
     def plan(self, info: Mapping[str, Any]) -> Any:
         """Return the action of step ``self.step`` (``info`` is the previous step's info)."""

@@ -8,12 +8,13 @@ its percentage of the oracle's mean return, the mean non-answer reward (return m
 term), and the means of Acc, S, V, M3 and OT.
 
 **Chance adjustment.** Policies that answer a uniformly random choice (every blind policy, the
-random agent, the oracle-calls-random-answer reference) have their realized answer reward replaced,
-episode by episode, by its expectation under uniform choice: ``w_answer × p`` where ``p`` is the
-share of the task's choices the answer matcher accepts (``0`` for a task without choices, whose
-free-text guess has negligible chance), and ``0`` when the episode ended without an answer. The
-rest of the return (everything the reward pays besides the answer) is kept as realized. So the
-audited return is what the policy earns in expectation over its coin flips, with no luck.
+random agent, the oracle-calls-random-answer reference) are audited at their *expected* return over
+that coin flip, with no luck: each episode is played twice from the same policy state, once with
+the policy's answer replaced by a correct choice and once by a wrong one (their calls are the same:
+none depends on the answer), and the two outcomes are mixed with weight ``p`` = the share of the
+task's choices the answer matcher accepts (:func:`chance_accuracy`; ``p = 0`` for a task without
+choices, whose free-text guess has negligible chance). This is exact whatever the reward does with
+the answer (the answer term, and terminal credit paid only with a correct answer).
 
 **Targets** (:func:`check_targets`), each with an optional sample-size allowance ``z × SE`` of
 the paired per-episode difference (``z = 0``: the point estimates, as the issue states them):
@@ -36,8 +37,15 @@ from typing import Any
 
 import numpy as np
 
-from m3gym.agents.base import Agent, OracleAgent, make_agent
-from m3gym.audit.blind import BLIND_POLICIES, blind_shape, make_blind_policy, random_answer
+from m3gym.agents.base import Agent, OracleAgent, RandomAgent, make_agent
+from m3gym.audit.blind import (
+    BLIND_POLICIES,
+    NO_CHOICE_ANSWER,
+    blind_shape,
+    make_blind_policy,
+    random_answer,
+    with_answer,
+)
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.tasks.spec import Task
 
@@ -82,6 +90,7 @@ class OracleCallsRandomAnswer(OracleAgent):
     """
 
     name = "oracle_random_answer"
+    forced_answer: str | None = None
 
     def __init__(self, seed: int = 0) -> None:
         super().__init__()
@@ -96,8 +105,22 @@ class OracleCallsRandomAnswer(OracleAgent):
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any:
         """Return the next reference step, then a random answer."""
         if self.task is not None and self._step >= len(self.task.reference):
-            return random_answer(self.rng, self._choices)
+            return with_answer(random_answer(self.rng, self._choices), self.forced_answer)
         return super().act(observation, info)
+
+
+class AuditRandomAgent(RandomAgent):
+    """The random agent, whose answer text the audit may replace (``forced_answer``).
+
+    Its calls and its rng stream are the random agent's; only the answer text is swapped, which
+    is how the audit measures its expected return over the random choice.
+    """
+
+    forced_answer: str | None = None
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any:
+        """Return the random agent's action (with the forced answer text, if any)."""
+        return with_answer(super().act(observation, info), self.forced_answer)
 
 
 def policy_names() -> list[str]:
@@ -124,7 +147,9 @@ def build_policy(name: str, seed: int, task_source: Callable[[], Task]) -> Agent
         return make_blind_policy(name, seed, lambda: blind_shape(task_source()))
     if name == "oracle_random_answer":
         return OracleCallsRandomAnswer(seed)
-    if name in ("oracle", "heuristic", "random"):
+    if name == "random":
+        return AuditRandomAgent(seed=seed)
+    if name in ("oracle", "heuristic"):
         return make_agent(name, seed=seed)
     raise ValueError(f"unknown audit policy {name!r}; available: {', '.join(policy_names())}")
 
@@ -138,19 +163,17 @@ def chance_accuracy(task: Task) -> float:
 
 @dataclass(frozen=True)
 class EpisodeOutcome:
-    """One episode of one policy: realized return, its answer term and the final metrics.
+    """One episode of one policy: return, its answer term and the final metrics.
 
-    ``chance_acc`` is the task's :func:`chance_accuracy` when the episode ended with an answer,
-    else 0; ``chance_answer_reward`` is ``w_answer × chance_acc`` (see the module docstring).
+    For a chance-adjusted policy every number is the expectation over its random answer
+    (:func:`mix_outcomes`), so ``acc`` is the chance of a correct choice.
     """
 
     seed: int
     ret: float
     answer_reward: float
-    chance_answer_reward: float
     answered: bool
     acc: float
-    chance_acc: float
     S: float
     V: float
     m3: float
@@ -162,27 +185,47 @@ class EpisodeOutcome:
         """The return without the answer term."""
         return self.ret - self.answer_reward
 
-    def audited_return(self, chance_adjusted: bool) -> float:
-        """Return the return, with the answer term replaced by its chance expectation if asked."""
-        return self.non_answer + self.chance_answer_reward if chance_adjusted else self.ret
-
-    def audited_acc(self, chance_adjusted: bool) -> float:
-        """Return the accuracy, replaced by its chance expectation if asked."""
-        return self.chance_acc if chance_adjusted else self.acc
-
 
 def outcome_of(seed: int, total_reward: float, final_info: Mapping[str, Any], answered: bool,
-               task: Task, answer_weight: float) -> EpisodeOutcome:
-    """Return the :class:`EpisodeOutcome` of a finished episode."""
+               family: str = "") -> EpisodeOutcome:
+    """Return the realized :class:`EpisodeOutcome` of a finished episode."""
     metrics = final_info.get("metrics", {})
     components = final_info.get("reward_components", {})
-    chance = chance_accuracy(task) if answered else 0.0
     return EpisodeOutcome(
         seed=seed, ret=float(total_reward), answer_reward=float(components.get("answer", 0.0)),
-        chance_answer_reward=answer_weight * chance, answered=answered,
-        acc=float(metrics.get("acc", 0.0)), chance_acc=chance, S=float(metrics.get("S", 0.0)),
+        answered=answered, acc=float(metrics.get("acc", 0.0)), S=float(metrics.get("S", 0.0)),
         V=float(metrics.get("V", 0.0)), m3=float(metrics.get("m3", 0.0)),
-        OT=float(metrics.get("OT", 0.0)), family=task.family)
+        OT=float(metrics.get("OT", 0.0)), family=family)
+
+
+_MIXED = ("ret", "answer_reward", "acc", "S", "V", "m3", "OT")
+
+
+def mix_outcomes(p: float, right: EpisodeOutcome | None,
+                 wrong: EpisodeOutcome | None) -> EpisodeOutcome:
+    """Return the expectation of an episode answered correctly with probability ``p``.
+
+    ``right``/``wrong`` are the same episode answered with a correct / a wrong choice; either may
+    be ``None`` when its probability is 0.
+    """
+    if right is None or p <= 0.0:
+        if wrong is None:
+            raise ValueError("mix_outcomes needs the wrong-answer outcome when p is 0")
+        return wrong
+    if wrong is None or p >= 1.0:
+        return right
+    mixed = {k: p * getattr(right, k) + (1.0 - p) * getattr(wrong, k) for k in _MIXED}
+    return EpisodeOutcome(seed=wrong.seed, answered=wrong.answered, family=wrong.family, **mixed)
+
+
+def counterfactual_answers(task: Task) -> tuple[str | None, str | None]:
+    """Return a correct and a wrong choice of ``task`` (``None`` where there is none)."""
+    choices = task.choices or ()
+    right = next((c for c in choices if answer_is_correct(c, task.answer)), None)
+    wrong = next((c for c in choices if not answer_is_correct(c, task.answer)), None)
+    if not choices:
+        wrong = NO_CHOICE_ANSWER
+    return right, wrong
 
 
 @dataclass
@@ -198,16 +241,12 @@ class PolicyResult:
         return is_chance_adjusted(self.name)
 
     def returns(self) -> np.ndarray:
-        """Per-episode audited returns."""
-        return np.array([o.audited_return(self.chance_adjusted) for o in self.outcomes])
+        """Per-episode returns (expected over the random answer when chance-adjusted)."""
+        return np.array([o.ret for o in self.outcomes])
 
     def non_answer(self) -> np.ndarray:
         """Per-episode non-answer rewards."""
         return np.array([o.non_answer for o in self.outcomes])
-
-    def acc(self) -> float:
-        """Mean accuracy (its chance expectation for a chance-adjusted policy)."""
-        return float(np.mean([o.audited_acc(self.chance_adjusted) for o in self.outcomes]))
 
     def mean(self, attr: str) -> float:
         """Mean of an :class:`EpisodeOutcome` field over the episodes."""
@@ -241,7 +280,7 @@ class EnvAudit:
                 "policy": name, "blind": is_blind(name), "chance_adjusted": res.chance_adjusted,
                 "episodes": len(ret), "return": float(ret.mean()),
                 "pct_oracle": float(self.percent(ret).mean()),
-                "non_answer": float(res.non_answer().mean()), "acc": res.acc(),
+                "non_answer": float(res.non_answer().mean()), "acc": res.mean("acc"),
                 "S": res.mean("S"), "V": res.mean("V"), "m3": res.mean("m3"),
                 "OT": res.mean("OT"), "answered": res.mean("answered"),
             })
@@ -271,19 +310,39 @@ def episode_tasks(env_id: str, episodes: int, seed: int = 0) -> list[Task]:
     return tasks
 
 
+def episode_seed(seed: int, episode: int) -> int:
+    """Return the seed of a chance-adjusted policy's fresh instance for one episode."""
+    return int(np.random.SeedSequence([seed, episode]).generate_state(1)[0])
+
+
 def run_policy(env: Any, name: str, tasks: Sequence[Task], seed: int) -> PolicyResult:
-    """Play policy ``name`` (seeded with ``seed``) on ``env``, episode ``i`` = ``tasks[i]``."""
+    """Play policy ``name`` on ``env``, episode ``i`` = ``tasks[i]`` with env seed ``seed + i``.
+
+    A chance-adjusted policy is built afresh per episode (seed :func:`episode_seed`) and plays
+    it twice, with a correct and a wrong answer forced (see the module docstring).
+    """
     from m3gym.rollout import run_episode
 
     base = env.unwrapped
-    agent = build_policy(name, seed, lambda: base.task)
-    weight = float(base.reward_config.answer)
     outcomes = []
-    for i, task in enumerate(tasks):
+
+    def play(agent: Agent, i: int, task: Task) -> EpisodeOutcome:
         res = run_episode(env, agent, seed=seed + i, options={"task": task})
         answered = res.trace.get("answer") is not None
-        outcomes.append(outcome_of(seed + i, res.total_reward, res.final_info, answered,
-                                   task, weight))
+        return outcome_of(seed + i, res.total_reward, res.final_info, answered, task.family)
+
+    if not is_chance_adjusted(name):
+        agent = build_policy(name, seed, lambda: base.task)
+        return PolicyResult(name, [play(agent, i, t) for i, t in enumerate(tasks)])
+    for i, task in enumerate(tasks):
+        played: dict[str, EpisodeOutcome] = {}
+        for label, text in zip(("right", "wrong"), counterfactual_answers(task), strict=True):
+            if text is not None:
+                agent = build_policy(name, episode_seed(seed, i), lambda: base.task)
+                agent.forced_answer = text  # type: ignore[attr-defined]
+                played[label] = play(agent, i, task)
+        outcomes.append(mix_outcomes(chance_accuracy(task), played.get("right"),
+                                     played.get("wrong")))
     return PolicyResult(name, outcomes)
 
 
