@@ -40,6 +40,7 @@ from m3gym.audit.reward_audit import (
     mix_outcomes,
     outcome_of,
     reward_presets,
+    summary_markdown,
 )
 from m3gym.cli import main
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
@@ -133,6 +134,9 @@ def test_rows_percentages_and_targets_exact():
     # heuristic vs answer_now: [0.5, 0.5] vs [0, 0] -> passes
     assert checks[("heuristic>blind", "answer_now")].passed
     assert "ref_whole (blind) | 0.500* | 25.0 |" in format_table(audit)
+    summary = summary_markdown([audit], {("M3Bench-L1", "m3"): list(checks.values())})
+    assert "| ref_whole (blind) | 25.0 | 0.25 | 0.00 | 0.00 | 0.00 | 0.00 |" in summary
+    assert "- `m3` blind<=random+5 ref_whole: 25.0% vs random floor 10.0%" in summary
 
 
 def test_family_rows_split_by_family():

@@ -41,11 +41,12 @@ def run_cli(args: argparse.Namespace) -> int:
         format_family_table,
         format_table,
         reward_presets,
+        summary_markdown,
     )
 
     envs = args.env or list(DEFAULT_ENVS)
     presets = args.preset or reward_presets()
-    records, failed = [], 0
+    records, failed, audits, all_checks = [], 0, [], {}
     start = time.perf_counter()
     for env_id in envs:
         tasks = episode_tasks(env_id, args.episodes, args.seed)
@@ -62,7 +63,11 @@ def run_cli(args: argparse.Namespace) -> int:
             print(format_checks(checks))
             print(flush=True)
             records.append(audit_json(audit, checks))
+            audits.append(audit)
+            all_checks[(env_id, preset)] = checks
     wall = time.perf_counter() - start
+    print("## Summary\n")
+    print(summary_markdown(audits, all_checks))
     print(f"{failed} target check(s) failed; {len(envs)} env(s) x {len(presets)} preset(s), "
           f"{args.episodes} episodes per policy, {wall:.0f} s")
     if args.json:

@@ -501,6 +501,40 @@ def format_family_table(audit: EnvAudit) -> str:
     return "\n".join(lines)
 
 
+def summary_markdown(audits: Sequence[EnvAudit],
+                     checks: Mapping[tuple[str, str], Sequence[TargetCheck]]) -> str:
+    """Return one compact table per env: each policy's % of the oracle under every preset.
+
+    ``checks`` maps ``(env_id, preset)`` to its target checks; each table is followed by the
+    failed checks (or "all targets pass"). The metric columns (Acc, S, V, M3, OT) do not depend
+    on the preset and are taken from the first.
+    """
+    out: list[str] = []
+    envs = list(dict.fromkeys(a.env_id for a in audits))
+    for env_id in envs:
+        mine = [a for a in audits if a.env_id == env_id]
+        presets = [a.preset for a in mine]
+        rows = [{r["policy"]: r for r in a.rows()} for a in mine]
+        n = len(mine[0].results["oracle"].outcomes)
+        out += [f"**{env_id}** ({n} episodes; % of the oracle's return per preset, oracle return "
+                + ", ".join(f"{a.preset} {a.oracle_return:.2f}" for a in mine) + ")", "",
+                "| policy | " + " | ".join(f"`{p}`" for p in presets)
+                + " | Acc | S | V | M3 | OT |",
+                "|---|" + "---:|" * (len(presets) + 5)]
+        for name in rows[0]:
+            first = rows[0][name]
+            label = f"{name} (blind)" if first["blind"] else name
+            out.append(f"| {label} | " + " | ".join(f"{r[name]['pct_oracle']:.1f}" for r in rows)
+                       + f" | {first['acc']:.2f} | {first['S']:.2f} | {first['V']:.2f} | "
+                       f"{first['m3']:.2f} | {first['OT']:.2f} |")
+        failed = [f"`{a.preset}` {c.target} {c.policy}: {c.detail}"
+                  for a in mine for c in checks[(env_id, a.preset)] if not c.passed]
+        out += ["", "Failed targets: " + ("none" if not failed else ""), ""]
+        out += [f"- {f}" for f in failed]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def format_checks(checks: Sequence[TargetCheck]) -> str:
     """Return one ``PASS``/``FAIL`` line per target check."""
     return "\n".join(f"{'PASS' if c.passed else 'FAIL'}  {c.target:<18} {c.policy:<20} {c.detail}"
