@@ -390,7 +390,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
 
 
-def _write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
+def write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
+    """Write an episode's thumbnails and trace into ``out``, then its line to ``jsonl``."""
     ep = outcome.record["episode_id"]
     if outcome.thumbs:
         thumb_dir = out / "thumbs" / ep
@@ -512,7 +513,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     _terminate_last_line(out / "episodes.jsonl")
     with (out / "episodes.jsonl").open("a") as jsonl, _closing(outcomes):
         for outcome in outcomes:
-            _write_outcome(out, outcome, jsonl)
+            write_outcome(out, outcome, jsonl)
             if on_episode is not None:
                 on_episode(outcome.record)
             consecutive = consecutive + 1 if outcome.record["status"] == "infra_error" else 0
