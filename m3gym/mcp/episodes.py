@@ -434,10 +434,10 @@ class EpisodeTable:
             ended = self._ended.get(episode_id)
             live = self._live.get(episode_id)
         if ended is not None and ended.outcome is not None:
-            return {"status": ended.reason, **ended.outcome.trace}
+            return {**ended.outcome.trace, "ended": ended.reason}
         if live is not None:
             with live.lock:
-                return {"status": "in progress", "episode_id": episode_id,
+                return {"status": "in progress", "ended": None, "episode_id": episode_id,
                         "prompt": live.rec.prompt, "steps": list(live.rec.steps)}
         raise EpisodeError(f"unknown episode {episode_id!r} (never started, or forgotten: the "
                            f"server remembers the last {self.limits.finished_kept} ended ones)")
