@@ -484,8 +484,14 @@ def _closing(gen: Iterator[Any]) -> Iterator[None]:
 
 def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
              on_episode: Callable[[dict[str, Any]], None] | None = None,
-             on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None) -> EvalResult:
+             on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None,
+             backend: Any = None) -> EvalResult:
     """Run (or resume) an evaluation into the folder ``out`` and return the summary.
+
+    ``backend`` runs the episodes elsewhere (e.g. :class:`m3gym.distributed.RayBackend`: an
+    object with ``start()`` and ``outcomes(specs, cfg)`` yielding outcomes in plan order); by
+    default they run in this process or a pool of ``cfg.workers`` local processes. Results are
+    the same either way.
 
     Everything is validated (envs, agent, split, reward) before anything is written. Raises
     ``ValueError``/``FileExistsError`` for bad input and :class:`EvalAbort` when the run stops
@@ -505,11 +511,14 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     todo = [s for s in specs if s.episode_id not in done]
     (out / "config.json").write_text(json.dumps(
         {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs]}, indent=2) + "\n")
-    pool = _start_pool(cfg, len(todo))  # before on_start, which may start a display thread
+    if backend is not None:
+        backend.start()  # connect before anything runs (fail fast on a bad address)
+    # the pool starts before on_start, which may start a display thread
+    pool = _start_pool(cfg, len(todo)) if backend is None else None
     if on_start is not None:
         on_start(todo)
     consecutive = 0
-    outcomes = _outcomes(todo, cfg, pool)
+    outcomes = _outcomes(todo, cfg, pool) if backend is None else backend.outcomes(todo, cfg)
     _terminate_last_line(out / "episodes.jsonl")
     with (out / "episodes.jsonl").open("a") as jsonl, _closing(outcomes):
         for outcome in outcomes:
