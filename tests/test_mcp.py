@@ -183,3 +183,40 @@ def test_stdio_subprocess_serves_and_records(tmp_path: Path) -> None:
     assert got["metrics"]["acc"] == 1.0
     lines = (tmp_path / "r" / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 1 and '"agent": "mcp"' in lines[0]
+
+
+def test_streamable_http_on_loopback() -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "m3gym.cli", "mcp", "--http", str(port)],
+                            cwd=str(ROOT), env={**__import__("os").environ,
+                                                "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.3)
+
+        async def main() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                res = await client.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 3})
+                eid = res.structured_content["episode_id"]
+                step = await client.call_tool("grayscale", {"episode_id": eid, "image_index": 0})
+                assert not step.is_error and [c.type for c in step.content] == ["text", "image"]
+                done = await client.call_tool("answer", {"episode_id": eid, "text": "x"})
+                assert done.structured_content["status"] == "ok"
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
