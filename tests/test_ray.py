@@ -90,6 +90,14 @@ def test_an_address_that_does_not_answer_fails_fast() -> None:
         check_address("nowhere")
 
 
+def test_eval_on_a_silent_address_writes_nothing(tmp_path: Path) -> None:
+    backend = RayBackend(address="127.0.0.1:1")
+    with pytest.raises(ConnectionError, match="does not answer"):
+        run_eval(EvalConfig(envs=("M3Bench-L1",), agent="oracle", episodes=1), tmp_path / "r",
+                 backend=backend)
+    assert not (tmp_path / "r").exists()
+
+
 def test_env_pool_matches_local_envs() -> None:
     pool = RayEnvPool("M3Bench-L1", 2)
     try:

@@ -52,13 +52,15 @@ def check_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 def connect(address: str | None = None, num_cpus: int | None = None) -> None:
     """Connect to a Ray cluster (``address``), or start a local one with ``num_cpus`` CPUs.
 
-    A Ray already initialized in this process is used as it is.
+    A Ray already initialized in this process is used as it is (a ``HOST:PORT`` address is still
+    checked first).
     """
+    if address:
+        check_address(address)
     if ray.is_initialized():
         return
     runtime_env = {"env_vars": dict(ONE_THREAD_ENV)}
     if address:
-        check_address(address)
         try:
             ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
         except ConnectionError as exc:

@@ -506,13 +506,13 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     load_reward_config(cfg.reward)
     specs = plan_episodes(cfg)
     build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / bad arguments
+    if backend is not None:
+        backend.start()  # connect before anything is written (fail fast on a bad address)
     previous = _prepare_folder(out, cfg, resume)
     done = {r["episode_id"] for r in previous if r.get("status") not in RERUN_STATUSES}
     todo = [s for s in specs if s.episode_id not in done]
     (out / "config.json").write_text(json.dumps(
         {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs]}, indent=2) + "\n")
-    if backend is not None:
-        backend.start()  # connect before anything runs (fail fast on a bad address)
     # the pool starts before on_start, which may start a display thread
     pool = _start_pool(cfg, len(todo)) if backend is None else None
     if on_start is not None:
