@@ -120,3 +120,15 @@ def test_heuristic_modules_import_in_one_direction() -> None:
     for i, module in enumerate(order):
         later = set(order[i:])
         assert not _imports(module) & later, (module, _imports(module) & later)
+
+
+def test_the_core_imports_neither_mcp_nor_ray() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, m3gym, m3gym.cli, m3gym.eval.runner, m3gym.mcp.episodes, "
+            "m3gym.distributed; m3gym.cli.build_parser(); "
+            "print(sorted(m for m in ('mcp', 'ray') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).parents[1], check=True)
+    assert out.stdout.strip() == "[]"
