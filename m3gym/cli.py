@@ -86,13 +86,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      agent_args=parse_key_values(args.agent_arg),
                      env_args=parse_key_values(args.env_arg),
                      max_consecutive_infra=args.max_infra_errors)
+    backend = None
+    if args.backend == "ray":
+        try:
+            from m3gym.distributed import RayBackend
+        except ImportError as exc:
+            print(f"m3gym: error: --backend ray needs the ray extra (pip install 'm3gym[ray]'): "
+                  f"{exc}", file=sys.stderr)
+            return 2
+        backend = RayBackend(address=args.address, num_cpus=args.num_cpus)
     console = Console(stderr=True, quiet=args.quiet)
     progress = _EvalProgress(console)
     try:
         with progress:
             result = run_eval(cfg, out, resume=args.resume, on_start=progress.start,
-                              on_episode=progress.update)
-    except EvalAbort as exc:
+                              on_episode=progress.update, backend=backend)
+    except (EvalAbort, ConnectionError) as exc:
         print(f"m3gym: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -213,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-infra-errors", type=int, default=3,
                    help="abort after this many infrastructure errors in a row")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local processes (--workers) or Ray tasks (same results)")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster: auto or HOST:PORT (default: start a local one)")
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray cluster")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser("report", help="write report.md and report.html for run folders")
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
@@ -236,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     from m3gym.audit.cli import add_parser as add_audit_parser
 
     add_audit_parser(sub)
+    from m3gym.mcp.cli import add_parser as add_mcp_parser
+
+    add_mcp_parser(sub)
     return parser
 
 

@@ -1,4 +1,8 @@
-"""Run one episode of an agent in an env and collect what happened."""
+"""Run one episode of an agent in an env and collect what happened.
+
+A thin view of the one episode loop (:func:`m3gym.eval.episode.run_episode`) for scripts and
+tests: errors propagate instead of being recorded as a status.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from m3gym.agents.base import Agent, OracleAgent, RandomAgent
+from m3gym.agents.base import Agent
+from m3gym.eval.episode import run_episode as _run_episode
 
 
 @dataclass
@@ -30,20 +35,8 @@ class EpisodeResult:
 def run_episode(env: gym.Env, agent: Agent, seed: int | None = None,
                 options: dict[str, Any] | None = None, max_steps: int = 100) -> EpisodeResult:
     """Reset ``env`` with ``seed`` and let ``agent`` act until the episode ends."""
-    obs, info = env.reset(seed=seed, options=options)
-    base = env.unwrapped
-    if isinstance(agent, OracleAgent):
-        agent.set_task(base.task)
-    if isinstance(agent, RandomAgent):
-        agent.bind_space(base.action_space)
-    agent.reset(obs, info)
-    result = EpisodeResult(task_id=info["task_id"])
-    for _ in range(max_steps):
-        obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
-        result.rewards.append(float(reward))
-        if terminated or truncated:
-            result.terminated, result.truncated = terminated, truncated
-            result.final_info = info
-            break
-    result.trace = base.trace.to_dict()
-    return result
+    rec = _run_episode(env, agent, seed=seed, options=options, max_steps=max_steps, catch=False)
+    return EpisodeResult(
+        task_id=rec.task.task_id, rewards=[s["reward"] for s in rec.steps],
+        final_info=rec.final, terminated=rec.terminated, truncated=rec.truncated,
+        trace=rec.base.trace.to_dict())

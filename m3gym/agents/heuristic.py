@@ -1,10 +1,11 @@
 """The heuristic agent: a real, non-oracle tool-using pipeline (OpenCV + OCR + retrieval).
 
 It sees exactly what an LLM agent sees — the prompt text, the images at view resolution, the
-result texts of its calls, and the reset info (tool schemas, choices, family, budgets) — and
-never the task. Per task kind it runs a small *plan*: a Python generator that yields tool calls
-(dict form; several calls in one step run in parallel) and receives each step's outcome, then
-returns the answer. Plans locate evidence with OpenCV (colour masks for colours the question
+result texts of its calls, the tool schemas, the choices and the budgets — never the task, its
+id, family or seed. Per kind of question (told from its wording by the plan table,
+:mod:`m3gym.agents.heuristic_table`) it runs a small *plan*: a Python generator that yields tool
+calls (dict form; several calls in one step run in parallel) and receives each step's outcome,
+then returns the answer. Plans locate evidence with OpenCV (colour masks for colours the question
 names, 3x3 position phrases, bright paper regions, text-line orientation), crop it with zoom,
 read it with OCR (:mod:`m3gym.agents.ocr`), match it against ``info["choices"]``, and for
 look-up questions search the offline web and pick the choice a fetched page states.
@@ -17,59 +18,20 @@ guess among the choices), so its accuracy measures reading without tools.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from m3gym.agents import heuristic_plans as plans
+from m3gym.agents.heuristic_table import planner_for
 from m3gym.agents.heuristic_text import choice_scores, question_of
+from m3gym.agents.heuristic_view import BudgetExhausted, EpisodeView, Plan, StepOutcome
 from m3gym.agents.ocr import read_words_batch, words_text
-
-
-@dataclass
-class StepOutcome:
-    """What one step returned: result text, per-call records and new images (None = failed)."""
-
-    text: str
-    calls: list[dict[str, Any]]
-    images: list[np.ndarray | None]
-    indices: list[int | None]
-
-
-@dataclass
-class EpisodeView:
-    """What the agent knows of the episode: question, choices, images seen so far, budget."""
-
-    question: str
-    choices: tuple[str, ...]
-    family: str
-    images: dict[int, np.ndarray] = field(default_factory=dict)
-    sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
-    budget: int = 15
-    calls_used: int = 0
-    guess: str | None = None
-
-    def view_scale(self, index: int) -> float:
-        """Return view size / full size of image ``index`` (1.0 when it was not downscaled)."""
-        full = self.sizes.get(index)
-        if not full:
-            return 1.0
-        return self.images[index].shape[1] / full[0]
-
-
-Plan = Generator[list[dict[str, Any]], StepOutcome, str | None]
 
 UNKNOWN_ANSWER = "unknown"
 """What the no-tools ablation answers when it read nothing (it never guesses among choices)."""
 
 NO_TOOLS_MIN_SCORE = 90.0
 """Similarity (0-100) a reading of the initial view needs before the no-tools mode answers it."""
-
-
-class BudgetExhausted(Exception):
-    """Raised inside a plan when its next step would exceed the tool-call budget."""
 
 
 def _full_sizes(prompt: str) -> dict[int, tuple[int, int]]:
@@ -104,7 +66,6 @@ class HeuristicAgent:
         self.view = EpisodeView(
             question=question_of(prompt),
             choices=tuple(info.get("choices") or ()),
-            family=str(info.get("family") or ""),
             images={int(i): im for i, im in zip(observation.get("image_indices", ()),
                                                 observation.get("images", ()))},
             sizes=_full_sizes(prompt),
@@ -141,8 +102,7 @@ class HeuristicAgent:
     # ------------------------------------------------------------------ internals
     def _make_plan(self) -> Plan:
         assert self.view is not None
-        planner: Callable[[EpisodeView], Plan] = plans.planner_for(self.view)
-        return planner(self.view)
+        return planner_for(self.view)(self.view)
 
     def _outcome(self, observation: dict[str, Any], info: dict[str, Any]) -> StepOutcome:
         """Return the step outcome, storing new images by index."""

@@ -2,7 +2,7 @@
 
 Each plan follows the protocol of :mod:`m3gym.agents.heuristic_plans`: it yields steps of tool
 calls, reads the outcomes, and returns the answer. Only what an agent sees is used: the prompt,
-the view images, tool result texts and the reset info.
+the view images, tool result texts, the choices and the budgets.
 
 * :func:`plan_knowledge_count` — search the named team, read its kit colour from the page prose,
   crop both pitch halves in parallel, count shirts of that colour (colour masks + components).
@@ -20,8 +20,7 @@ through (:func:`hop_kind`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import cv2
 import numpy as np
@@ -30,12 +29,8 @@ from rapidfuzz import fuzz
 from m3gym.agents import heuristic_plans as hp
 from m3gym.agents import heuristic_vision as hv
 from m3gym.agents.heuristic_text import asked_position, choice_in_text
+from m3gym.agents.heuristic_view import EpisodeView, Plan
 from m3gym.agents.ocr import OcrWord, read_words, read_words_batch
-
-if TYPE_CHECKING:
-    from m3gym.agents.heuristic import EpisodeView
-
-Plan = hp.Plan
 
 KIT_RGB: dict[str, tuple[int, int, int]] = {
     "red": (214, 40, 40), "blue": (30, 80, 200), "green": (40, 150, 60),
@@ -488,16 +483,3 @@ def plan_logo_lookup(view: EpisodeView) -> Plan:
     if not results:
         return None
     return (yield from fetch_and_extract(view, results[0][0]))
-
-
-# --------------------------------------------------------------------------------------------
-# registry
-
-
-LOOKUP_PLANS: dict[str, Callable[[EpisodeView], Plan]] = {
-    "knowledge_count": plan_knowledge_count,
-    "privacy_safe_lookup": plan_privacy_safe_lookup,
-    "logo_lookup": plan_logo_lookup,
-}
-"""Plan per family name for the families this module handles."""
-

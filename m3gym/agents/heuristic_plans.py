@@ -3,15 +3,14 @@
 A plan is ``plan(view) -> Generator[calls, StepOutcome, answer]``: it yields a list of tool-call
 dicts (one step; several calls run in parallel), receives the :class:`StepOutcome`, and finally
 returns the answer text (or ``None`` to fall back to ``view.guess``). Plans only use what the
-agent sees; :func:`planner_for` picks one from the family name in the reset info and, failing
-that, from the question's wording.
+agent sees; :mod:`m3gym.agents.heuristic_table` picks one from the question's wording.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 import cv2
 import numpy as np
@@ -27,6 +26,7 @@ from m3gym.agents.heuristic_text import (
     norm_code,
     value_after_label,
 )
+from m3gym.agents.heuristic_view import EpisodeView, Plan
 from m3gym.agents.ocr import (
     OcrWord,
     mean_confidence,
@@ -34,12 +34,6 @@ from m3gym.agents.ocr import (
     read_words_batch,
     words_text,
 )
-
-if TYPE_CHECKING:
-    from m3gym.agents.heuristic import EpisodeView, StepOutcome
-
-Plan = Generator[list[dict[str, Any]], "StepOutcome", "str | None"]
-
 
 # --------------------------------------------------------------------------------------------
 # call builders
@@ -789,39 +783,3 @@ def plan_generic(view: EpisodeView) -> Plan:
     crops = [im for im in out.images if im is not None]
     choice, score = best_of(read_words_batch(crops), view.choices) if crops else (None, 0.0)
     return choice if score >= 60 else None
-
-
-PLANS: dict[str, Callable[[EpisodeView], Plan]] = {
-    "tiny_text": plan_tiny_text,
-    "rotated_text": plan_rotated_text,
-    "faint_text": plan_faint_text,
-    "tiny_faint_text": plan_tiny_faint_text,
-    "price_sum": plan_price_sum,
-    "code_lookup": plan_code_lookup,
-    "clock_reading": plan_clock_reading,
-    "grid_period": plan_grid_period,
-    "region_count": plan_region_count,
-}
-"""Plan per family name (the reset info's ``family``)."""
-
-
-def planner_for(view: EpisodeView) -> Callable[[EpisodeView], Plan]:
-    """Return the plan for the episode: by family name, else by the question's wording.
-
-    The look-up plans live in :mod:`m3gym.agents.heuristic_lookup` (which imports this
-    module's helpers, hence the import here).
-    """
-    from m3gym.agents.heuristic_lookup import LOOKUP_PLANS
-
-    if view.family in PLANS:
-        return PLANS[view.family]
-    if view.family in LOOKUP_PLANS:
-        return LOOKUP_PLANS[view.family]
-    q = view.question.lower()
-    if "sticker" in q:
-        return plan_tiny_text
-    if "faded" in q and "what is the" in q:
-        return plan_faint_text
-    if "what is the" in q and "exactly as printed" in q:
-        return plan_rotated_text
-    return plan_generic

@@ -23,7 +23,6 @@ import json
 import multiprocessing
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +32,12 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
-from m3gym.agents.errors import InfrastructureError
+from m3gym.eval.episode import (
+    EpisodeRecorder,
+    run_episode,
+)
+from m3gym.eval.episode import is_infrastructure_error as is_infrastructure_error  # re-export
+from m3gym.eval.episode import json_safe as _json_safe
 
 METRIC_KEYS: tuple[str, ...] = (
     "acc", "S", "V", "V_tool", "V_true", "OT", "multi_modal", "multi_hop", "multi_threaded", "m3",
@@ -48,14 +52,6 @@ RERUN_STATUSES: frozenset[str] = frozenset({"infra_error", "agent_error", "env_e
 
 DEFAULT_EPISODES: int = 30
 """Episodes per env of the default ``m3gym eval`` (all three levels, test split)."""
-
-MAX_STEPS_GUARD: int = 1000
-"""Hard bound on agent steps per episode (the env truncates far earlier)."""
-
-_INFRA_MODULES = ("openai", "httpx", "httpcore", "requests", "urllib3", "aiohttp")
-_INFRA_NAME_PARTS = ("Connection", "Timeout", "RateLimit", "InternalServerError",
-                     "ServiceUnavailable", "APIStatusError")
-
 
 class EvalAbort(RuntimeError):
     """The run was stopped early (e.g. the model endpoint is unreachable); finished work is kept."""
@@ -205,17 +201,6 @@ def build_agent(name: str, seed: int, agent_args: Mapping[str, Any]) -> Any:
         raise ValueError(f"bad arguments for agent {name!r}: {exc}") from None
 
 
-def is_infrastructure_error(exc: BaseException) -> bool:
-    """Return whether ``exc`` is a failure of the machinery (endpoint, network), not the agent."""
-    if isinstance(exc, (InfrastructureError, ConnectionError, TimeoutError)):
-        return True
-    for cls in type(exc).__mro__:
-        if cls.__module__.split(".")[0] in _INFRA_MODULES and \
-                any(p in cls.__name__ for p in _INFRA_NAME_PARTS):
-            return True
-    return False
-
-
 # --------------------------------------------------------------------------- planning
 def episode_seed(run_seed: int, task_seed: int) -> int:
     """Return the reset seed of an episode: a function of the run seed and task seed only."""
@@ -294,23 +279,6 @@ def _env_for(cfg: EvalConfig, env_id: str) -> gym.Env:
     return _ENV_CACHE[key]
 
 
-def _json_safe(value: Any) -> Any:
-    """Return ``value`` as JSON-compatible data (arrays → shape notes, unknown → ``str``)."""
-    if isinstance(value, np.ndarray):
-        return f"<array {value.dtype} {list(value.shape)}>"
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, float) and value != value:
-        return None
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
 def thumbnail_jpeg(array: np.ndarray, size: int, quality: int = 80) -> bytes:
     """Return a JPEG (longest side ≤ ``size``) of an RGB or grayscale ``uint8`` image."""
     h, w = array.shape[:2]
@@ -338,73 +306,21 @@ def _image_records(state: Any, episode_id: str, max_thumbs: int) -> list[dict[st
     return out
 
 
-def _agent_call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Call an agent method, tagging its exceptions so the runner can classify them."""
-    try:
-        return fn(*args)
-    except Exception as exc:
-        exc._m3gym_from_agent = True  # type: ignore[attr-defined]
-        raise
-
-
 def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
     """Run one planned episode and return its record, trace and thumbnails (never raises)."""
-    t0 = time.perf_counter()
+    started = time.perf_counter()
     env = _env_for(cfg, spec.env_id)
-    base = env.unwrapped
-    steps: list[dict[str, Any]] = []
-    status, error = "ok", None
-    final: dict[str, Any] = {}
-    prompt = ""
-    terminated = truncated = False
-    reward_total = 0.0
-    task = None
-    try:
-        agent = _agent_call(build_agent, cfg.agent, spec.seed, cfg.agent_args)
-        obs, info = env.reset(seed=spec.seed,
-                              options={"family": spec.family, "task_seed": spec.task_seed})
-        task = base.task
-        prompt = obs["text"]
-        if hasattr(agent, "set_task"):
-            agent.set_task(base.task)
-        if hasattr(agent, "bind_space"):
-            agent.bind_space(base.action_space)
-        _agent_call(agent.reset, obs, info)
-        for _ in range(MAX_STEPS_GUARD):
-            action = _agent_call(agent.act, obs, info)
-            obs, reward, terminated, truncated, info = env.step(action)
-            reward_total += float(reward)
-            steps.append({
-                "step": len(steps), "action": _json_safe(action) if isinstance(action, str)
-                else None, "reward": float(reward),
-                "reward_components": _json_safe(info.get("reward_components", {})),
-                "checkpoints_passed": list(info.get("checkpoints_passed", [])),
-                "calls": _json_safe(info.get("calls", [])),
-                "parse_errors": list(info.get("parse_errors", [])),
-                "observation_text": obs.get("text", ""),
-                "new_images": list(obs.get("image_indices", ())),
-            })
-            if terminated or truncated:
-                final = info
-                break
-    except Exception as exc:
-        if is_infrastructure_error(exc):
-            status = "infra_error"
-        elif getattr(exc, "_m3gym_from_agent", False):
-            status = "agent_error"
-        else:
-            status = "env_error"
-        error = f"{type(exc).__name__}: {exc}"
-        if status != "infra_error":
-            error += "\n" + "".join(traceback.format_exception(exc)[-3:])
-    return _assemble(spec, cfg, task, base, steps, final, status, error, prompt,
-                     terminated, truncated, reward_total, time.perf_counter() - t0)
+    rec = run_episode(env, lambda: build_agent(cfg.agent, spec.seed, cfg.agent_args),
+                      seed=spec.seed,
+                      options={"family": spec.family, "task_seed": spec.task_seed})
+    rec.started = started
+    return assemble_outcome(spec, cfg, rec)
 
 
-def _assemble(spec: EpisodeSpec, cfg: EvalConfig, task: Any, base: Any,
-              steps: list[dict[str, Any]], final: Mapping[str, Any], status: str,
-              error: str | None, prompt: str, terminated: bool, truncated: bool,
-              reward_total: float, wall: float) -> EpisodeOutcome:
+def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -> EpisodeOutcome:
+    """Return the run-folder outcome (record, trace, thumbnails) of a recorded episode."""
+    task, base, steps, final, status = rec.task, rec.base, rec.steps, rec.final, rec.status
+    error, prompt = rec.error, rec.prompt
     raw_metrics = dict(final.get("metrics") or {})
     metrics = {k: _json_safe(raw_metrics.get(k)) for k in METRIC_KEYS}
     metrics.update({k: _json_safe(v) for k, v in raw_metrics.items() if k not in metrics})
@@ -418,10 +334,11 @@ def _assemble(spec: EpisodeSpec, cfg: EvalConfig, task: Any, base: Any,
         "seed": spec.seed, "agent": cfg.agent, "split": cfg.split, "status": status,
         "error": error, "answer": final.get("answer") if ok else None,
         "answer_correct": bool(final.get("answer_correct")) if ok else None,
-        "terminated": terminated, "truncated": truncated, "reward": round(reward_total, 6),
+        "terminated": rec.terminated, "truncated": rec.truncated,
+        "reward": round(rec.reward_total, 6),
         "steps": len(steps), "calls": calls if metrics["calls"] is None else metrics["calls"],
         "failure_mode": metrics.get("failure_mode") if ok else None,
-        "metrics": metrics if ok else {}, "wall_s": round(wall, 3),
+        "metrics": metrics if ok else {}, "wall_s": round(rec.wall_s, 3),
     }
     images = _image_records(base.state, spec.episode_id, cfg.max_thumbs) if task else []
     thumbs = {}
@@ -473,7 +390,8 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
 
 
-def _write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
+def write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
+    """Write an episode's thumbnails and trace into ``out``, then its line to ``jsonl``."""
     ep = outcome.record["episode_id"]
     if outcome.thumbs:
         thumb_dir = out / "thumbs" / ep
@@ -566,8 +484,14 @@ def _closing(gen: Iterator[Any]) -> Iterator[None]:
 
 def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
              on_episode: Callable[[dict[str, Any]], None] | None = None,
-             on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None) -> EvalResult:
+             on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None,
+             backend: Any = None) -> EvalResult:
     """Run (or resume) an evaluation into the folder ``out`` and return the summary.
+
+    ``backend`` runs the episodes elsewhere (e.g. :class:`m3gym.distributed.RayBackend`: an
+    object with ``start()`` and ``outcomes(specs, cfg)`` yielding outcomes in plan order); by
+    default they run in this process or a pool of ``cfg.workers`` local processes. Results are
+    the same either way.
 
     Everything is validated (envs, agent, split, reward) before anything is written. Raises
     ``ValueError``/``FileExistsError`` for bad input and :class:`EvalAbort` when the run stops
@@ -582,20 +506,23 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     load_reward_config(cfg.reward)
     specs = plan_episodes(cfg)
     build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / bad arguments
+    if backend is not None:
+        backend.start()  # connect before anything is written (fail fast on a bad address)
     previous = _prepare_folder(out, cfg, resume)
     done = {r["episode_id"] for r in previous if r.get("status") not in RERUN_STATUSES}
     todo = [s for s in specs if s.episode_id not in done]
     (out / "config.json").write_text(json.dumps(
         {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs]}, indent=2) + "\n")
-    pool = _start_pool(cfg, len(todo))  # before on_start, which may start a display thread
+    # the pool starts before on_start, which may start a display thread
+    pool = _start_pool(cfg, len(todo)) if backend is None else None
     if on_start is not None:
         on_start(todo)
     consecutive = 0
-    outcomes = _outcomes(todo, cfg, pool)
+    outcomes = _outcomes(todo, cfg, pool) if backend is None else backend.outcomes(todo, cfg)
     _terminate_last_line(out / "episodes.jsonl")
     with (out / "episodes.jsonl").open("a") as jsonl, _closing(outcomes):
         for outcome in outcomes:
-            _write_outcome(out, outcome, jsonl)
+            write_outcome(out, outcome, jsonl)
             if on_episode is not None:
                 on_episode(outcome.record)
             consecutive = consecutive + 1 if outcome.record["status"] == "infra_error" else 0

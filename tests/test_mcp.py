@@ -1,0 +1,222 @@
+"""``m3gym mcp`` through the official MCP SDK client: in memory and over stdio."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import gymnasium as gym
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+import m3gym  # noqa: E402,F401
+from m3gym.agents.base import OracleAgent  # noqa: E402
+from m3gym.eval.episode import run_episode  # noqa: E402
+from m3gym.eval.runner import env_tasks, episode_seed  # noqa: E402
+from m3gym.mcp.episodes import EpisodeTable, McpLimits  # noqa: E402
+from m3gym.mcp.server import build_server  # noqa: E402
+from m3gym.tasks.registry import make_task  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def play_oracle(client: Client, env_id: str, index: int) -> dict[str, Any]:
+    """Play the reference of the split task through MCP tools; return the answer's data."""
+    started = await client.call_tool("start_episode",
+                                     {"env_id": env_id, "split": "test", "index": index})
+    assert not started.is_error, started.content[0].text
+    eid = started.structured_content["episode_id"]
+    family, task_seed = env_tasks(env_id, "test", index + 1, 0)[index]
+    task = make_task(family, task_seed)  # the test is the oracle: it builds the task itself
+    for step in task.reference:
+        if len(step) == 1:
+            c = step[0]
+            res = await client.call_tool(c.name, {"episode_id": eid, **dict(c.arguments)})
+        else:
+            res = await client.call_tool("parallel_calls", {"episode_id": eid, "calls": [
+                {"name": c.name, "arguments": dict(c.arguments)} for c in step]})
+        assert not res.is_error, res.content[0].text
+    done = await client.call_tool("answer", {"episode_id": eid, "text": task.answer.value})
+    assert not done.is_error
+    return {"episode_id": eid, **done.structured_content}
+
+
+def oracle_metrics(env_id: str, index: int) -> dict[str, Any]:
+    family, task_seed = env_tasks(env_id, "test", index + 1, 0)[index]
+    rec = run_episode(gym.make(env_id), OracleAgent(), seed=episode_seed(0, task_seed),
+                      options={"family": family, "task_seed": task_seed})
+    return rec.final["metrics"]
+
+
+def test_tool_schemas_are_the_env_schemas_plus_episode_id() -> None:
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            env = gym.make("M3Bench-L1").unwrapped
+            for schema in env.tool_schemas("mcp"):
+                if schema["name"] == "answer":
+                    continue
+                tool = listed[schema["name"]]
+                assert tool.description == schema["description"]
+                got = dict(tool.input_schema)
+                props = dict(got["properties"])
+                assert props.pop("episode_id")["type"] == "string"
+                assert props == schema["inputSchema"]["properties"]
+                assert got["required"] == ["episode_id", *schema["inputSchema"]["required"]]
+            assert {"start_episode", "parallel_calls", "answer", "episode_report"} <= set(listed)
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize(("env_id", "index"), [("M3Bench-L1", 0), ("M3Bench-L2", 1),
+                                               ("M3Bench-L3", 2)])
+def test_oracle_through_mcp_scores_like_gym_make(env_id: str, index: int) -> None:
+    async def main() -> dict[str, Any]:
+        async with Client(build_server()) as client:
+            return await play_oracle(client, env_id, index)
+
+    got = anyio.run(main)
+    want = oracle_metrics(env_id, index)
+    assert got["answer_correct"] is True
+    for key, value in want.items():
+        if isinstance(value, float):
+            assert got["metrics"][key] == pytest.approx(value), key
+        elif isinstance(value, (int, str, bool)) or value is None:
+            assert got["metrics"][key] == value, key
+
+
+def test_start_returns_prompt_and_images() -> None:
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            res = await client.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 7})
+            assert not res.is_error
+            kinds = [c.type for c in res.content]
+            assert kinds[0] == "text" and kinds[1:] == ["image"]
+            png = base64.b64decode(res.content[1].data)
+            assert png[:4] == b"\x89PNG" and res.content[1].mime_type == "image/png"
+            assert res.structured_content["choices"]
+            assert "task_id" not in res.structured_content
+            eid = res.structured_content["episode_id"]
+            crop = await client.call_tool("crop", {"episode_id": eid, "image_index": 0,
+                                                   "bbox_2d": [0, 0, 500, 500], "zoom_scale": 2})
+            assert not crop.is_error and [c.type for c in crop.content] == ["text", "image"]
+            assert crop.structured_content["new_images"] == [1]
+            rep = await client.call_tool("episode_report", {"episode_id": eid})
+            assert rep.structured_content["status"] == "in progress"
+
+    anyio.run(main)
+
+
+@pytest.mark.parametrize(("tool", "args", "message"), [
+    ("crop", {"image_index": 0, "bbox_2d": [0, 0, 9, 9]}, "episode_id is required"),
+    ("crop", {"episode_id": "nope", "image_index": 0, "bbox_2d": [0, 0, 9, 9]},
+     "unknown episode 'nope'"),
+    ("crop", {"episode_id": "EID", "image_index": "zero", "bbox_2d": [0, 0, 9, 9]},
+     "image_index"),
+    ("crop", {"episode_id": "EID", "image_index": 0, "bbox_2d": "all"}, "bbox_2d"),
+    ("rotate", {"episode_id": "EID", "image_index": 0, "angle": float("nan")}, "angle"),
+    ("parallel_calls", {"episode_id": "EID", "calls": "crop"}, "non-empty list"),
+    ("parallel_calls", {"episode_id": "EID", "calls": [{"name": 3}]}, "each call must be"),
+    ("answer", {"episode_id": "EID", "text": 5}, "text must be a string"),
+    ("answer", {"episode_id": "EID"}, "text must be a string"),
+    ("start_episode", {"env_id": "M3Bench-L1", "seed": 1, "colour": "red"}, "unknown argument"),
+    ("episode_report", {"episode_id": 12}, "episode_id must be a string"),
+])
+def test_malformed_calls_are_tool_errors(tool: str, args: dict[str, Any], message: str) -> None:
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            res = await client.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 1})
+            eid = res.structured_content["episode_id"]
+            call = {k: (eid if v == "EID" else v) for k, v in args.items()}
+            bad = await client.call_tool(tool, call)
+            assert bad.is_error
+            assert message in bad.content[0].text
+            ok = await client.call_tool("grayscale", {"episode_id": eid, "image_index": 0})
+            assert not ok.is_error  # the server and the episode survive
+
+    anyio.run(main)
+
+
+def test_eight_concurrent_clients_do_not_interfere() -> None:
+    server = build_server(EpisodeTable(McpLimits(max_episodes=8)))
+    results: dict[int, dict[str, Any]] = {}
+
+    async def one(i: int) -> None:
+        async with Client(server) as client:
+            results[i] = await play_oracle(client, "M3Bench-L1", i)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(one, i)
+
+    anyio.run(main)
+    assert len({r["episode_id"] for r in results.values()}) == 8
+    for i, got in results.items():
+        want = oracle_metrics("M3Bench-L1", i)
+        assert got["answer_correct"] is True
+        assert got["metrics"]["S"] == want["S"] and got["metrics"]["m3"] == want["m3"]
+    assert server.m3gym_table.live_count() == 0
+
+
+def test_stdio_subprocess_serves_and_records(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "m3gym.cli", "mcp", "--record", str(tmp_path / "r")],
+        cwd=str(ROOT), env={"PYTHONPATH": str(ROOT)})
+
+    async def main() -> dict[str, Any]:
+        async with Client(params) as client:
+            got = await play_oracle(client, "M3Bench-L1", 0)
+            bad = await client.call_tool("crop", {"episode_id": got["episode_id"],
+                                                  "image_index": 0, "bbox_2d": [0, 0, 9, 9]})
+            assert bad.is_error and "has ended" in bad.content[0].text
+            return got
+
+    got = anyio.run(main)
+    assert got["metrics"]["acc"] == 1.0
+    lines = (tmp_path / "r" / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and '"agent": "mcp"' in lines[0]
+
+
+def test_streamable_http_on_loopback() -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "m3gym.cli", "mcp", "--http", str(port)],
+                            cwd=str(ROOT), env={**__import__("os").environ,
+                                                "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.3)
+
+        async def main() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                res = await client.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 3})
+                eid = res.structured_content["episode_id"]
+                step = await client.call_tool("grayscale", {"episode_id": eid, "image_index": 0})
+                assert not step.is_error and [c.type for c in step.content] == ["text", "image"]
+                done = await client.call_tool("answer", {"episode_id": eid, "text": "x"})
+                assert done.structured_content["status"] == "ok"
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
