@@ -26,11 +26,16 @@ TRL_ANSWER_RULE = ("In this environment the episode ends only with the `answer` 
 """Sentence added to the system prompt of tool-calling rows (TRL parses the calls itself)."""
 
 
-def system_message(max_tool_calls: int = 15, max_rounds: int = 15) -> str:
-    """Return the system prompt of native tool calling (schemas travel as the chat's ``tools``)."""
+def system_message(max_tool_calls: int = 15, max_rounds: int = 15,
+                   rule: str = TRL_ANSWER_RULE) -> str:
+    """Return the system prompt of native tool calling (schemas travel as the chat's ``tools``).
+
+    ``rule`` is the harness's last sentence on how the episode ends (TRL: the ``answer`` tool).
+    """
     from m3gym.agents.prompts import system_prompt
 
-    return system_prompt(max_tool_calls, max_rounds, "native") + "\n\n" + TRL_ANSWER_RULE
+    text = system_prompt(max_tool_calls, max_rounds, "native")
+    return f"{text}\n\n{rule}" if rule else text
 
 
 def task_list(env_id: str, n: int | None, split: str = "train",

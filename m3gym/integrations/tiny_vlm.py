@@ -37,9 +37,40 @@ class TinyVLM:
     tokenizer: Any
 
 
+FALLBACK_CHAT_TEMPLATE = (
+    "{% macro render(content) %}"
+    "{% if content is string %}{{ content }}{% else %}{% for block in content %}"
+    "{% if block.type == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif block.type == 'text' %}{{ block.text }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{% endmacro %}"
+    "{% if messages[0].role == 'system' or tools %}<|im_start|>system\n"
+    "{% if messages[0].role == 'system' %}{{ render(messages[0].content) }}{% endif %}"
+    "{% if tools %}\n\n# Tools\n<tools>{% for tool in tools %}\n{{ tool | tojson }}"
+    "{% endfor %}\n</tools>{% endif %}<|im_end|>\n{% endif %}"
+    "{% for message in messages %}"
+    "{% if message.role == 'tool' %}<|im_start|>user\n<tool_response>\n"
+    "{{ render(message.content) }}\n</tool_response><|im_end|>\n"
+    "{% elif message.role != 'system' %}<|im_start|>{{ message.role }}\n"
+    "{{ render(message.content) }}"
+    "{% for call in message.tool_calls or [] %}\n<tool_call>\n"
+    "{{ {'name': call.function.name, 'arguments': call.function.arguments} | tojson }}"
+    "\n</tool_call>{% endfor %}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""m3gym's own minimal Qwen-style template, used where TRL (and its shipped one) is absent."""
+
+
 def qwen3_vl_chat_template() -> str:
-    """Return the text of TRL's shipped ``qwen3_vl`` chat template (tool calling accepted)."""
-    return resources.files("trl").joinpath("chat_templates/qwen3_vl.jinja").read_text()
+    """Return TRL's shipped ``qwen3_vl`` chat template, else :data:`FALLBACK_CHAT_TEMPLATE`.
+
+    TRL accepts tool calling only with the template text it ships; verl does not care.
+    """
+    try:
+        return resources.files("trl").joinpath("chat_templates/qwen3_vl.jinja").read_text()
+    except (ModuleNotFoundError, FileNotFoundError):
+        return FALLBACK_CHAT_TEMPLATE
 
 
 def _corpus(template: str) -> list[str]:
