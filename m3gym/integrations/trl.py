@@ -1,4 +1,4 @@
-"""TRL integration: ``GRPOTrainer(environment_factory=...)`` on m3gym tasks (``pip install .[trl]``).
+"""TRL integration: ``GRPOTrainer(environment_factory=...)`` on m3gym tasks (needs ``.[trl]``).
 
 TRL's contract (``trl`` 1.16, "Environments" in its GRPO docs): a zero-argument factory returns an
 object whose ``reset(**row)`` gets the dataset row and returns ``None``, a string or content
@@ -32,7 +32,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -180,7 +180,7 @@ class M3GymToolEnvBase:
         return self._session
 
 
-@lru_cache(maxsize=None)
+@cache
 def tool_env_class(tools: tuple[str, ...] | None = None) -> type[M3GymToolEnvBase]:
     """Return the environment class with one generated method per tool (``answer`` always).
 

@@ -117,7 +117,7 @@ class M3GymAgentLoop(AgentLoopBase):
         return ids
 
     def _env_segment(self, text: str, images: list[Image.Image], ended_with_eos: bool) -> list[int]:
-        """Token ids of one tool message after the model's turn (template delta, images expanded)."""
+        """Token ids of a tool message after the model's turn (template delta, images expanded)."""
         base = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
         blocks = [{"type": "text", "text": text}, *({"type": "image", "image": img}
                                                     for img in images)]
