@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=100)
     p.add_argument("--markdown", action="store_true", help="print the README table")
     p.set_defaults(func=_cmd_stats)
+    from m3gym.cli_export import add_export_parser
+
+    add_export_parser(sub)
     return parser
 
 

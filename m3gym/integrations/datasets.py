@@ -25,6 +25,11 @@ TRL_ANSWER_RULE = ("In this environment the episode ends only with the `answer` 
                    "with your final answer.")
 """Sentence added to the system prompt of tool-calling rows (TRL parses the calls itself)."""
 
+TEXT_ANSWER_RULE = ("Call tools with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> "
+                    "blocks (several blocks in one turn run in parallel); give the final answer "
+                    "alone, as <answer>YOUR ANSWER</answer> or with the answer tool.")
+"""Sentence for harnesses that parse the model text with m3gym's own parser (verl's loop)."""
+
 
 def system_message(max_tool_calls: int = 15, max_rounds: int = 15,
                    rule: str = TRL_ANSWER_RULE) -> str:
@@ -69,11 +74,15 @@ def _split_size(env_id: str, split: str) -> int:
 
 def iter_prompt_rows(env_id: str = "M3Bench-L1", n: int | None = 100, split: str = "train",
                      seed: int = 0, images: bool = True, max_tool_calls: int = 15,
-                     max_rounds: int = 15, **env_kwargs: Any) -> Iterator[dict[str, Any]]:
-    """Yield the rows of :func:`prompt_rows` one at a time (images as RGB ``uint8`` arrays)."""
+                     max_rounds: int = 15, rule: str = TRL_ANSWER_RULE,
+                     **env_kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Yield the rows of :func:`prompt_rows` one at a time (images as RGB ``uint8`` arrays).
+
+    ``rule`` ends the system prompt (how the episode ends in the target harness).
+    """
     session = EpisodeSession(env_id, max_tool_calls=max_tool_calls, max_rounds=max_rounds,
                              **env_kwargs)
-    system = system_message(max_tool_calls, max_rounds)
+    system = system_message(max_tool_calls, max_rounds, rule)
     for family, task_seed in task_list(env_id, n, split, seed):
         session.start({"env_id": env_id, "family": family, "task_seed": task_seed})
         task = session.task

@@ -48,12 +48,11 @@ def png_bytes(array: np.ndarray) -> bytes:
 def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
               **env_kwargs: Any) -> Iterator[dict[str, Any]]:
     """Yield verl ``RLHFDataset`` rows for ``n`` tasks of ``env_id`` (see the module docstring)."""
-    from m3gym.integrations.datasets import iter_prompt_rows
+    from m3gym.integrations.datasets import TEXT_ANSWER_RULE, iter_prompt_rows
+    from m3gym.tasks.registry import make_task
 
     for index, row in enumerate(iter_prompt_rows(env_id, n, split, seed, images=True,
-                                                 **env_kwargs)):
-        from m3gym.tasks.registry import make_task
-
+                                                 rule=TEXT_ANSWER_RULE, **env_kwargs)):
         task = make_task(row["family"], row["task_seed"])
         system, user = row["prompt"]
         marks = "".join("<image>" for _ in row["images"])

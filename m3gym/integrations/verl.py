@@ -48,13 +48,8 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
-from m3gym.integrations.datasets import system_message
+from m3gym.integrations.datasets import TEXT_ANSWER_RULE, system_message
 from m3gym.integrations.session import DEFAULT_ENV_ID, METRIC_TERMS, EpisodeSession
-
-SYSTEM_RULE = ("Call tools with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> "
-               "blocks (several blocks in one turn run in parallel); give the final answer "
-               "alone, as <answer>YOUR ANSWER</answer> or with the answer tool.")
-"""Added to the system prompt: verl's loop parses the model text with m3gym's own parser."""
 
 
 def _pil(array: Any) -> Image.Image:
@@ -102,7 +97,7 @@ class M3GymAgentLoop(AgentLoopBase):
     def _prompt(self, session: EpisodeSession, schemas: list[dict[str, Any]],
                 images: list[Image.Image]) -> list[int]:
         env = session.env
-        system = system_message(env.max_tool_calls, env.max_rounds, rule=SYSTEM_RULE)
+        system = system_message(env.max_tool_calls, env.max_rounds, rule=TEXT_ANSWER_RULE)
         user = [*({"type": "image", "image": img} for img in images),
                 {"type": "text", "text": session.prompt}]
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
