@@ -85,7 +85,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      split=args.split, seed=args.seed, reward=args.reward, workers=args.workers,
                      agent_args=parse_key_values(args.agent_arg),
                      env_args=parse_key_values(args.env_arg),
-                     max_consecutive_infra=args.max_infra_errors)
+                     max_consecutive_infra=args.max_infra_errors, samples=args.samples)
     console = Console(stderr=True, quiet=args.quiet)
     progress = _EvalProgress(console)
     try:
@@ -102,6 +102,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(result.summary, title=f"m3gym eval: {agent} on {', '.join(envs)} "
                       f"({cfg.split} split)")
+        if "samples" in result.summary:
+            from m3gym.eval.passk import passk_lines
+
+            print("\n".join(passk_lines(result.summary["samples"])))
         print(f"ran {result.ran} episodes, skipped {result.skipped} finished; wrote {out}/")
     return 0
 
@@ -213,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-infra-errors", type=int, default=3,
                    help="abort after this many infrastructure errors in a row")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
+    p.add_argument("--samples", type=int, default=1,
+                   help="rollouts per task: reports pass@k and per-task success variance")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser("report", help="write report.md and report.html for run folders")
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
