@@ -188,3 +188,42 @@ def test_grpo_unpatched_random_model_never_crashes(tiny, tmp_path):
     for env in trainer.environments:
         assert env.session.done and env.session.infra_error is None
         assert math.isfinite(env.get_reward())
+
+
+def test_sft_trainer_step_on_exported_trajectories(tiny, tmp_path):
+    from datasets import load_dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from m3gym.integrations.export import sft_records, write_sft
+
+    records = list(sft_records(ENV_ID, 2, "oracle", seed=0, success_only=True))
+    assert len(records) == 2
+    path = write_sft(records, tmp_path / "sft", fmt="parquet")
+    dataset = load_dataset("parquet", data_files=str(path), split="train")
+    row = dataset[0]
+    import base64
+    import io
+
+    from PIL import Image
+
+    # the input image in the images column, the tool's image inline (TRL fills only user turns)
+    assert len(row["images"]) == 1 and np.array_equal(np.asarray(row["images"][0]), records[0].images[0])
+    tool_images = [b["base64"] for m in row["messages"] if m["role"] == "tool"
+                   for b in m["content"] if b["type"] == "image"]
+    assert len(tool_images) == 1
+    decoded = np.asarray(Image.open(io.BytesIO(base64.b64decode(tool_images[0]))))
+    assert np.array_equal(decoded, records[0].images[1])
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert row["messages"][-1]["tool_calls"][0]["function"]["name"] == "answer"
+    before = {n: p.detach().clone() for n, p in tiny.model.named_parameters()}
+    trainer = SFTTrainer(model=tiny.model, processing_class=tiny.processor, train_dataset=dataset,
+                         args=SFTConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False,
+                                        max_steps=1, per_device_train_batch_size=2,
+                                        report_to="none", learning_rate=1e-2, save_strategy="no",
+                                        max_length=None))
+    batch = trainer.data_collator([dataset[0]])
+    assert batch["image_grid_thw"].shape[0] == 2  # both images reach the forward pass
+    assert int((batch["labels"] != -100).sum()) > 0
+    trainer.train()
+    assert trainer.state.global_step == 1
+    assert any(not torch.equal(before[n], p.detach()) for n, p in tiny.model.named_parameters())

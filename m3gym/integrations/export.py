@@ -127,8 +127,8 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-IMAGE_BLOCK: dict[str, Any] = {"type": "image", "text": None}
-"""A content block marking the next image (``text`` kept so every block has one schema)."""
+IMAGE_BLOCK: dict[str, Any] = {"type": "image"}
+"""A content block marking the next image of the trajectory."""
 
 
 class TraceAgent:
@@ -312,20 +312,69 @@ def write_sft(records: Iterable[SFTRecord], out: str | Path, fmt: str = "jsonl")
                                     "metrics": json.dumps(rec.meta["metrics"])}) + "\n")
         return path
     if fmt == "parquet":
-        from datasets import Dataset, Image
-        from PIL import Image as PILImage
-
-        rows = [{"messages": r.messages, "images": [PILImage.fromarray(a) for a in r.images],
-                 "tools": json.dumps(r.tools), **r.meta, "metrics": json.dumps(r.meta["metrics"])}
-                for r in records]
-        if not rows:
-            raise ValueError("no trajectory passed the filters; nothing to write")
-        ds = Dataset.from_list(rows)
-        ds = ds.cast_column("images", type(ds.features["images"])(Image()))
-        path = out / "sft.parquet"
-        ds.to_parquet(str(path))
-        return path
+        return _write_sft_parquet(records, out / "sft.parquet")
     raise ValueError(f"unknown format {fmt!r}; use jsonl or parquet")
+
+
+def _sft_features() -> Any:
+    from datasets import Features, Image, Json, List, Value
+
+    return Features({"messages": List(Json()), "images": List(Image()),
+                     "tools": Value("string"), "env_id": Value("string"),
+                     "family": Value("string"), "task_seed": Value("int64"),
+                     "task_id": Value("string"), "level": Value("int64"),
+                     "success": Value("bool"), "answer": Value("string"),
+                     "reward": Value("float64"), "agent": Value("string"),
+                     "metrics": Value("string")})
+
+
+def _trl_messages(messages: list[dict[str, Any]],
+                  images: list[np.ndarray]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Return TRL-ready messages and the ``images`` column.
+
+    TRL fills ``{"type": "image"}`` placeholders of user turns from the ``images`` column but
+    leaves tool turns alone, so a tool turn's image travels inline as a base64 PNG block (which
+    transformers' ``apply_chat_template`` decodes).
+    """
+    import base64
+
+    from PIL import Image as PILImage
+
+    it = iter(images)
+    out, column = [], []
+    for m in messages:
+        content = []
+        for block in m["content"]:
+            if block["type"] != "image":
+                content.append(block)
+            elif m["role"] == "tool":
+                content.append({"type": "image",
+                                "base64": base64.b64encode(png_bytes(next(it))).decode("ascii")})
+            else:
+                content.append({"type": "image"})
+                column.append(PILImage.fromarray(next(it)))
+        out.append({**m, "content": content})
+    return out, column
+
+
+def _write_sft_parquet(records: Iterable[SFTRecord], path: Path) -> Path:
+    """Write the ``datasets`` parquet TRL's ``SFTTrainer`` loads unchanged.
+
+    ``messages`` is a list of JSON objects (each message exactly as built, no Arrow padding);
+    user-turn images are in ``images``, tool-turn images inline (see :func:`_trl_messages`).
+    """
+    from datasets import Dataset
+
+    rows = []
+    for r in records:
+        messages, column = _trl_messages(r.messages, r.images)
+        rows.append({"messages": messages, "images": column, "tools": json.dumps(r.tools),
+                     **r.meta, "answer": r.meta.get("answer"),
+                     "metrics": json.dumps(r.meta["metrics"])})
+    if not rows:
+        raise ValueError("no trajectory passed the filters; nothing to write")
+    Dataset.from_list(rows, features=_sft_features()).to_parquet(str(path))
+    return path
 
 
 def load_sft_jsonl(path: str | Path) -> list[dict[str, Any]]:
