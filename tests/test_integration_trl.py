@@ -14,9 +14,14 @@ import os
 import numpy as np
 import pytest
 
-trl = pytest.importorskip("trl")
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+if os.environ.get("M3GYM_REQUIRE_EXTRA") == "trl":  # CI's .[trl] venv: never skip silently
+    import torch
+    import transformers  # noqa: F401
+    import trl  # noqa: F401
+else:
+    trl = pytest.importorskip("trl")
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 import gymnasium as gym
 import pytest
 
-verl = pytest.importorskip("verl")
-pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+if os.environ.get("M3GYM_REQUIRE_EXTRA") == "verl":  # CI's .[verl] venv: never skip silently
+    import verl.experimental.agent_loop.agent_loop  # noqa: F401
+else:
+    pytest.importorskip("verl")
+    pytest.importorskip("verl.experimental.agent_loop.agent_loop")
 
 from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry  # noqa: E402
