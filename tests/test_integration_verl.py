@@ -193,3 +193,44 @@ def test_internal_env_error_is_not_scored(tok_proc, monkeypatch):
     out = run(make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"])))
     assert "simulated bug" in out.extra_fields["m3gym_infra_error"]
     assert set(out.response_mask) == {0} and out.reward_score == 0.0
+
+
+def test_config_examples_compose_and_instantiate(tok_proc):
+    from pathlib import Path
+
+    import yaml
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import get_class
+
+    root = Path(__file__).resolve().parents[1] / "configs" / "train"
+    with initialize_config_dir(config_dir=str(root), version_base=None):
+        cfg = compose(config_name="verl_grpo_m3gym")
+    rollout = cfg.actor_rollout_ref.rollout
+    assert rollout.agent.default_agent_loop == "m3gym_agent" and rollout.multi_turn.enable
+    assert cfg.algorithm.adv_estimator == "grpo" and cfg.data.image_key == "images"
+    entries = yaml.safe_load((root / "verl_agent_loop.yaml").read_text())
+    (entry,) = entries
+    assert entry["name"] == "m3gym_agent" and get_class(entry["_target_"]) is M3GymAgentLoop
+    tok, proc = tok_proc
+    extra = {k: v for k, v in entry.items() if k not in ("name", "_target_")}
+    loop = make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"]), **extra)
+    assert run(loop).extra_fields["m3gym_ended_by"] == "answer"
+
+
+def test_export_verl_parquet_reads_back(tmp_path):
+    import pyarrow.parquet as pq
+
+    from m3gym.cli import main
+    from m3gym.integrations.export import compute_score
+
+    assert main(["export", "verl", "--env", ENV_ID, "--n", "3", "--out", str(tmp_path)]) == 0
+    rows = pq.read_table(tmp_path / f"{ENV_ID}-train.parquet").to_pylist()
+    assert len(rows) == 3
+    row = rows[0]
+    assert row["agent_name"] == "m3gym_agent" and row["data_source"] == f"m3gym/{ENV_ID}"
+    assert row["prompt"][1]["content"].count("<image>") == len(row["images"]) == 1
+    info = row["extra_info"]
+    task = m3gym.make_task(info["family"], info["task_seed"])
+    assert row["reward_model"] == {"style": "rule", "ground_truth": task.answer.value}
+    assert compute_score(row["data_source"], f"<answer>{task.answer.value}</answer>",
+                         row["reward_model"]["ground_truth"], info) == 1.0
