@@ -217,8 +217,9 @@ def test_config_examples_compose_and_instantiate(tok_proc):
     assert run(loop).extra_fields["m3gym_ended_by"] == "answer"
 
 
-def test_export_verl_parquet_reads_back(tmp_path):
+def test_export_verl_parquet_reads_back(tmp_path, tok_proc):
     import pyarrow.parquet as pq
+    from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from m3gym.cli import main
     from m3gym.integrations.export import compute_score
@@ -234,3 +235,15 @@ def test_export_verl_parquet_reads_back(tmp_path):
     assert row["reward_model"] == {"style": "rule", "ground_truth": task.answer.value}
     assert compute_score(row["data_source"], f"<answer>{task.answer.value}</answer>",
                          row["reward_model"]["ground_truth"], info) == 1.0
+    # verl's own dataset class reads it: the agent loop and its extra_info reach run()
+    tok, proc = tok_proc
+    cfg = OmegaConf.create({"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 8192,
+                            "return_raw_chat": True, "filter_overlong_prompts": False})
+    ds = RLHFDataset(data_files=[str(tmp_path / f"{ENV_ID}-train.parquet")], tokenizer=tok,
+                     config=cfg, processor=proc)
+    item = ds[0]
+    assert len(ds) == 3 and item["agent_name"] == "m3gym_agent"
+    assert item["extra_info"]["task_id"] == info["task_id"]
+    assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
+    out = run(make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"])), row=item["extra_info"])
+    assert out.extra_fields["m3gym_task_id"] == info["task_id"]
