@@ -14,6 +14,13 @@ verl 0.9 runs multi-turn environments as agent loops (``AgentLoopBase``, ``@regi
    result text and new images go in as one ``tool`` message with ``response_mask`` 0;
 4. stop on the answer, the env's budget, or ``response_length``.
 
+The prompt is rendered from the env itself (the row's ``raw_prompt`` is not re-used), so it always
+matches the task; a row naming an unknown env or a malformed seed raises ``ValueError`` (a data
+bug), and so does a prompt longer than ``rollout.prompt_length`` (images cannot be cut). Model
+text never raises: no tool call, two answers, a call with an answer, broken JSON, unknown tools
+or huge text each come back as a precise error in the next tool message (and count against the
+env's budget).
+
 **Truncation keeps images and image tokens consistent** (verl issues #4050, #3708: a response
 cut inside a turn that carried an image). Only the model's own tokens are ever cut; an env segment
 (tool result) that does not fit in what is left of ``response_length`` is dropped whole,
