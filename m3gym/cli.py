@@ -85,7 +85,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      split=args.split, seed=args.seed, reward=args.reward, workers=args.workers,
                      agent_args=parse_key_values(args.agent_arg),
                      env_args=parse_key_values(args.env_arg),
-                     max_consecutive_infra=args.max_infra_errors)
+                     max_consecutive_infra=args.max_infra_errors, samples=args.samples)
     backend = None
     if args.backend == "ray":
         try:
@@ -111,6 +111,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(result.summary, title=f"m3gym eval: {agent} on {', '.join(envs)} "
                       f"({cfg.split} split)")
+        if "samples" in result.summary:
+            from m3gym.eval.passk import passk_lines
+
+            print("\n".join(passk_lines(result.summary["samples"])))
         print(f"ran {result.ran} episodes, skipped {result.skipped} finished; wrote {out}/")
     return 0
 
@@ -227,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default=None,
                    help="Ray cluster: auto or HOST:PORT (default: start a local one)")
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray cluster")
+    p.add_argument("--samples", type=int, default=1,
+                   help="rollouts per task: reports pass@k and per-task success variance")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser("report", help="write report.md and report.html for run folders")
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
@@ -253,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     from m3gym.mcp.cli import add_parser as add_mcp_parser
 
     add_mcp_parser(sub)
+    from m3gym.cli_export import add_export_parser
+
+    add_export_parser(sub)
     return parser
 
 

@@ -327,6 +327,22 @@ class M3BenchEnv(gym.Env[dict, Any]):
             info.update(self._tracker.final_info(self.state, self.trace))
         return obs, float(reward), terminated, truncated, info
 
+    def finish(self) -> tuple[float, dict[str, Any]]:
+        """End the episode without an answer, as a truncation, for a harness whose agent stopped.
+
+        Trainers (TRL, verl) end a rollout when the model stops calling tools; this books the
+        terminal terms (answer = 0) exactly as a truncating ``step`` would, without a step.
+        Returns the terminal reward and the final info (``reward_components``, ``metrics``, ...).
+        """
+        if self._done or self.task is None or self._tracker is None:
+            raise RuntimeError("finish() called on a finished episode; call reset() first")
+        self._done = True
+        reward, components = self._tracker.step(self.state, self.trace, [], 0, done=True)
+        info: dict[str, Any] = {"reward_components": components, "calls_used": self._calls_used,
+                                "rounds": self._rounds}
+        info.update(self._tracker.final_info(self.state, self.trace))
+        return float(reward), info
+
     def render(self) -> np.ndarray | None:
         """Return a contact sheet of all images of the episode (``rgb_array`` mode)."""
         if self.render_mode != "rgb_array":

@@ -73,6 +73,7 @@ class EvalConfig:
         agent_args / env_args: keyword arguments for the agent factory / ``gym.make``.
         max_consecutive_infra: abort after this many infrastructure errors in a row.
         thumb_size: longest side of the stored JPEG thumbnails; ``max_thumbs`` caps them.
+        samples: rollouts per task (``--samples k``: pass@k, per-task success variance).
     """
 
     envs: tuple[str, ...]
@@ -87,11 +88,13 @@ class EvalConfig:
     max_consecutive_infra: int = 3
     thumb_size: int = 256
     max_thumbs: int = 24
+    samples: int = 1
 
     def identity(self) -> dict[str, Any]:
         """Return the settings that must not change when a run is resumed."""
         return {"agent": self.agent, "agent_args": dict(self.agent_args), "split": self.split,
-                "seed": self.seed, "reward": self.reward, "env_args": dict(self.env_args)}
+                "seed": self.seed, "reward": self.reward, "env_args": dict(self.env_args),
+                **({"samples": self.samples} if self.samples != 1 else {})}
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as a JSON-serializable dict."""
@@ -249,16 +252,19 @@ def env_tasks(env_id: str, split: str, n: int, seed: int) -> list[tuple[str, int
 
 def plan_episodes(cfg: EvalConfig) -> list[EpisodeSpec]:
     """Return every episode of a run, in a fixed order (envs in the given order)."""
-    if cfg.episodes < 1:
-        raise ValueError("--episodes must be >= 1")
+    if cfg.episodes < 1 or cfg.samples < 1:
+        raise ValueError("--episodes and --samples must be >= 1")
+    from m3gym.eval.passk import sample_seed
+
     specs: list[EpisodeSpec] = []
     for env_id in cfg.envs:
         level, _ = env_scope(env_id)
         for family, task_seed in env_tasks(env_id, cfg.split, cfg.episodes, cfg.seed):
-            specs.append(EpisodeSpec(
-                index=len(specs), episode_id=f"{env_id}.{family}.{task_seed}", env_id=env_id,
-                level=level, family=family, task_seed=task_seed,
-                seed=episode_seed(cfg.seed, task_seed)))
+            for j in range(cfg.samples):  # sample 0 keeps the single-sample id and seed
+                specs.append(EpisodeSpec(
+                    index=len(specs), episode_id=f"{env_id}.{family}.{task_seed}"
+                    + (f".s{j}" if j else ""), env_id=env_id, level=level, family=family,
+                    task_seed=task_seed, seed=sample_seed(episode_seed(cfg.seed, task_seed), j)))
     ids = [s.episode_id for s in specs]
     if len(set(ids)) != len(ids):
         raise ValueError("the same env is listed twice")
@@ -533,5 +539,9 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     planned = {s.episode_id for s in specs}
     records = [r for r in read_records(out / "episodes.jsonl") if r["episode_id"] in planned]
     summary = summarize(records)
+    if cfg.samples > 1:
+        from m3gym.eval.passk import passk_summary
+
+        summary["samples"] = passk_summary(records, cfg.samples)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return EvalResult(out, records, summary, ran=len(todo), skipped=len(specs) - len(todo))

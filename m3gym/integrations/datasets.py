@@ -1,0 +1,134 @@
+"""Prompt datasets for RL trainers: training draws and the frozen splits as rows.
+
+A row holds everything :class:`~m3gym.integrations.trl.M3GymToolEnv` ``reset`` (and verl's agent
+loop) need to put an env on its task: ``prompt`` (system + user messages, chat format),
+``images`` (the input images at view resolution, PIL), ``env_id``, ``family``, ``task_seed``,
+``task_id`` and ``level``. The task list is the one ``m3gym eval`` uses
+(:func:`m3gym.eval.runner.env_tasks`): for ``split="train"`` ``n`` distinct training tasks drawn
+deterministically from ``seed``; for ``test``/``val`` the frozen split (all of it with
+``n=None``). Same arguments ⇒ the same rows, byte for byte.
+
+:func:`prompt_rows` needs nothing beyond m3gym; :func:`prompt_dataset` returns a
+``datasets.Dataset`` (``pip install datasets``, part of ``.[trl]`` and ``.[verl]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from m3gym.integrations.session import EpisodeSession
+
+TRL_ANSWER_RULE = ("In this environment the episode ends only with the `answer` tool: call it "
+                   "with your final answer.")
+"""Sentence added to the system prompt of tool-calling rows (TRL parses the calls itself)."""
+
+TEXT_ANSWER_RULE = ("Call tools with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> "
+                    "blocks (several blocks in one turn run in parallel); give the final answer "
+                    "alone, as <answer>YOUR ANSWER</answer> or with the answer tool.")
+"""Sentence for harnesses that parse the model text with m3gym's own parser (verl's loop)."""
+
+
+def system_message(max_tool_calls: int = 15, max_rounds: int = 15,
+                   rule: str = TRL_ANSWER_RULE) -> str:
+    """Return the system prompt of native tool calling (schemas travel as the chat's ``tools``).
+
+    ``rule`` is the harness's last sentence on how the episode ends (TRL: the ``answer`` tool).
+    """
+    from m3gym.agents.prompts import system_prompt
+
+    text = system_prompt(max_tool_calls, max_rounds, "native")
+    return f"{text}\n\n{rule}" if rule else text
+
+
+def task_list(env_id: str, n: int | None, split: str = "train",
+              seed: int = 0) -> list[tuple[str, int]]:
+    """Return the ``(family, task_seed)`` pairs of the rows (``n=None``: the whole frozen split)."""
+    from m3gym.eval.runner import env_tasks
+
+    if n is None:
+        if split == "train":
+            raise ValueError("n=None (the whole split) needs a frozen split (test or val)")
+        n = _split_size(env_id, split)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return env_tasks(env_id, split, n, seed)
+
+
+def _split_size(env_id: str, split: str) -> int:
+    """Return how many tasks the frozen ``split`` holds for ``env_id``."""
+    from m3gym.eval.runner import env_scope
+    from m3gym.eval.splits import FROZEN_SPLITS, TASKS_PER_LEVEL, split_entries
+    from m3gym.tasks.registry import get_family
+
+    if split not in FROZEN_SPLITS:
+        raise ValueError(f"unknown split {split!r}; use train, {', '.join(FROZEN_SPLITS)}")
+    level, families = env_scope(env_id)
+    if any(get_family(f).suite != "m3bench" for f in families):
+        return TASKS_PER_LEVEL  # the classic suite follows the seed rule, not the manifest
+    levels = [level] if level else [1, 2, 3]
+    return sum(1 for lv in levels for e in split_entries(split, lv) if e.family in families)
+
+
+def iter_prompt_rows(env_id: str = "M3Bench-L1", n: int | None = 100, split: str = "train",
+                     seed: int = 0, images: bool = True, max_tool_calls: int = 15,
+                     max_rounds: int = 15, rule: str = TRL_ANSWER_RULE,
+                     **env_kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Yield the rows of :func:`prompt_rows` one at a time (images as RGB ``uint8`` arrays).
+
+    ``rule`` ends the system prompt (how the episode ends in the target harness).
+    """
+    session = EpisodeSession(env_id, max_tool_calls=max_tool_calls, max_rounds=max_rounds,
+                             **env_kwargs)
+    system = system_message(max_tool_calls, max_rounds, rule)
+    for family, task_seed in task_list(env_id, n, split, seed):
+        session.start({"env_id": env_id, "family": family, "task_seed": task_seed})
+        task = session.task
+        row: dict[str, Any] = {
+            "prompt": [{"role": "system", "content": system},
+                       {"role": "user", "content": session.prompt}],
+            "env_id": env_id, "family": family, "task_seed": int(task_seed),
+            "task_id": task.task_id, "level": int(task.level), "split": split,
+        }
+        if images:
+            row["images"] = [np.asarray(a) for a in session.input_images]
+        yield row
+
+
+def prompt_rows(env_id: str = "M3Bench-L1", n: int | None = 100, split: str = "train",
+                seed: int = 0, images: bool = True, **kwargs: Any) -> list[dict[str, Any]]:
+    """Return the prompt rows as plain dicts (see the module docstring)."""
+    return list(iter_prompt_rows(env_id, n, split, seed, images, **kwargs))
+
+
+def prompt_dataset(env_id: str = "M3Bench-L1", n: int | None = 100, split: str = "train",
+                   seed: int = 0, images: bool = True, **kwargs: Any) -> Any:
+    """Return the prompt rows as a ``datasets.Dataset`` (images as a list of ``Image`` features).
+
+    With ``images=False`` rows carry no pixels and ``M3GymToolEnv.reset`` returns the input
+    images instead (smaller datasets for large ``n``). ``split="test"`` with ``n=None`` is the
+    frozen test split of ``env_id`` as a dataset.
+    """
+    from datasets import Dataset, Features, Image, List, Value
+    from PIL import Image as PILImage
+
+    rows = []
+    for row in iter_prompt_rows(env_id, n, split, seed, images, **kwargs):
+        if images:
+            row["images"] = [PILImage.fromarray(a) for a in row["images"]]
+        rows.append(row)
+    message = {"role": Value("string"), "content": Value("string")}
+    features = {"prompt": List(message), "env_id": Value("string"), "family": Value("string"),
+                "task_seed": Value("int64"), "task_id": Value("string"), "level": Value("int64"),
+                "split": Value("string")}
+    if images:
+        features["images"] = List(Image())
+    return Dataset.from_list(rows, features=Features(features))
+
+
+def split_dataset(split: str = "test", env_id: str = "M3Bench-L1", images: bool = True,
+                  **kwargs: Any) -> Any:
+    """Return the whole frozen split ``split`` of ``env_id`` as a ``datasets.Dataset``."""
+    return prompt_dataset(env_id, None, split=split, images=images, **kwargs)

@@ -1,0 +1,249 @@
+"""verl agent loop without a GPU (needs ``pip install .[verl]``).
+
+``M3GymAgentLoop.run`` runs with the tiny offline Qwen3-VL tokenizer/processor and a stub
+``server_manager`` that returns scripted token ids; masks, images, turns, reward and truncation
+are checked against an env stepped directly with the same texts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+
+import gymnasium as gym
+import pytest
+
+if os.environ.get("M3GYM_REQUIRE_EXTRA") == "verl":  # CI's .[verl] venv: never skip silently
+    import verl.experimental.agent_loop.agent_loop  # noqa: F401
+else:
+    pytest.importorskip("verl")
+    pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+
+from omegaconf import OmegaConf  # noqa: E402
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry  # noqa: E402
+from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+
+import m3gym  # noqa: E402,F401
+from m3gym.integrations.tiny_vlm import build_processor, build_tokenizer  # noqa: E402
+from m3gym.integrations.verl import M3GymAgentLoop  # noqa: E402
+
+ENV_ID = "M3Bench-TinyText"
+ROW = {"env_id": ENV_ID, "family": "tiny_text", "task_seed": 5}
+
+
+@pytest.fixture(scope="module")
+def tok_proc():
+    tok = build_tokenizer()
+    return tok, build_processor(tok)
+
+
+class StubServer:
+    """Returns the scripted texts in order (as token ids ending with EOS) and records each call."""
+
+    def __init__(self, tok, texts, logprob=-0.5):
+        self.tok, self.texts, self.logprob, self.calls = tok, list(texts), logprob, []
+
+    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, **kw):
+        self.calls.append({"prompt_ids": list(prompt_ids), "images": list(image_data or [])})
+        text = self.texts[len(self.calls) - 1] if len(self.calls) <= len(self.texts) else "<answer>x</answer>"
+        ids = self.tok(text, add_special_tokens=False)["input_ids"] + [self.tok.eos_token_id]
+        return TokenOutput(token_ids=ids, log_probs=[self.logprob] * len(ids))
+
+
+def make_loop(tok, proc, server, response_length=2048, prompt_length=8192, **kw):
+    config = OmegaConf.create({
+        "actor_rollout_ref": {"rollout": {"prompt_length": prompt_length,
+                                          "response_length": response_length}},
+        "data": {}})
+    return M3GymAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server,
+                          tokenizer=tok, processor=proc, dataset_cls=None,
+                          data_config=DictConfigWrap(config.data), **kw)
+
+
+def run(loop, row=ROW):
+    return asyncio.run(loop.run({"temperature": 1.0}, extra_info=dict(row), raw_prompt=[]))
+
+
+def call(name, **arguments):
+    return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
+
+
+def image_tokens(proc, images):
+    """Placeholder tokens the processor spends on ``images`` (grid cells / merge²)."""
+    if not images:
+        return 0
+    grids = proc.image_processor(images=images)["image_grid_thw"]
+    return int(sum(int(g.prod()) for g in grids) // proc.image_processor.merge_size ** 2)
+
+
+def direct_return(texts, **env_kwargs):
+    env = gym.make(ENV_ID, reward="m3", disable_env_checker=True, **env_kwargs).unwrapped
+    env.reset(seed=ROW["task_seed"], options={"family": "tiny_text", "task_seed": ROW["task_seed"]})
+    total, done = 0.0, False
+    for text in texts:
+        _, r, term, trunc, _ = env.step(text)
+        total += r
+        done = term or trunc
+        if done:
+            break
+    if not done:
+        total += env.finish()[0]
+    return total, env
+
+
+def test_registered_as_m3gym_agent():
+    assert _agent_loop_registry["m3gym_agent"]["_target_"] == "m3gym.integrations.verl.M3GymAgentLoop"
+
+
+def test_crop_then_answer_masks_images_reward(tok_proc):
+    tok, proc = tok_proc
+    env = gym.make(ENV_ID, disable_env_checker=True).unwrapped
+    env.reset(seed=5, options={"family": "tiny_text", "task_seed": 5})
+    answer = env.task.answer.value
+    texts = [call("crop", image_index=0, bbox_2d=[0, 0, 1000, 1000], zoom_scale=2.0),
+             f"<answer>{answer}</answer>"]
+    server = StubServer(tok, texts)
+    out = run(make_loop(tok, proc, server))
+    n1 = len(tok(texts[0], add_special_tokens=False)["input_ids"]) + 1
+    n2 = len(tok(texts[1], add_special_tokens=False)["input_ids"]) + 1
+    seg = len(out.response_ids) - n1 - n2
+    assert seg > 0
+    assert out.response_mask == [1] * n1 + [0] * seg + [1] * n2
+    assert out.response_logprobs == [-0.5] * n1 + [0.0] * seg + [-0.5] * n2
+    # two images: the input and the crop; every placeholder token is accounted for
+    images = out.multi_modal_data["images"]
+    assert len(images) == 2
+    pad = tok.convert_tokens_to_ids("<|image_pad|>")
+    total = (out.prompt_ids + out.response_ids).count(pad)
+    assert total == image_tokens(proc, images)
+    assert out.response_ids.count(pad) == image_tokens(proc, images[1:])
+    # the second turn saw both images and the whole context
+    assert len(server.calls) == 2 and len(server.calls[1]["images"]) == 2
+    assert server.calls[1]["prompt_ids"] == out.prompt_ids + out.response_ids[:n1 + seg]
+    # reward = the env's episode return for the same actions; metrics in extra_fields
+    want, _ = direct_return(texts)
+    assert out.reward_score == pytest.approx(want, abs=1e-12)
+    assert out.extra_fields["m3gym_acc"] == 1.0 and out.extra_fields["m3gym_ended_by"] == "answer"
+    assert out.extra_fields["turn_scores"] and sum(out.extra_fields["turn_scores"]) == pytest.approx(want)
+    assert out.num_turns == 5
+
+
+def test_truncation_drops_an_image_segment_whole(tok_proc):
+    tok, proc = tok_proc
+    texts = [call("crop", image_index=0, bbox_2d=[0, 0, 1000, 1000], zoom_scale=2.0)]
+    full = run(make_loop(tok, proc, StubServer(tok, texts + ["<answer>x</answer>"])))
+    n1 = len(tok(texts[0], add_special_tokens=False)["input_ids"]) + 1
+    first_segment_end = full.response_mask.index(1, n1)  # where the second model turn starts
+    out = run(make_loop(tok, proc, StubServer(tok, texts), response_length=first_segment_end - 1))
+    assert out.response_mask == [1] * n1  # the tool segment did not fit: dropped whole
+    assert len(out.multi_modal_data["images"]) == 1  # only the input image
+    pad = tok.convert_tokens_to_ids("<|image_pad|>")
+    assert out.response_ids.count(pad) == 0
+    assert out.prompt_ids.count(pad) == image_tokens(proc, out.multi_modal_data["images"])
+    assert out.extra_fields["m3gym_ended_by"] == "response_length"
+    want, _ = direct_return(texts)  # the crop ran, then the episode ended unanswered
+    assert out.reward_score == pytest.approx(want, abs=1e-12)
+
+
+def test_model_turn_longer_than_budget_is_cut(tok_proc):
+    tok, proc = tok_proc
+    text = "word " * 200
+    out = run(make_loop(tok, proc, StubServer(tok, [text]), response_length=50))
+    assert out.response_mask == [1] * 50 and len(out.response_ids) == 50
+    assert len(out.multi_modal_data["images"]) == 1
+    assert out.extra_fields["m3gym_ended_by"] == "response_length"
+    assert out.extra_fields["m3gym_acc"] == 0.0
+
+
+@pytest.mark.parametrize("text", [
+    "I think the answer is obvious.",
+    "<answer>A</answer><answer>B</answer>",
+    call("crop", image_index=0, bbox_2d=[0, 0, 500, 500]) + "<answer>A</answer>",
+    '<tool_call>{"name": "crop", "arguments": {"image_index": 0}} trailing junk</tool_call>',
+    call("teleport", image_index=0),
+    "x" * 200_000,
+])
+def test_malformed_model_text_gives_errors_never_exceptions(tok_proc, text):
+    tok, proc = tok_proc
+    loop = make_loop(tok, proc, StubServer(tok, [text] * 3), env_kwargs={"max_rounds": 3},
+                     response_length=10**7)  # the huge text must reach the env, not the cap
+    out = run(loop)
+    assert out.extra_fields["m3gym_infra_error"] == ""
+    assert out.extra_fields["m3gym_ended_by"] in ("budget", "answer")
+    segments = [i for i in range(1, len(out.response_mask)) if out.response_mask[i] == 0
+                and out.response_mask[i - 1] == 1]
+    if out.extra_fields["m3gym_ended_by"] == "budget":
+        assert len(segments) == 2  # error feedback after turns 1 and 2, turn 3 hit max_rounds
+        feedback = tok.decode(out.response_ids[segments[0]:])
+        assert "rror" in feedback
+    want, _ = direct_return([tok.decode(tok(text, add_special_tokens=False)["input_ids"])] * 3,
+                            max_rounds=3)
+    assert out.reward_score == pytest.approx(want, abs=1e-12)
+
+
+def test_internal_env_error_is_not_scored(tok_proc, monkeypatch):
+    tok, proc = tok_proc
+    from m3gym.env import M3BenchEnv
+
+    def boom(self, action):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(M3BenchEnv, "step", boom)
+    out = run(make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"])))
+    assert "simulated bug" in out.extra_fields["m3gym_infra_error"]
+    assert set(out.response_mask) == {0} and out.reward_score == 0.0
+
+
+def test_config_examples_compose_and_instantiate(tok_proc):
+    from pathlib import Path
+
+    import yaml
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import get_class
+
+    root = Path(__file__).resolve().parents[1] / "configs" / "train"
+    with initialize_config_dir(config_dir=str(root), version_base=None):
+        cfg = compose(config_name="verl_grpo_m3gym")
+    rollout = cfg.actor_rollout_ref.rollout
+    assert rollout.agent.default_agent_loop == "m3gym_agent" and rollout.multi_turn.enable
+    assert cfg.algorithm.adv_estimator == "grpo" and cfg.data.image_key == "images"
+    entries = yaml.safe_load((root / "verl_agent_loop.yaml").read_text())
+    (entry,) = entries
+    assert entry["name"] == "m3gym_agent" and get_class(entry["_target_"]) is M3GymAgentLoop
+    tok, proc = tok_proc
+    extra = {k: v for k, v in entry.items() if k not in ("name", "_target_")}
+    loop = make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"]), **extra)
+    assert run(loop).extra_fields["m3gym_ended_by"] == "answer"
+
+
+def test_export_verl_parquet_reads_back(tmp_path, tok_proc):
+    import pyarrow.parquet as pq
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    from m3gym.cli import main
+    from m3gym.integrations.export import compute_score
+
+    assert main(["export", "verl", "--env", ENV_ID, "--n", "3", "--out", str(tmp_path)]) == 0
+    rows = pq.read_table(tmp_path / f"{ENV_ID}-train.parquet").to_pylist()
+    assert len(rows) == 3
+    row = rows[0]
+    assert row["agent_name"] == "m3gym_agent" and row["data_source"] == f"m3gym/{ENV_ID}"
+    assert row["prompt"][1]["content"].count("<image>") == len(row["images"]) == 1
+    info = row["extra_info"]
+    task = m3gym.make_task(info["family"], info["task_seed"])
+    assert row["reward_model"] == {"style": "rule", "ground_truth": task.answer.value}
+    assert compute_score(row["data_source"], f"<answer>{task.answer.value}</answer>",
+                         row["reward_model"]["ground_truth"], info) == 1.0
+    # verl's own dataset class reads it: the agent loop and its extra_info reach run()
+    tok, proc = tok_proc
+    cfg = OmegaConf.create({"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 8192,
+                            "return_raw_chat": True, "filter_overlong_prompts": False})
+    ds = RLHFDataset(data_files=[str(tmp_path / f"{ENV_ID}-train.parquet")], tokenizer=tok,
+                     config=cfg, processor=proc)
+    item = ds[0]
+    assert len(ds) == 3 and item["agent_name"] == "m3gym_agent"
+    assert item["extra_info"]["task_id"] == info["task_id"]
+    assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
+    out = run(make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"])), row=item["extra_info"])
+    assert out.extra_fields["m3gym_task_id"] == info["task_id"]
