@@ -78,8 +78,10 @@ class Guard:
         if path is None or isinstance(path, int):
             return  # an already-open descriptor (or the cwd): nothing new is reached
         path = os.fsdecode(path)
-        writes = event != "open" or _open_writes(args)
-        if event in ("open", "os.listdir", "os.scandir", "glob.glob") and not writes:
+        reads = event in ("os.listdir", "os.scandir", "glob.glob") or \
+            (event == "open" and not _open_writes(args))
+        writes = not reads
+        if reads:
             roots = (self.workdir, *self.read_roots)
         else:
             roots = (self.workdir,)
@@ -89,7 +91,7 @@ class Guard:
                                    f"directory is accessible")
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
-        """The audit hook."""
+        """Refuse ``event`` when the armed guard forbids it (the audit hook)."""
         if not self.armed:
             return
         if event in BLOCKED_EVENTS or event.startswith(BLOCKED_PREFIXES):

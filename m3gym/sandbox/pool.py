@@ -34,7 +34,8 @@ from m3gym.sandbox.launcher import (
     worker_command,
 )
 
-Handler = Callable[[dict[str, Any], list[np.ndarray]], tuple[dict[str, Any], tuple[np.ndarray, ...]]]
+Reply = tuple[dict[str, Any], tuple[np.ndarray, ...]]
+Handler = Callable[[dict[str, Any], list[np.ndarray]], Reply]
 """Serves one worker request: returns the reply header and arrays."""
 
 

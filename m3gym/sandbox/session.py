@@ -38,8 +38,10 @@ MAX_CODE_CHARS = 20000
 
 
 def tool_parameters(registry: ToolRegistry) -> dict[str, list[str]]:
-    """Return each code-callable tool's positional parameter order (``image_index`` first,
-    ``label`` last)."""
+    """Return each code-callable tool's positional parameter order.
+
+    ``image_index`` comes first and ``label`` last, as in ``crop(0, [x1, y1, x2, y2], 2.0)``.
+    """
     out: dict[str, list[str]] = {}
     for spec in registry.specs():
         if spec.kind not in ("visual", "retrieval"):

@@ -54,8 +54,10 @@ def _is_spatial_slice(node: ast.Subscript) -> bool:
 
 
 def static_ops(code: str) -> list[str]:
-    """Return the atomic operations ``code`` names, in order of first appearance (``[]`` if it
-    does not parse)."""
+    """Return the atomic operations ``code`` names, in order of first appearance.
+
+    Code that does not parse gives ``[]``.
+    """
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):

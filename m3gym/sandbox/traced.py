@@ -117,6 +117,9 @@ class TracedArray(np.ndarray):
             kwargs["out"] = tuple(np.asarray(x) if isinstance(x, TracedArray) else x
                                   for x in kwargs["out"])
         result = getattr(ufunc, method)(*plain, **kwargs)
+        if method == "__call__" and _is_inversion(ufunc, inputs, result):
+            src = inputs[-1]
+            return traced(result, src.lineage.then("invert") if src.lineage else None)
         return _keep_geometry(result, inputs, f"np.{ufunc.__name__}")
 
     def __array_function__(self, func: Any, types_: Any, args: Any, kwargs: Any) -> Any:
@@ -131,6 +134,18 @@ class TracedArray(np.ndarray):
             if special is not None:
                 return traced(result, special)
         return _keep_geometry(result, args, f"np.{name}")
+
+
+def _is_inversion(ufunc: Any, inputs: Any, result: Any) -> bool:
+    """Return whether a ufunc call is ``255 - img`` or ``~img`` on a uint8 traced image."""
+    src = inputs[-1]
+    if not (isinstance(src, TracedArray) and src.dtype == np.uint8
+            and isinstance(result, np.ndarray) and result.dtype == np.uint8):
+        return False
+    if ufunc is np.invert and len(inputs) == 1:
+        return True
+    return ufunc is np.subtract and len(inputs) == 2 and np.isscalar(inputs[0]) \
+        and inputs[0] == 255
 
 
 def traced(array: Any, lineage: Lineage | None) -> Any:

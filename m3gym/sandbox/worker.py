@@ -15,6 +15,7 @@ This file runs as a script: it imports its siblings as top-level modules, never 
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import os
@@ -29,12 +30,11 @@ sys.path[1:1] = CONFIG["sys_path"]
 os.environ.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
 
 import cv2  # noqa: E402
-import numpy as np  # noqa: E402
-from PIL import Image, ImageEnhance, ImageFilter, ImageOps  # noqa: E402, F401
-
 import guard  # noqa: E402
+import numpy as np  # noqa: E402
 import protocol  # noqa: E402
 import traced  # noqa: E402
+from PIL import Image, ImageEnhance, ImageFilter, ImageOps  # noqa: E402, F401
 
 cv2.setNumThreads(1)
 USER_MODULE = "__sandbox__"
@@ -195,7 +195,7 @@ def _json_default(value: Any) -> Any:
 
 def fresh_namespace(tools: dict[str, list[str]]) -> dict[str, Any]:
     """Return the globals of a new episode's cells."""
-    ns: dict[str, Any] = {"__name__": USER_MODULE, "__builtins__": __builtins__,
+    ns: dict[str, Any] = {"__name__": USER_MODULE, "__builtins__": dict(vars(builtins)),
                           "images": IMAGES, "save": save, "np": np, "numpy": np,
                           "cv2": sys.modules["cv2"], "Image": sys.modules["PIL.Image"],
                           "ImageOps": sys.modules["PIL.ImageOps"], "ImageFilter": ImageFilter,
