@@ -275,6 +275,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             self.trace.parse_errors.append((step_index, err))
         records: list[CallRecord] = []
         code_texts: list[str] = []
+        code_cells: list[dict[str, Any]] = []
         atomic: list[CallRecord] = []  # records of plain tool calls (code cells report their own)
         over_budget = False
         self._ctx.visible_images = len(self.state)
@@ -299,6 +300,9 @@ class M3BenchEnv(gym.Env[dict, Any]):
                 over_budget = over_budget or cell.over_budget
                 records.extend(cell.records)
                 code_texts.append(f"[{call_id}] run_python:\n{cell.text}")
+                code_cells.append({"call_id": call_id, "ok": cell.ok, "error": cell.error,
+                                   "text": cell.text, "static_ops": cell.static_ops,
+                                   "records": [r.call_id for r in cell.records]})
                 continue
             self._calls_used += 1
             records.append(self.registry.execute(self._ctx, call.name, call.arguments,
@@ -330,6 +334,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
             "reward_components": components,
             "checkpoints_passed": list(self._tracker.last_passed),
         }
+        if self._code is not None:
+            info["code_cells"] = code_cells
         if self._done:
             info.update(self._tracker.final_info(self.state, self.trace))
         return obs, float(reward), terminated, truncated, info
