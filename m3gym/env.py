@@ -163,7 +163,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.interface = interface
         self.registry: ToolRegistry = interface_registry(registry, interface)
         self._code = None if interface == "atomic" else make_code_session(registry, sandbox)
-        self.action_space = ToolCallSpace(registry)
+        self.action_space = ToolCallSpace(self.registry)
         self.observation_space = spaces.Dict({
             "text": PromptText(),
             "images": spaces.Sequence(ImageSpace(self.view_size)),

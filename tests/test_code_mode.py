@@ -49,6 +49,8 @@ def test_interfaces_choose_the_tool_set() -> None:
                  .tool_schemas()] for i in ("atomic", "code", "both")}
     assert "run_python" not in names["atomic"] and "crop" in names["atomic"]
     assert names["code"] == ["run_python", "answer"]
+    assert M3BenchEnv(family="tiny_text", interface="code").action_space.sample_tools == \
+        ["run_python"]
     assert set(names["both"]) == set(names["atomic"]) | {"run_python"}
     with pytest.raises(ValueError, match="interface must be one of"):
         M3BenchEnv(family="tiny_text", interface="python")
