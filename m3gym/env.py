@@ -114,7 +114,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
             the agent writes Python, the atomic tools are functions in it) or ``"both"``; see
             :mod:`m3gym.tools.code` and :mod:`m3gym.sandbox`.
         sandbox: code mode's limits (a :class:`~m3gym.sandbox.SandboxLimits` or its fields as a
-            dict) plus optionally ``isolation`` (``auto``/``bwrap``/``none``).
+            dict) plus optionally ``isolation`` (``auto``/``bwrap``/``none``) and ``pool_size``
+            (warm workers kept between episodes, 1).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
@@ -370,7 +371,8 @@ def make_code_session(tools: ToolRegistry, sandbox: Mapping[str, Any] | Any) -> 
         return CodeSession(tools, sandbox)
     options = dict(sandbox or {})
     isolation = options.pop("isolation", "auto")
-    return CodeSession(tools, SandboxLimits(**options), isolation)
+    pool_size = int(options.pop("pool_size", 1))
+    return CodeSession(tools, SandboxLimits(**options), isolation, pool_size)
 
 
 class LazyWorld:

@@ -274,3 +274,23 @@ def test_pil_image_can_be_saved_directly(env: M3BenchEnv) -> None:
     (rec,) = info["calls"]
     assert rec["name"] == "crop"
     assert isinstance(Image.fromarray(env.state[rec["output_index"]].array), Image.Image)
+
+
+def test_code_op_with_verified_geometry_can_pass_v_true() -> None:
+    """A crop done by slicing, resized with another filter and contrast-stretched by hand is a
+    ``code`` op, and the evidence measured on its pixels passes ``v_true`` (not the S crop)."""
+    e = M3BenchEnv(family="tiny_text", interface="code")
+    try:
+        e.reset(seed=4)
+        ref = e.task.reference[0][0].arguments
+        h, w = e.state[0].array.shape[:2]
+        x0, y0, x1, y1 = crop_pixel_box(ref["bbox_2d"], w, h)
+        z = ref.get("zoom_scale", 1.0)
+        code = (f"x = images[0][{y0}:{y1}, {x0}:{x1}]\n"
+                f"y = cv2.resize(x, None, fx={z}, fy={z}, interpolation=cv2.INTER_CUBIC)\n"
+                "save(np.clip(y.astype(np.int16) * 1.2 - 20, 0, 255).astype(np.uint8))")
+        _, info = cell(e, code)
+        assert [c["name"] for c in info["calls"]] == ["code"]
+        assert info["checkpoints_passed"] == ["v_true"]
+    finally:
+        e.close()

@@ -68,6 +68,7 @@ HOSTILE: dict[str, tuple[str, str]] = {
                        "sandbox protocol violation"),
     "big_file": ("open('big.bin', 'wb').write(b'x' * (64 * 1024 * 1024))", "Error"),
     "exit": ("raise SystemExit(3)", "SystemExit is not allowed"),
+    "huge_save": ("save(np.zeros((9000, 10, 3), np.uint8))", "is too large"),
 }
 
 

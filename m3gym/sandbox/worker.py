@@ -38,6 +38,8 @@ from PIL import Image, ImageEnhance, ImageFilter, ImageOps  # noqa: E402, F401
 
 cv2.setNumThreads(1)
 USER_MODULE = "__sandbox__"
+MAX_SIDE = 8192  # the visual tools' own output limits (m3gym.tools.visual)
+MAX_PIXELS = 4096 * 4096
 IN_FD, OUT_FD = os.dup(0), os.dup(1)
 
 
@@ -132,6 +134,9 @@ def as_uint8(image: Any) -> np.ndarray:
         arr = arr[:, :, :3]
     if not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] == 3)) or min(arr.shape[:2]) < 1:
         raise ValueError(f"save() expects an (H, W) or (H, W, 3) image, got shape {arr.shape}")
+    if max(arr.shape[:2]) > MAX_SIDE or arr.shape[0] * arr.shape[1] > MAX_PIXELS:
+        raise ValueError(f"save(): a {arr.shape[1]}x{arr.shape[0]} image is too large (at most "
+                         f"{MAX_SIDE} pixels a side and {MAX_PIXELS} pixels)")
     return arr
 
 
