@@ -301,7 +301,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
                 over_budget = over_budget or cell.over_budget
                 records.extend(cell.records)
                 code_texts.append(f"[{call_id}] run_python:\n{cell.text}")
-                code_cells.append({"call_id": call_id, "ok": cell.ok, "error": cell.error,
+                code_cells.append({"call_id": call_id, "code": call.arguments.get("code"),
+                                   "ok": cell.ok, "error": cell.error,
                                    "text": cell.text, "static_ops": cell.static_ops,
                                    "records": [r.call_id for r in cell.records]})
                 continue

@@ -294,3 +294,25 @@ def test_code_op_with_verified_geometry_can_pass_v_true() -> None:
         assert info["checkpoints_passed"] == ["v_true"]
     finally:
         e.close()
+
+
+def test_eval_in_code_mode_replays(tmp_path) -> None:
+    """`m3gym eval --interface code` stores the cells; replay re-runs them to the same images."""
+    import json
+
+    from m3gym.cli import main
+    from m3gym.eval import replay_trace
+
+    out = tmp_path / "code"
+    assert main(["eval", "--env", "M3Bench-L2", "--agent", "oracle", "--interface", "code",
+                 "--episodes", "1", "--out", str(out), "--quiet"]) == 0
+    rec = json.loads((out / "episodes.jsonl").read_text().splitlines()[0])
+    assert rec["metrics"]["acc"] == rec["metrics"]["S"] == rec["metrics"]["m3"] == 1.0
+    trace = json.loads((out / "traces" / f"{rec['episode_id']}.json").read_text())
+    assert trace["recreate"]["env_args"] == {"interface": "code"}
+    env = replay_trace(trace)
+    try:
+        assert [(e.index, e.provenance.op) for e in env.state] == \
+            [(im["index"], im["op"]) for im in trace["images"]]
+    finally:
+        env.close()

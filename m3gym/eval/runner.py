@@ -383,6 +383,7 @@ def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
                 "parse_errors": list(info.get("parse_errors", [])),
                 "observation_text": obs.get("text", ""),
                 "new_images": list(obs.get("image_indices", ())),
+                **({"code_cells": _json_safe(info["code_cells"])} if "code_cells" in info else {}),
             })
             if terminated or truncated:
                 final = info
