@@ -245,7 +245,7 @@ def main() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    sys.__stdout__ = sys.__stderr__ = io.TextIOWrapper(io.BytesIO())  # type: ignore[misc]
+    sys.__stdout__ = sys.__stderr__ = open(os.devnull, "w")  # type: ignore[misc]  # noqa: SIM115
     sys.modules["cv2"] = traced.TracedCV2()
     sys.modules["PIL.Image"] = traced.traced_image_module()
     sys.modules["PIL.ImageOps"] = traced.traced_imageops()
