@@ -33,6 +33,11 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "fork_bomb": (WORKER_GLOBALS + "while True:\n    g['os'].fork()", "os.fork is not allowed"),
     "huge_stdout": ("for i in range(20000):\n    print('x' * 100)", "characters of output dropped"),
     "write_outside": (f"open({ESCAPE_FILE!r}, 'w').write('escaped')", "may not write to"),
+    "cv2_imwrite_outside": (f"cv2.imwrite({ESCAPE_FILE[:-4] + '.png'!r}, images[0])",
+                            "may not write to"),
+    "cv2_imread_outside": ("print(cv2.imread('/etc/passwd'))", "may not read '/etc/passwd'"),
+    "cv2_video_url": ("cv2.VideoCapture('http://127.0.0.1:1/x.mp4')",
+                      "cv2.VideoCapture is not available"),
     "read_passwd": ("print(open('/etc/passwd').read())", "may not read '/etc/passwd'"),
     "read_task_data": (f"print(open({TASK_DATA!r}).read()[:100])", "may not read"),
     "list_root": (WORKER_GLOBALS + "print(g['os'].listdir('/'))", "may not read '/'"),
@@ -99,7 +104,7 @@ def test_hostile_code_is_contained(env: M3BenchEnv, attack: str) -> None:
         assert expected in calls[-1]["error"]
     else:
         assert len(text) < 6000
-    assert not os.path.exists(ESCAPE_FILE)
+    assert not os.path.exists(ESCAPE_FILE) and not os.path.exists(ESCAPE_FILE[:-4] + ".png")
     text, calls = run_cell(env, "print(41 + 1)")
     assert "42" in text and not calls
 

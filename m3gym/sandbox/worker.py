@@ -198,6 +198,45 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"argument of type {type(value).__name__} is not JSON-serializable")
 
 
+CV2_READERS = ("imread", "imreadmulti", "imcount", "haveImageReader", "CascadeClassifier",
+               "FileStorage", "imreadanimation")
+CV2_WRITERS = ("imwrite", "imwritemulti", "imwriteanimation")
+CV2_REFUSED = ("VideoCapture", "VideoWriter")
+
+
+def guard_cv2_files() -> None:
+    """Route OpenCV's own (C-level) file access through the audit hook's path check.
+
+    OpenCV opens files in C, out of the audit hook's sight: its file functions are replaced on the
+    module by wrappers that raise an ``open`` audit event for their path first, and video I/O
+    (which can also open network streams) is refused.
+    """
+    def checked(fn: Any, write: bool) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for value in (*args[:1], kwargs.get("filename"), kwargs.get("filenames")):
+                for path in (value if isinstance(value, (list, tuple)) else [value]):
+                    if isinstance(path, (str, bytes, os.PathLike)):
+                        sys.audit("open", os.fspath(path), "w" if write else "r", 0)
+            return fn(*args, **kwargs)
+
+        wrapper.__name__, wrapper.__doc__ = fn.__name__, fn.__doc__
+        return wrapper
+
+    def refused(name: str) -> Any:
+        def fn(*args: Any, **kwargs: Any) -> Any:
+            raise guard.SandboxViolation(f"sandbox: cv2.{name} is not available")
+
+        return fn
+
+    for names, make in ((CV2_READERS, lambda f: checked(f, False)),
+                        (CV2_WRITERS, lambda f: checked(f, True))):
+        for name in names:
+            if hasattr(cv2, name):
+                setattr(cv2, name, make(getattr(cv2, name)))
+    for name in CV2_REFUSED:
+        setattr(cv2, name, refused(name))
+
+
 def fresh_namespace(tools: dict[str, list[str]]) -> dict[str, Any]:
     """Return the globals of a new episode's cells."""
     ns: dict[str, Any] = {"__name__": USER_MODULE, "__builtins__": dict(vars(builtins)),
@@ -246,6 +285,7 @@ def main() -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     sys.__stdout__ = sys.__stderr__ = open(os.devnull, "w")  # type: ignore[misc]  # noqa: SIM115
+    guard_cv2_files()
     sys.modules["cv2"] = traced.TracedCV2()
     sys.modules["PIL.Image"] = traced.traced_image_module()
     sys.modules["PIL.ImageOps"] = traced.traced_imageops()
