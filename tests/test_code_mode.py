@@ -353,3 +353,33 @@ def test_library_operations_become_canonical_calls(env: M3BenchEnv, code: str) -
     _, info = cell(env, code)
     assert [(c["name"], c["ok"]) for c in info["calls"]] == \
         [(name, True) for name in TRACED_SNIPPETS[code]]
+
+
+def test_openai_agent_in_code_mode() -> None:
+    """The OpenAI agent gets the Gen-style prompt and run_python's cell report as tool result."""
+    from m3gym.agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+    from tests.fake_openai_server import FakeOpenAIServer
+
+    env = M3BenchEnv(family="tiny_text", interface="code")
+    options = {"family": "tiny_text", "task_seed": 3}
+    try:
+        env.reset(seed=0, options=options)
+        task = env.task
+        script = [{"tool_calls": [{"name": "run_python",
+                                   "arguments": {"code": reference_step_code(step)}}]}
+                  for step in task.reference]
+        script.append({"tool_calls": [{"name": "answer",
+                                       "arguments": {"text": task.answer.value}}]})
+        with FakeOpenAIServer(script) as server:
+            agent = OpenAIAgent(OpenAIAgentConfig(base_url=server.base_url, model="fake-vlm",
+                                                  timeout=5.0, max_retries=0))
+            result = run_episode(env, agent, seed=0, options=options)
+        assert result.final_info["metrics"]["acc"] == 1.0
+        assert result.final_info["metrics"]["m3"] == 1.0
+        first, second = server.chat_requests[:2]
+        assert [t["function"]["name"] for t in first["tools"]] == ["run_python", "answer"]
+        assert "# Code mode" in first["messages"][0]["content"]
+        tool = next(m for m in second["messages"] if m["role"] == "tool")
+        assert tool["content"].startswith("[c") and "crop: Image 1 created" in tool["content"]
+    finally:
+        env.close()
