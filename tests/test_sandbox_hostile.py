@@ -153,3 +153,12 @@ def test_bwrap_hides_host_files_even_past_the_audit_hook() -> None:
         assert "False False False" in text
     finally:
         e.close()
+
+
+def test_flooding_the_env_with_requests_still_times_out(env: M3BenchEnv) -> None:
+    """Re-requesting pixels forever is bounded by the wall clock like any loop."""
+    env.reset(seed=3)
+    code = WORKER_GLOBALS + "while True:\n    g['IMAGES'].cache.clear()\n    images[0]"
+    text, calls = run_cell(env, code)
+    assert "wall-clock limit" in text and not calls[-1]["ok"]
+    assert "42" in run_cell(env, "print(41 + 1)")[0]

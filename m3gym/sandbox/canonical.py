@@ -39,6 +39,9 @@ PIXEL_TOLERANCE = 4.0
 GEOMETRY_MIN_CORRELATION = 0.5
 """Smallest normalized correlation for a claimed geometry to be kept."""
 
+MAX_REPLAYED_OPS = 32
+"""Longest lineage the env replays (a longer claim is a ``code`` op of unknown provenance)."""
+
 CANONICAL_OPS = frozenset({"crop_px", "resize", "flip", "rotate", "grayscale", "autocontrast",
                            "invert", "equalize", "threshold", "blur", "sharpen", "edge_detect",
                            "denoise"})
@@ -171,7 +174,7 @@ def parse_lineage(value: Any, num_images: int) -> tuple[int, np.ndarray | None, 
     src, affine, ops = value.get("src"), value.get("affine"), value.get("ops")
     if not isinstance(src, int) or isinstance(src, bool) or not 0 <= src < num_images:
         return None
-    if not isinstance(ops, list) or len(ops) > 256:
+    if not isinstance(ops, list) or len(ops) > MAX_REPLAYED_OPS:
         return None
     matrix = None
     if affine is not None:

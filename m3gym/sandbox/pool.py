@@ -2,8 +2,8 @@
 
 A :class:`SandboxWorker` is one worker process (see :mod:`m3gym.sandbox.worker`). ``run`` sends a
 cell and serves the worker's requests (image pixels, tool calls, saves) through a handler until
-the cell is done; a cell that runs past ``wall_s`` (not counting the time the env spends serving
-requests) has its whole process group killed. Any protocol violation also kills the worker. A
+the cell is done; a cell that runs past ``wall_s`` (not counting the time the env spends on tool calls and
+saves, which the call budget bounds) has its whole process group killed. Any protocol violation also kills the worker. A
 killed worker is replaced on the next use, so the env stays usable.
 
 A :class:`WorkerPool` keeps warm workers for one env: ``acquire`` returns a ready worker (started
@@ -159,7 +159,8 @@ class SandboxWorker:
                                       cpu_s=self.cpu_s)
                 started = time.monotonic()
                 reply, out_arrays = handler(msg, arrays)
-                deadline += time.monotonic() - started
+                if msg.get("type") in ("call", "save"):  # budget-bounded env work
+                    deadline += time.monotonic() - started
                 protocol.send(self._out, reply, out_arrays)
         except TimeoutError:
             self.kill()
