@@ -2,9 +2,10 @@
 
 A :class:`SandboxWorker` is one worker process (see :mod:`m3gym.sandbox.worker`). ``run`` sends a
 cell and serves the worker's requests (image pixels, tool calls, saves) through a handler until
-the cell is done; a cell that runs past ``wall_s`` (not counting the time the env spends on tool calls and
-saves, which the call budget bounds) has its whole process group killed. Any protocol violation also kills the worker. A
-killed worker is replaced on the next use, so the env stays usable.
+the cell is done; a cell that runs past ``wall_s`` (not counting the time the env spends on tool
+calls and saves, which the call budget bounds) has its whole process group killed. Any protocol
+violation also kills the worker. A killed worker is replaced on the next use, so the env stays
+usable.
 
 A :class:`WorkerPool` keeps warm workers for one env: ``acquire`` returns a ready worker (started
 or reset), ``release`` resets it for the next episode (clears its variables, cached images and
