@@ -113,6 +113,7 @@ class CodeSession:
             return f"{call_id}.{next(counter)}"
 
         handler = self._handler(ctx, step, next_id, budget_left, out)
+        visible = ctx.visible_images  # a cell is sequential inside; its step stays parallel
         try:
             if self._worker is None or not self._worker.alive:
                 self._worker = self.pool.acquire()
@@ -121,6 +122,8 @@ class CodeSession:
             self._worker = None
             note = " (variables from earlier cells are lost)"
             return self._failed(out, step, call_id, f"{exc}{note}")
+        finally:
+            ctx.visible_images = visible
         lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in out.records]
         if cell.stdout:
             lines.append("stdout:\n" + cell.stdout.rstrip("\n"))
