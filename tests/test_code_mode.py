@@ -222,6 +222,7 @@ def test_budget_applies_to_calls_from_code() -> None:
             "code": "for k in range(5):\n    crop(0, [0, 0, 500 + k, 500])"}})
         ok = [c for c in info["calls"] if c["ok"]]
         assert len(ok) == 2 and "budget exhausted" in info["calls"][-1]["error"] and truncated
+        assert [c["name"] for c in info["calls"]] == ["crop", "crop", "run_python"]
     finally:
         e.close()
 
@@ -383,3 +384,11 @@ def test_openai_agent_in_code_mode() -> None:
         assert tool["content"].startswith("[c") and "crop: Image 1 created" in tool["content"]
     finally:
         env.close()
+
+
+def test_a_failing_tool_call_in_code_is_one_failed_call(env: M3BenchEnv) -> None:
+    """A tool call with bad arguments fails once (its own record), with the tool's message."""
+    env.reset(seed=3)
+    obs, info = cell(env, "crop(0, [500, 0, 100, 100])")
+    assert [(c["name"], c["ok"]) for c in info["calls"]] == [("crop", False)]
+    assert "x1 < x2" in info["calls"][0]["error"] and "RemoteError" in obs["text"]

@@ -131,7 +131,13 @@ class CodeSession:
             lines.append(f"({cell.dropped_chars} more characters of output dropped)")
         out.text = "\n".join(lines) if lines else "(no output)"
         if not cell.ok:
-            return self._failed(out, step, call_id, cell.error or "the code failed")
+            error = cell.error or "the code failed"
+            if error.startswith("RemoteError") and out.records and not out.records[-1].ok:
+                # the failed tool call is already recorded (and counted) once
+                out.ok, out.error = False, error
+                out.text += f"\nError: {error}"
+                return out
+            return self._failed(out, step, call_id, error)
         return out
 
     def _failed(self, out: CellOutcome, step: int, call_id: str, error: str) -> CellOutcome:
