@@ -84,7 +84,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     cfg = EvalConfig(envs=envs, agent=agent, episodes=args.episodes or DEFAULT_EPISODES,
                      split=args.split, seed=args.seed, reward=args.reward, workers=args.workers,
                      agent_args=parse_key_values(args.agent_arg),
-                     env_args=parse_key_values(args.env_arg),
+                     env_args={**parse_key_values(args.env_arg),
+                               **({"interface": args.interface} if args.interface else {})},
                      max_consecutive_infra=args.max_infra_errors, samples=args.samples)
     backend = None
     if args.backend == "ray":
@@ -221,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="processes (same results for any N)")
     p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--interface", choices=("atomic", "code", "both"), default=None,
+                   help="agent interface: tool calls (atomic, default), Python code, or both")
     p.add_argument("--out", default=None, help="run folder (default runs/eval-AGENT-TIME)")
     p.add_argument("--resume", action="store_true", help="continue an existing run folder")
     p.add_argument("--max-infra-errors", type=int, default=3,

@@ -25,6 +25,7 @@ from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.tasks.spec import Task
 from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
+from m3gym.tools.code import interface_registry
 from m3gym.tools.registry import SchemaFormat, ToolRegistry
 from m3gym.trace import CallRecord, Trace
 from m3gym.vector import ObservationSpace
@@ -110,6 +111,12 @@ class M3BenchEnv(gym.Env[dict, Any]):
             build their own pixel observations turn it off and skip the view downscaling; the
             ``images`` entry is then an empty tuple (``image_indices`` is still filled).
         render_mode: ``"rgb_array"`` for a contact sheet of the episode's images.
+        interface: ``"atomic"`` (tool calls, the default), ``"code"`` (``run_python`` + answer:
+            the agent writes Python, the atomic tools are functions in it) or ``"both"``; see
+            :mod:`m3gym.tools.code` and :mod:`m3gym.sandbox`.
+        sandbox: code mode's limits (a :class:`~m3gym.sandbox.SandboxLimits` or its fields as a
+            dict) plus optionally ``isolation`` (``auto``/``bwrap``/``none``) and ``pool_size``
+            (warm workers kept between episodes, 1).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
@@ -131,6 +138,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         tools: Sequence[str] | None = None,
         observe_images: bool = True,
         render_mode: str | None = None,
+        interface: str = "atomic",
+        sandbox: Mapping[str, Any] | Any = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -153,8 +162,10 @@ class M3BenchEnv(gym.Env[dict, Any]):
         registry = default_registry()
         if tools is not None:
             registry = registry.subset([*tools, "answer"])
-        self.registry: ToolRegistry = registry
-        self.action_space = ToolCallSpace(registry)
+        self.interface = interface
+        self.registry: ToolRegistry = interface_registry(registry, interface)
+        self._code = None if interface == "atomic" else make_code_session(registry, sandbox)
+        self.action_space = ToolCallSpace(self.registry)
         self.observation_space = ObservationSpace({
             "text": PromptText(),
             "images": spaces.Sequence(ImageSpace(self.view_size)),
@@ -246,6 +257,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
             self.state.add_root(img)
         self.trace = Trace()
         self._views = {}
+        if self._code is not None:
+            self._code.new_episode()
         self._ctx = ToolContext(state=self.state, visible_images=len(self.state),
                                 world=task_world(task))
         self._tracker = RewardTracker(self.reward_config, task, view_size=self.view_size,
@@ -257,7 +270,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.action_space.num_images = len(self.state)
         indices = tuple(range(len(task.images)))
         obs = {
-            "text": build_prompt(task, self.view_size, self.show_choices),
+            "text": build_prompt(task, self.view_size, self.show_choices)
+            + (CODE_PROMPT_NOTE if self._code is not None else ""),
             "images": self._observed(indices),
             "image_indices": indices,
         }
@@ -275,10 +289,13 @@ class M3BenchEnv(gym.Env[dict, Any]):
             raise RuntimeError("step() called on a finished episode; call reset() first")
         step_index = self._rounds
         self._rounds += 1
-        parsed = parse_action(action)
+        parsed = parse_action(action, code=self._code is not None)
         for err in parsed.errors:
             self.trace.parse_errors.append((step_index, err))
         records: list[CallRecord] = []
+        code_texts: list[str] = []
+        code_cells: list[dict[str, Any]] = []
+        atomic: list[CallRecord] = []  # records of plain tool calls (code cells report their own)
         over_budget = False
         self._ctx.visible_images = len(self.state)
         used_ids = {c.call_id for c in self.trace.calls}
@@ -295,9 +312,22 @@ class M3BenchEnv(gym.Env[dict, Any]):
                     arguments=dict(call.arguments), ok=False, error=error,
                     result_text=f"Error: {error}"))
                 continue
+            if self._code is not None and call.name == "run_python":
+                cell = self._code.run(call.arguments.get("code"), self._ctx, step_index, call_id,
+                                      self.max_tool_calls - self._calls_used)
+                self._calls_used += max(1, cell.calls_used)
+                over_budget = over_budget or cell.over_budget
+                records.extend(cell.records)
+                code_texts.append(f"[{call_id}] run_python:\n{cell.text}")
+                code_cells.append({"call_id": call_id, "code": call.arguments.get("code"),
+                                   "ok": cell.ok, "error": cell.error,
+                                   "text": cell.text, "static_ops": cell.static_ops,
+                                   "records": [r.call_id for r in cell.records]})
+                continue
             self._calls_used += 1
             records.append(self.registry.execute(self._ctx, call.name, call.arguments,
                                                  step_index, call_id))
+            atomic.append(records[-1])
         self.trace.steps.append(records)
         terminated = parsed.answer is not None
         if terminated:
@@ -311,7 +341,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
                                                 len(parsed.errors), done=self._done)
         new_indices = tuple(r.output_index for r in records if r.output_index is not None)
         obs = {
-            "text": step_text(records, parsed.errors, parsed.answer),
+            "text": step_text(records, parsed.errors, parsed.answer) if not code_texts
+            else "\n".join([*code_texts, step_text(atomic, parsed.errors, parsed.answer)]).strip(),
             "images": self._observed(new_indices),
             "image_indices": new_indices,
         }
@@ -323,6 +354,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
             "reward_components": components,
             "checkpoints_passed": list(self._tracker.last_passed),
         }
+        if self._code is not None:
+            info["code_cells"] = code_cells
         if self._done:
             info.update(self._tracker.final_info(self.state, self.trace))
         return obs, float(reward), terminated, truncated, info
@@ -343,11 +376,38 @@ class M3BenchEnv(gym.Env[dict, Any]):
         info.update(self._tracker.final_info(self.state, self.trace))
         return float(reward), info
 
+    def close(self) -> None:
+        """Stop code mode's sandbox workers (if any)."""
+        if self._code is not None:
+            self._code.close()
+        super().close()
+
     def render(self) -> np.ndarray | None:
         """Return a contact sheet of all images of the episode (``rgb_array`` mode)."""
         if self.render_mode != "rgb_array":
             return None
         return contact_sheet([self.view(i) for i in range(len(self.state))])
+
+
+CODE_PROMPT_NOTE = (
+    "\n\nCode mode: act with run_python (or <code>...</code> in text). In the code, images[i] is "
+    "Image i as a numpy array; the visual and retrieval tools are functions (e.g. "
+    "crop(0, bbox_2d=[x1, y1, x2, y2], zoom_scale=2)) returning the new image; save(array) adds "
+    "an image you computed; print() what you want to read."
+)
+
+
+def make_code_session(tools: ToolRegistry, sandbox: Mapping[str, Any] | Any) -> Any:
+    """Return the code runner of an env (sandbox limits from a dict or a SandboxLimits)."""
+    from m3gym.sandbox.launcher import SandboxLimits
+    from m3gym.sandbox.session import CodeSession
+
+    if isinstance(sandbox, SandboxLimits):
+        return CodeSession(tools, sandbox)
+    options = dict(sandbox or {})
+    isolation = options.pop("isolation", "auto")
+    pool_size = int(options.pop("pool_size", 1))
+    return CodeSession(tools, SandboxLimits(**options), isolation, pool_size)
 
 
 class LazyWorld:

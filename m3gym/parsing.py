@@ -6,7 +6,8 @@ Accepted forms, alone or in a list (a list = parallel calls of one step):
 - a dict ``{"name": ..., "arguments": {...}}`` (``arguments`` may be a JSON string);
 - an OpenAI ``tool_calls`` entry ``{"id", "type": "function", "function": {"name", "arguments"}}``;
 - an OpenAI assistant message ``{"role": "assistant", "content": ..., "tool_calls": [...]}``;
-- raw model text with ``<tool_call>{json}</tool_call>`` blocks and/or ``<answer>...</answer>``.
+- raw model text with ``<tool_call>{json}</tool_call>`` blocks and/or ``<answer>...</answer>``;
+  with ``code=True`` (code mode) also ``<code>...</code>`` blocks, each a ``run_python`` call.
 
 ``answer`` is either the ``answer`` tool (``{"name": "answer", "arguments": {"text": ...}}``) or
 an ``<answer>`` block. Acting and answering in the same step is refused.
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+_CODE_BLOCK = re.compile(r"<code>(.*?)</code>", re.DOTALL | re.IGNORECASE)
 _ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 MAX_CALLS_PER_STEP = 16
 
@@ -43,8 +45,11 @@ class ParsedAction:
     errors: list[str] = field(default_factory=list)
 
 
-def parse_action(action: Any) -> ParsedAction:
-    """Parse any accepted action form; never raises for malformed input."""
+def parse_action(action: Any, code: bool = False) -> ParsedAction:
+    """Parse any accepted action form; never raises for malformed input.
+
+    ``code``: also read ``<code>...</code>`` blocks of text as ``run_python`` calls.
+    """
     out = ParsedAction()
     items = list(action) if isinstance(action, (list, tuple)) else [action]
     if not items:
@@ -52,6 +57,12 @@ def parse_action(action: Any) -> ParsedAction:
         return out
     answers: list[str] = []
     for position, item in enumerate(items):
+        if code and isinstance(item, str):
+            for block in _CODE_BLOCK.findall(item):
+                out.calls.append(ToolCall(name="run_python", arguments={"code": block.strip("\n")}))
+            if _CODE_BLOCK.search(item) and not _TOOL_CALL_BLOCK.search(item) \
+                    and not _ANSWER_BLOCK.search(item):
+                continue
         _parse_item(item, position, out.calls, answers, out.errors)
     if answers and out.calls:
         out.errors.append(

@@ -83,13 +83,17 @@ class OracleAgent:
     """Replays the task's reference trajectory step by step, then gives the true answer.
 
     It is the only agent that reads the task; it is handed the task explicitly at construction
-    (or through :meth:`set_task`).
+    (or through :meth:`set_task`). In code mode (``code=True``, or ``None`` = when the env offers
+    ``run_python`` but not the atomic tools) each reference step is sent as one ``run_python``
+    cell that calls the step's tools as functions (:func:`reference_step_code`).
     """
 
     name = "oracle"
 
-    def __init__(self, task: Task | None = None) -> None:
+    def __init__(self, task: Task | None = None, code: bool | None = None) -> None:
         self.task = task
+        self.code = code
+        self._code_mode = bool(code)
         self._step = 0
 
     def set_task(self, task: Task) -> None:
@@ -99,6 +103,11 @@ class OracleAgent:
     def reset(self, observation: dict[str, Any], info: dict[str, Any]) -> None:
         """Start replaying from the first reference step."""
         self._step = 0
+        if self.code is None:
+            names = {s.get("function", {}).get("name") for s in info.get("tool_schemas") or ()}
+            self._code_mode = "run_python" in names and "crop" not in names
+        else:
+            self._code_mode = self.code
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> Any:
         """Return the next reference step's calls (in parallel), then the answer."""
@@ -107,8 +116,19 @@ class OracleAgent:
         if self._step < len(self.task.reference):
             step = self.task.reference[self._step]
             self._step += 1
+            if self._code_mode:
+                return {"name": "run_python", "arguments": {"code": reference_step_code(step)}}
             return [{"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in step]
         return {"name": "answer", "arguments": {"text": self.task.answer.value}}
+
+
+def reference_step_code(step: Any) -> str:
+    """Return one reference step (its calls) as a code cell calling the tools as functions."""
+    lines = []
+    for call in step:
+        args = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+        lines.append(f"{call.name}({args})")
+    return "\n".join(lines)
 
 
 AGENTS = ("random", "oracle", "heuristic", "openai")

@@ -296,8 +296,16 @@ class OpenAIAgent:
         by_output = {int(r["output_index"]): r for r in records
                      if r.get("output_index") is not None}
         texts: list[str] = []
+        cells = {str(c.get("call_id")): c for c in info.get("code_cells") or ()
+                 if isinstance(c, Mapping)}
+        if cells:  # code mode: a run_python call is answered with its cell's report
+            inner = {r for c in cells.values() for r in c.get("records") or ()}
+            records = [r for r in records if r.get("call_id") not in inner]
         if self._pending:
-            matched = match_records(self._pending, records)
+            matched = {**match_records(self._pending, records),
+                       **{i: {"ok": bool(cells[i].get("ok")), "result_text": cells[i].get("text"),
+                              "error": cells[i].get("error")}
+                          for i, _ in self._pending if i in cells}}
             for j, (call_id, _) in enumerate(self._pending):
                 record = matched.get(call_id)
                 if record is not None:

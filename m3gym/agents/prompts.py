@@ -57,6 +57,32 @@ Several blocks in one message run in parallel. The available tools, as JSON sche
 {schemas}"""
 
 
+_CODE = """\
+
+# Code mode
+
+Act by writing Python: call the `run_python` tool with your code{code_how}. The code runs in a \
+sandbox (no network, no files outside a private working directory, {limits}). Inside it:
+- `images[i]` is Image i as a read-only numpy uint8 array (RGB (H, W, 3) or gray (H, W)) at full \
+resolution; `np`, `cv2`, `Image`, `ImageOps`, `ImageFilter`, `ImageEnhance` and `math` are \
+ready to use;
+- the tools are Python functions that return the new image as an array and add it to the \
+episode's images: crop(image_index, bbox_2d, zoom_scale=1.0), rotate(image_index, angle, \
+expand=True), flip(image_index, direction="horizontal"), resize(image_index, width=None, \
+height=None, scale=None), grayscale(i), autocontrast(i, cutoff=0), invert(i), equalize(i), \
+threshold(i, value=128, mode="binary"), blur(i, radius=2), sharpen(i), denoise(i, strength=10), \
+edge_detect(i, method="canny"), enhance(i, brightness=1, contrast=1, sharpness=1); \
+web_search(query, top_k=5), image_search(image_index, top_k=5), fetch_webpage(url, \
+max_chars=12000) and download_image(url) return their results;
+- `save(array_or_pil_image, label=None)` adds an image you computed yourself and returns its \
+index; only images made by the tools or saved are shown to you after the call;
+- `print()` what you want to read (the output is truncated). Variables persist between your \
+code calls of one task.
+Operations you write with numpy/OpenCV/Pillow (slicing, cv2.resize, Image.crop, \
+ImageOps.autocontrast, ...) count like the matching tools. Each tool call or saved image counts \
+against the tool-call budget."""
+
+
 def system_prompt(max_tool_calls: int, max_rounds: int, tool_mode: ToolMode = "native",
                   tool_schemas: Sequence[Mapping[str, Any]] = ()) -> str:
     """Return the system prompt for an episode with these budgets.
@@ -67,6 +93,11 @@ def system_prompt(max_tool_calls: int, max_rounds: int, tool_mode: ToolMode = "n
     answer_how = _NATIVE_ANSWER if tool_mode == "native" else _TEXT_ANSWER
     text = _CORE.format(answer_how=answer_how, max_tool_calls=max_tool_calls,
                         max_rounds=max_rounds)
+    names = {str(s.get("function", s).get("name")) for s in tool_schemas}
+    if "run_python" in names:
+        code_how = "" if tool_mode == "native" else " or write it as <code>...</code>"
+        text += _CODE.format(code_how=code_how,
+                             limits="limited time and memory per call")
     if tool_mode == "text":
         lines = [json.dumps(s.get("function", s), sort_keys=True) for s in tool_schemas]
         text += _TEXT_TOOLS.format(schemas="\n".join(lines))

@@ -29,7 +29,7 @@ from m3gym.agents.errors import InfrastructureError
 AGENT_RESET_KEYS: tuple[str, ...] = ("choices", "tool_schemas", "max_tool_calls", "max_rounds")
 """Keys of the env's reset info an agent is given (what a policy sees)."""
 
-AGENT_STEP_KEYS: tuple[str, ...] = ("calls", "parse_errors", "calls_used", "rounds")
+AGENT_STEP_KEYS: tuple[str, ...] = ("calls", "parse_errors", "calls_used", "rounds", "code_cells")
 """Keys of the env's step info an agent is given (the results of its own calls)."""
 
 MAX_STEPS_GUARD: int = 1000
@@ -100,6 +100,7 @@ def step_record(index: int, action: Any, reward: float, obs: Mapping[str, Any],
         "parse_errors": list(info.get("parse_errors", [])),
         "observation_text": obs.get("text", ""),
         "new_images": list(obs.get("image_indices", ())),
+        **({"code_cells": json_safe(info["code_cells"])} if "code_cells" in info else {}),
     }
 
 

@@ -25,8 +25,13 @@ def replay_trace(trace: Mapping[str, Any]) -> Any:
                    **dict(spec.get("env_args") or {}))
     env.reset(seed=spec["reset_seed"], options=dict(spec["options"]))
     for step in trace.get("steps", []):
-        calls = [{"id": c.get("call_id"), "name": c.get("requested_name") or c.get("name"),
-                  "arguments": dict(c.get("arguments") or {})} for c in step.get("calls", [])]
+        cells = step.get("code_cells") or []  # code mode: re-run the cells, not what they did
+        inner = {r for c in cells for r in c.get("records") or ()}
+        calls = [{"id": c.get("call_id"), "name": "run_python",
+                  "arguments": {"code": c.get("code")}} for c in cells]
+        calls += [{"id": c.get("call_id"), "name": c.get("requested_name") or c.get("name"),
+                   "arguments": dict(c.get("arguments") or {})} for c in step.get("calls", [])
+                  if c.get("call_id") not in inner]
         if calls:
             env.step(calls)
     return env.unwrapped
