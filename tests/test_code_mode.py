@@ -392,3 +392,16 @@ def test_a_failing_tool_call_in_code_is_one_failed_call(env: M3BenchEnv) -> None
     obs, info = cell(env, "crop(0, [500, 0, 100, 100])")
     assert [(c["name"], c["ok"]) for c in info["calls"]] == [("crop", False)]
     assert "x1 < x2" in info["calls"][0]["error"] and "RemoteError" in obs["text"]
+
+
+def test_workers_die_with_an_unclosed_env() -> None:
+    """An env dropped without close() takes its sandbox worker with it."""
+    import gc
+
+    e = M3BenchEnv(family="tiny_text", interface="code")
+    e.reset(seed=1)
+    cell(e, "print(1)")
+    proc = e._code._worker.proc
+    del e
+    gc.collect()
+    assert proc.poll() is not None

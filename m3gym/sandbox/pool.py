@@ -190,18 +190,25 @@ class WorkerPool:
         self.isolation: Isolation = isolation
         self.size = max(1, int(size))
         self._idle: list[SandboxWorker] = []
+        self._busy: list[SandboxWorker] = []
 
     def acquire(self) -> SandboxWorker:
         """Return a ready worker (an idle warm one, or a new one)."""
+        self._busy = [w for w in self._busy if w.alive]
         while self._idle:
             worker = self._idle.pop()
             if worker.alive and worker.proc.poll() is None:
+                self._busy.append(worker)
                 return worker
             worker.kill()
-        return SandboxWorker(self.tools, self.limits, self.isolation)
+        worker = SandboxWorker(self.tools, self.limits, self.isolation)
+        self._busy.append(worker)
+        return worker
 
     def release(self, worker: SandboxWorker) -> None:
         """Reset ``worker`` for the next episode and keep it warm, or retire it."""
+        if worker in self._busy:
+            self._busy.remove(worker)
         if not worker.alive or worker.cpu_s > self.limits.cpu_s / 2 or \
                 len(self._idle) >= self.size:
             worker.kill()
@@ -213,6 +220,8 @@ class WorkerPool:
         self._idle.append(worker)
 
     def close(self) -> None:
-        """Kill every idle worker."""
+        """Kill every worker of the pool (idle or in use)."""
         while self._idle:
             self._idle.pop().kill()
+        while self._busy:
+            self._busy.pop().kill()

@@ -19,6 +19,7 @@ The records go into the env's trace in the step of the ``run_python`` call; a ce
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,8 @@ class CodeSession:
         self.limits = limits or SandboxLimits()
         self.pool = WorkerPool(tool_parameters(tools), self.limits, isolation, pool_size)
         self._worker: SandboxWorker | None = None
+        # workers die with the session even when the env is never closed
+        self._finalizer = weakref.finalize(self, self.pool.close)
 
     def new_episode(self) -> None:
         """Reset the held worker for a new episode (its variables and files are dropped)."""
@@ -84,17 +87,20 @@ class CodeSession:
 
     def close(self) -> None:
         """Kill every worker."""
-        if self._worker is not None:
-            self._worker.kill()
-            self._worker = None
+        self._worker = None
         self.pool.close()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_worker"] = None
-        state["pool"] = WorkerPool(self.pool.tools, self.pool.limits, self.pool.isolation,
-                                   self.pool.size)
+        state.pop("_finalizer", None)
+        state["pool"] = (self.pool.tools, self.pool.limits, self.pool.isolation, self.pool.size)
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.pool = WorkerPool(*state["pool"])
+        self._finalizer = weakref.finalize(self, self.pool.close)
 
     def run(self, code: Any, ctx: ToolContext, step: int, call_id: str,
             budget_left: int) -> CellOutcome:
