@@ -29,7 +29,7 @@ group_config() {  # prints "<module> <test files...>"
     alignment) echo "m3gym/scoring/alignment.py tests/test_alignment.py tests/test_m3.py" ;;
     reward) echo "m3gym/reward.py tests/test_reward.py" ;;
     tools-visual) echo "m3gym/tools/visual.py tests/test_visual_tools.py" ;;
-    tools-web) echo "m3gym/tools/web.py tests/test_web.py" ;;
+    tools-web) echo "m3gym/tools/web.py tests/test_web.py tests/test_web_outputs.py" ;;
     tools-answer) echo "m3gym/tools/answer.py tests/test_env.py" ;;
     tools-registry) echo "m3gym/tools/registry.py tests/test_env.py tests/test_visual_tools.py" ;;
     tools-base) echo "m3gym/tools/base.py tests/test_visual_tools.py tests/test_web.py" ;;
