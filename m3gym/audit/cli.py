@@ -19,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", action="append",
                    help="reward preset (repeatable; default: every YAML in configs/reward)")
     p.add_argument("--policy", action="append",
-                   help="policies to run (repeatable; default: all; oracle and random always)")
+                   help="policies to run (repeatable; default: all; the yardsticks oracle, "
+                        "random and answer_now always run)")
     p.add_argument("--seed", type=int, default=0, help="first env seed (and the policies' seed)")
     p.add_argument("--z", type=float, default=0.0,
                    help="allow z standard errors of the paired difference (default 0)")
