@@ -170,16 +170,25 @@ def test_targets_with_sample_size_allowance():
     assert loose == {"answer_now": True, "ref_whole": True}
 
 
-def test_oracle_target_and_not_applicable_non_answer():
+@pytest.mark.parametrize("preset", ["sparse", "process"])
+def test_oracle_target_and_not_applicable_non_answer(preset):
     audit = _audit(
         oracle=[_outcome(1.0, 1.0, acc=1, S=0.5, V=1, m3=1, OT=0.25)],
         random=[_outcome(0.0)], answer_now=[_outcome(0.0)], heuristic=[_outcome(1.0, 1.0)],
     )
+    audit.preset = preset  # no credit besides the answer: heuristic>blind does not apply
     checks = {(c.target, c.policy): c for c in check_targets(audit)}
     assert not checks[("oracle", "oracle")].passed
     assert checks[("oracle", "oracle")].detail == "S=0.500, OT=0.250"
     na = checks[("heuristic>blind", "answer_now")]
     assert na.passed and na.detail.startswith("n/a")
+
+
+def test_pays_process_credit_per_preset():
+    from m3gym.audit.reward_audit import pays_process_credit
+
+    assert {p: pays_process_credit(p) for p in reward_presets()} == {
+        "checkpoint_bonus": True, "m3": True, "paper": True, "process": False, "sparse": False}
 
 
 def test_oracle_return_must_be_positive():

@@ -23,7 +23,9 @@ the paired per-episode difference (``z = 0``: the point estimates, as the issue 
   points, the floor being the higher of the random agent and ``answer_now`` (both answer a random
   choice; the random agent's random calls may cost penalties, see :func:`random_floor`);
 - ``heuristic>blind``: the heuristic agent's mean non-answer reward exceeds every blind policy's
-  (not applicable when the preset pays nothing besides the answer: all are exactly 0);
+  (not applicable when the preset pays no positive non-answer credit — no ``m3``, no ``process``
+  term, shaping with Φ(terminal) = 0 — since its non-answer terms are then penalties alone and a
+  policy that makes no calls earns the maximum, 0; see :func:`pays_process_credit`);
 - ``oracle``: the oracle scores Acc = S = V = M3 = 1 and OT = 0 on every episode.
 """
 
@@ -46,6 +48,7 @@ from m3gym.audit.blind import (
     random_answer,
     with_answer,
 )
+from m3gym.reward import load_reward_config
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.tasks.spec import Task
 
@@ -396,6 +399,17 @@ def _paired(diff: np.ndarray, z: float) -> tuple[float, float]:
     return mean, z * float(diff.std(ddof=1)) / math.sqrt(len(diff))
 
 
+def pays_process_credit(preset: str) -> bool:
+    """Return whether ``preset`` can pay a positive reward besides the answer term.
+
+    The strictly potential-based shaping telescopes to 0, so only the terminal ``m3`` and
+    ``process`` terms and a kept checkpoint bonus (``progress_terminal: on_correct``) can.
+    """
+    cfg = load_reward_config(preset_spec(preset))
+    return cfg.m3 > 0 or cfg.process > 0 or (cfg.progress > 0
+                                              and cfg.progress_terminal == "on_correct")
+
+
 def random_floor(audit: EnvAudit) -> tuple[str, np.ndarray]:
     """Return the random floor: the random agent or ``answer_now``, whichever earns more.
 
@@ -437,9 +451,10 @@ def check_targets(audit: EnvAudit, z: float = 0.0,
         if heur is None:
             continue
         h, b = heur.non_answer(), res.non_answer()
-        if not h.any() and not b.any():
+        if not pays_process_credit(audit.preset):
             checks.append(TargetCheck("heuristic>blind", name, True,
-                                      "n/a: the preset pays nothing besides the answer"))
+                                      "n/a: the preset pays no credit besides the answer "
+                                      "(its other terms are penalties; its shaping nets 0)"))
             continue
         mean, allow = _paired(h - b, z)
         checks.append(TargetCheck(
