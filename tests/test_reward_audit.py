@@ -324,3 +324,24 @@ def test_reward_targets(env_id, preset):
     if failed:
         pytest.fail("\n".join(f"{c.target} {c.policy}: {c.detail}" for c in failed),
                     pytrace=False)
+
+
+def test_code_mode_audit_scores_the_same_calls_sent_as_cells():
+    """In code mode every policy's tool steps go through run_python cells, scored the same."""
+    from m3gym.audit.reward_audit import tool_cell
+
+    assert tool_cell([{"name": "crop", "arguments": {"image_index": 0, "bbox_2d": [1, 2, 3, 4]}},
+                      {"name": "autocontrast", "arguments": {"image_index": 1}}]) == (
+        "crop(image_index=0, bbox_2d=[1, 2, 3, 4])\nautocontrast(image_index=1)")
+    tasks = episode_tasks("M3Bench-L1", 3, 7)
+    code = audit_env("M3Bench-L1", "m3", 3, seed=7, tasks=tasks, interface="code",
+                     policies=["ref_whole", "whole_crop"])
+    atomic = audit_env("M3Bench-L1", "m3", 3, seed=7, tasks=tasks,
+                       policies=["ref_whole", "whole_crop"])
+    assert code.results["oracle"].mean("m3") == 1.0 and code.results["oracle"].mean("S") == 1.0
+    for name in ("oracle", "ref_whole", "whole_crop", "answer_now"):
+        assert code.results[name].returns().tolist() == pytest.approx(
+            atomic.results[name].returns().tolist()), name
+    assert all(c.passed for c in check_targets(code) if c.target != "heuristic>blind")
+    with pytest.raises(ValueError, match="interface"):
+        audit_env("M3Bench-L1", "m3", 1, interface="gen")

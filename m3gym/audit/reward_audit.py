@@ -349,14 +349,55 @@ def run_policy(env: Any, name: str, tasks: Sequence[Task], seed: int) -> PolicyR
     return PolicyResult(name, outcomes)
 
 
+def tool_cell(calls: Sequence[Mapping[str, Any]]) -> str:
+    """Return atomic tool calls (dicts) as one ``run_python`` cell calling the tools in order."""
+    lines = []
+    for call in calls:
+        args = ", ".join(f"{k}={v!r}" for k, v in dict(call.get("arguments") or {}).items())
+        lines.append(f"{call.get('name')}({args})")
+    return "\n".join(lines)
+
+
+def _code_env(env: Any) -> Any:
+    """Wrap a code-mode env so that agents acting with atomic calls act through code cells.
+
+    The agents are shown the atomic tool schemas; every step of tool calls (a parallel step
+    included) is sent as one ``run_python`` cell calling the same tools as functions, which
+    code mode records as the same canonical calls. Answers pass through unchanged.
+    """
+    import gymnasium as gym
+
+    from m3gym.tools import default_registry
+
+    schemas = default_registry().schemas("openai")
+
+    class AtomicCallsAsCode(gym.Wrapper):
+        def reset(self, **kwargs: Any) -> Any:
+            obs, info = self.env.reset(**kwargs)
+            return obs, {**info, "tool_schemas": schemas}
+
+        def step(self, action: Any) -> Any:
+            calls = [action] if isinstance(action, Mapping) else action
+            if (isinstance(calls, list) and calls
+                    and all(isinstance(c, Mapping) and c.get("name") not in ("answer",
+                                                                             "run_python")
+                            for c in calls)):
+                action = {"name": "run_python", "arguments": {"code": tool_cell(calls)}}
+            return self.env.step(action)
+
+    return AtomicCallsAsCode(env)
+
+
 def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
               policies: Iterable[str] | None = None, tasks: Sequence[Task] | None = None,
-              on_policy: Callable[[str], None] | None = None) -> EnvAudit:
+              on_policy: Callable[[str], None] | None = None,
+              interface: str = "atomic") -> EnvAudit:
     """Run every policy (default: all) on ``episodes`` shared seeds of ``env_id`` under ``preset``.
 
     The oracle, the random agent and ``answer_now`` always run (the targets' yardsticks).
     ``tasks`` (from :func:`episode_tasks` with the same ``seed``) saves generating them again.
-    Deterministic for a given ``seed``.
+    ``interface="code"`` runs the env in code mode, every policy's tool steps sent as code cells
+    (:func:`tool_cell`). Deterministic for a given ``seed``.
     """
     import gymnasium as gym
 
@@ -369,7 +410,12 @@ def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
     elif len(tasks) != episodes:
         raise ValueError(f"got {len(tasks)} tasks for {episodes} episodes")
     names = [n for n in policy_names() if n in {*YARDSTICKS, *wanted}]
-    env = gym.make(env_id, reward=preset_spec(preset))
+    if interface == "atomic":
+        env = gym.make(env_id, reward=preset_spec(preset))
+    elif interface == "code":
+        env = _code_env(gym.make(env_id, reward=preset_spec(preset), interface="code"))
+    else:
+        raise ValueError(f"interface must be 'atomic' or 'code', got {interface!r}")
     audit = EnvAudit(env_id, preset, seed)
     try:
         for name in names:
