@@ -23,10 +23,10 @@ the paired per-episode difference (``z = 0``: the point estimates, as the issue 
   points, the floor being the higher of the random agent and ``answer_now`` (both answer a random
   choice; the random agent's random calls may cost penalties, see :func:`random_floor`);
 - ``heuristic>blind``: on every benchmark level (not the classic suite,
-  :data:`HEURISTIC_EXEMPT_ENVS`), the heuristic agent's mean non-answer reward exceeds every blind
-  policy's (not applicable when the preset pays no positive non-answer credit — no ``m3``, no ``process``
-  term, shaping with Φ(terminal) = 0 — since its non-answer terms are then penalties alone and a
-  policy that makes no calls earns the maximum, 0; see :func:`pays_process_credit`);
+  :data:`HEURISTIC_EXEMPT_ENVS`), the heuristic agent's mean non-answer reward exceeds every
+  blind policy's. Not applicable when the preset pays no positive non-answer credit (no ``m3``,
+  no ``process`` term, shaping with Φ(terminal) = 0): its non-answer terms are then penalties
+  alone and a policy that makes no calls earns the maximum, 0 (:func:`pays_process_credit`);
 - ``oracle``: the oracle scores Acc = S = V = M3 = 1 and OT = 0 on every episode.
 """
 
