@@ -26,8 +26,8 @@ group_config() {  # prints "<module> <test files...>"
     taxonomy) echo "m3gym/scoring/taxonomy.py tests/test_safety_taxonomy.py" ;;
     episode) echo "m3gym/scoring/episode.py tests/test_episode_scoring.py" ;;
     checkpoints) echo "m3gym/scoring/checkpoints.py tests/test_checkpoints.py" ;;
-    alignment) echo "m3gym/scoring/alignment.py tests/test_alignment.py tests/test_m3.py" ;;
-    reward) echo "m3gym/reward.py tests/test_reward.py" ;;
+    alignment) echo "m3gym/scoring/alignment.py tests/test_alignment.py tests/test_alignment_content.py tests/test_m3.py" ;;
+    reward) echo "m3gym/reward.py tests/test_reward_terms.py" ;;
     tools-visual) echo "m3gym/tools/visual.py tests/test_visual_tools.py" ;;
     tools-web) echo "m3gym/tools/web.py tests/test_web.py tests/test_web_outputs.py" ;;
     tools-answer) echo "m3gym/tools/answer.py tests/test_env.py" ;;
