@@ -188,3 +188,64 @@ def test_process_terms_are_chance_bounded_for_a_content_free_reference():
     p = 1.0 / len(m3gym.make_task("faint_text", 0).choices)
     blind = p * sum(r for r, _, _ in right) + (1 - p) * sum(r for r, _, _ in wrong)
     assert blind == pytest.approx(p * (1.0 + cfg.m3))
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def test_reward_config_validation_messages():
+    from m3gym.reward import RewardConfig
+
+    RewardConfig(gamma=1.0).validate()  # the bound is inclusive at 1 ...
+    for gamma in (0.0, -0.5, 1.5):  # ... and exclusive at 0
+        with pytest.raises(ValueError, match=r"gamma must be in \(0, 1\], got"):
+            RewardConfig(gamma=gamma).validate()
+    with pytest.raises(ValueError, match="^reward weight overthink is NaN$"):
+        RewardConfig(overthink=float("nan")).validate()
+    with pytest.raises(ValueError, match="^m3_weights must be non-negative and not all zero$"):
+        RewardConfig(m3_weights={"multi_modal": -1.0, "multi_hop": 1.0}).validate()
+    with pytest.raises(ValueError, match="^m3_weights must be non-negative and not all zero$"):
+        RewardConfig(m3_weights={"multi_modal": 0.0}).validate()
+    with pytest.raises(ValueError, match="^progress_terminal must be 'zero' or 'on_correct', "
+                                         "got 'always'$"):
+        RewardConfig(progress_terminal="always").validate()  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^gate_process_by_answer must be true or false$"):
+        RewardConfig(gate_process_by_answer="yes").validate()  # type: ignore[arg-type]
+
+
+def test_load_reward_config_sources_and_names(tmp_path):
+    from m3gym.reward import RewardConfig
+
+    cfg = load_reward_config({"answer": 2, "progress_terminal": "on_correct",
+                              "gate_process_by_answer": False})
+    assert cfg.name == "custom" and cfg.answer == 2.0 and type(cfg.answer) is float
+    assert cfg.progress_terminal == "on_correct" and cfg.gate_process_by_answer is False
+    assert load_reward_config({"answer": 1, "name": "mine"}).name == "mine"
+    path = tmp_path / "shaped.yaml"
+    path.write_text("progress: 1\ngamma: 0.5\n")
+    from_file = load_reward_config(str(path))
+    assert (from_file.name, from_file.progress, from_file.gamma) == ("shaped", 1.0, 0.5)
+    assert load_reward_config(path).name == "shaped"  # a Path works too
+    given = RewardConfig(answer=3.0, name="given")
+    assert load_reward_config(given) is given
+    assert load_reward_config("checkpoint_bonus").progress_terminal == "on_correct"
+    with pytest.raises(ValueError, match=r"^unknown reward config keys \['aa', 'zz'\]; known: "):
+        load_reward_config({"zz": 1, "aa": 2})
+    with pytest.raises(ValueError, match=r"^unknown reward 'nope': use one of \('sparse'"):
+        load_reward_config("nope")
+    with pytest.raises(ValueError, match="gamma"):
+        load_reward_config({"gamma": 2})  # loading validates
+
+
+def test_safety_rule_on_the_answer_is_charged_on_the_answer_step():
+    import dataclasses
+
+    from m3gym.tasks.spec import SafetyRule
+
+    env = gym.make(TINY, reward="m3")
+    env.reset(seed=0)
+    task = env.unwrapped.task
+    rule = SafetyRule("no_secret", "forbidden_content", ("answer",), ("secret",))
+    env.reset(options={"task": dataclasses.replace(task, safety=(rule,))})
+    *_, info = env.step({"name": "answer", "arguments": {"text": "the secret"}})
+    assert info["reward_components"]["safety"] == -1.0
