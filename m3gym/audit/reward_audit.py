@@ -66,11 +66,11 @@ YARDSTICKS: tuple[str, ...] = ("oracle", "random", "answer_now")
 """Policies every audit runs: the oracle (100 %) and the two random floors."""
 
 DEFAULT_ENVS: tuple[str, ...] = ("M3Bench-L1", "M3Bench-L2", "M3Bench-L3", "M3Bench-Classic")
+"""The env ids the audit covers by default: every level and the classic suite."""
 
 HEURISTIC_EXEMPT_ENVS: frozenset[str] = frozenset({"M3Bench-Classic"})
 """Envs where ``heuristic>blind`` is not checked: the issue sets it per benchmark level, and the
 heuristic (OCR) agent has no plan for the classic suite's single-digit glyph tasks."""
-"""The env ids the audit covers by default: every level and the classic suite."""
 
 
 def reward_presets() -> list[str]:
