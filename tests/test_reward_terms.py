@@ -249,3 +249,34 @@ def test_safety_rule_on_the_answer_is_charged_on_the_answer_step():
     env.reset(options={"task": dataclasses.replace(task, safety=(rule,))})
     *_, info = env.step({"name": "answer", "arguments": {"text": "the secret"}})
     assert info["reward_components"]["safety"] == -1.0
+
+
+def test_m3_weights_zero_terms_allowed_and_used():
+    from m3gym.reward import RewardConfig
+
+    RewardConfig(m3_weights={"multi_modal": 1.0, "multi_hop": 0.0,
+                             "multi_threaded": 0.5}).validate()  # a zero weight is fine
+    # region_count: crop, then autocontrast of the crop (one hop edge). Only the crop is made:
+    # multi_modal = F1(recall 1/2, precision 1) = 2/3, multi_hop = 0.
+    env_id = "M3Bench-RegionCount"
+    first = [_ref_step, lambda e: _answer(e, True)]
+    default = _run(env_id, "m3", first)[-1][2]["metrics"]
+    assert default["multi_modal"] == pytest.approx(2 / 3) and default["multi_hop"] == 0.0
+    assert default["m3"] == pytest.approx(1 / 3)
+    only_mm = {"answer": 1.0, "m3": 1.0, "m3_weights": {"multi_modal": 1.0, "multi_hop": 0.0,
+                                                        "multi_threaded": 0.0}}
+    steps = _run(env_id, only_mm, first)
+    assert steps[-1][2]["metrics"]["m3"] == pytest.approx(2 / 3)
+    assert steps[-1][1]["m3"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_carry_their_names(preset):
+    assert load_reward_config(preset).name == preset
+
+
+def test_checkpoints_are_judged_at_the_env_view_size():
+    right = [_ref_step, lambda e: _answer(e, True)]
+    assert _run(TINY, "m3", right)[-1][2]["metrics"]["V"] == 1.0
+    # shown at 48 px, the crop no longer shows the code legibly: v_tool and v_true fail
+    assert _run(TINY, "m3", right, view_size=48)[-1][2]["metrics"]["V"] == 0.0
