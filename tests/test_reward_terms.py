@@ -280,3 +280,14 @@ def test_checkpoints_are_judged_at_the_env_view_size():
     assert _run(TINY, "m3", right)[-1][2]["metrics"]["V"] == 1.0
     # shown at 48 px, the crop no longer shows the code legibly: v_tool and v_true fail
     assert _run(TINY, "m3", right, view_size=48)[-1][2]["metrics"]["V"] == 0.0
+
+
+def test_reward_config_to_dict_round_trips():
+    cfg = load_reward_config("checkpoint_bonus")
+    d = cfg.to_dict()
+    assert d == {"answer": 1.0, "progress": 0.5, "gamma": 1.0, "m3": 0.0, "overthink": 0.25,
+                 "invalid_call": 0.05, "safety": 0.0, "process": 0.0,
+                 "progress_terminal": "on_correct", "gate_process_by_answer": True,
+                 "m3_weights": {"multi_modal": 1.0, "multi_hop": 1.0, "multi_threaded": 1.0},
+                 "name": "checkpoint_bonus"}
+    assert type(d["m3_weights"]) is dict and load_reward_config(d) == cfg
