@@ -333,6 +333,20 @@ def clean_in_frame(ev: Evidence, frame: tuple[int, int]) -> tuple[np.ndarray, np
     return clean, cover >= min(128, max(1, int(cover.max()) // 2))
 
 
+def cached_clean_in_frame(
+    ev: Evidence, frame: tuple[int, int],
+    frame_cache: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`clean_in_frame`, kept in ``frame_cache`` per (evidence id, frame size)."""
+    key = (ev.id, frame)
+    if frame_cache is not None and key in frame_cache:
+        return frame_cache[key]
+    out = clean_in_frame(ev, frame)
+    if frame_cache is not None:
+        frame_cache[key] = out
+    return out
+
+
 def measure_evidence(
     entry: ImageEntry, ev: Evidence, view_size: int = DEFAULT_VIEW_SIZE,
     frame_cache: dict[tuple[str, tuple[int, int]], tuple[np.ndarray, np.ndarray]] | None = None,
@@ -368,13 +382,7 @@ def measure_evidence(
                             True, det, angle, glyph)
     frame = comparison_frame_size(ev, seen)
     patch = warp_to_frame(entry, ev, view_size, frame)
-    key = (ev.id, frame)
-    if frame_cache is not None and key in frame_cache:
-        clean, ink = frame_cache[key]
-    else:
-        clean, ink = clean_in_frame(ev, frame)
-        if frame_cache is not None:
-            frame_cache[key] = (clean, ink)
+    clean, ink = cached_clean_in_frame(ev, frame, frame_cache)
     q = frame[0] / ev.clean.shape[1]  # frame pixels per source pixel
     support, contrast = ink_contrast(patch, ink, ev.glyph_height * q)
     if contrast < ev.min_contrast:
@@ -427,13 +435,7 @@ def native_contrast(
     if not contains_box(entry, ev):
         return None
     frame = (ev.clean.shape[1], ev.clean.shape[0])
-    key = (ev.id, frame)
-    if frame_cache is not None and key in frame_cache:
-        _, ink = frame_cache[key]
-    else:
-        clean, ink = clean_in_frame(ev, frame)
-        if frame_cache is not None:
-            frame_cache[key] = (clean, ink)
+    _, ink = cached_clean_in_frame(ev, frame, frame_cache)
     patch = warp_to_frame(entry, ev, NATIVE_VIEW, frame)
     return ink_contrast(patch, ink, ev.glyph_height)[1]
 
