@@ -179,8 +179,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._tracker: RewardTracker | None = None
         self._views: dict[int, np.ndarray] = {}
         self._input_views = LRUCache(INPUT_VIEW_CACHE)
-        # v_true measurements of input images, shared by the episodes' checkpoint trackers
-        # (entries hold weak references: the cache pickles empty)
+        # measurements of input images (native ink contrast), shared by the episodes'
+        # checkpoint trackers (entries hold weak references: the cache pickles empty)
         self._input_measures = LRUCache(INPUT_VIEW_CACHE)
         self._calls_used = 0
         self._rounds = 0

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -450,6 +451,7 @@ def _paired(diff: np.ndarray, z: float) -> tuple[float, float]:
     return mean, z * float(diff.std(ddof=1)) / math.sqrt(len(diff))
 
 
+@cache
 def pays_process_credit(preset: str) -> bool:
     """Return whether ``preset`` can pay a positive reward besides the answer term.
 

@@ -19,10 +19,11 @@ search targets):
   (photometric ops and ``resize`` keep the frame; through any other geometric op the raw boxes
   are compared; boxes on different roots score 0). The similarity is 1 when the predicted box
   covers every evidence box that the reference box covers *and* magnifies it (keeps at most
-  :data:`MAGNIFY_MAX_SHARE` of the root's area, or twice the evidence's share when that is
-  larger); otherwise the IoU of the two boxes.
+  :data:`~m3gym.scoring.checkpoints.MAGNIFY_MAX_SHARE` of the root's area, or twice the
+  evidence's share when that is larger: :func:`~m3gym.scoring.checkpoints.largest_crop_share`);
+  otherwise the IoU of the two boxes.
 * ``angle`` (rotate) — 1 when both rotations give the same upright result (equal modulo 360
-  within :data:`ANGLE_TOLERANCE_DEG`), else 0.
+  within :data:`~m3gym.scoring.checkpoints.UPRIGHT_TOLERANCE_DEG`), else 0.
 * ``direction`` (flip) — exact.
 * ``image_index`` of photometric ops and ``image_search`` — 1 for the same input image, 1 when the
   predicted image was produced by the call aligned to the reference producer, else 0 (resolved by
@@ -85,6 +86,7 @@ import numpy as np
 from rapidfuzz import fuzz, utils
 from scipy.optimize import linear_sum_assignment
 
+from m3gym.scoring.checkpoints import UPRIGHT_TOLERANCE_DEG, largest_crop_share
 from m3gym.tasks.spec import RefCall, Task
 from m3gym.tools.base import ContentSimilarity
 from m3gym.tools.catalogue import (
@@ -107,12 +109,6 @@ BOX_KEY = "bbox_2d"
 IMAGE_KEY = "image_index"
 ANGLE_KEY = "angle"
 
-MAGNIFY_MAX_SHARE: float = 0.5
-"""A crop magnifies when it keeps at most this share of its root's area (or twice the evidence's
-share, when that is larger)."""
-
-ANGLE_TOLERANCE_DEG: float = 10.0
-"""Two rotations give the same upright result when they differ by at most this (modulo 360)."""
 
 
 _NUM_EPS = 1e-9
@@ -213,8 +209,7 @@ class EvidenceRegion:
     @property
     def area(self) -> float:
         """Share of the input image's area the box covers."""
-        x0, y0, x1, y1 = self.box
-        return max(0.0, x1 - x0) * max(0.0, y1 - y0)
+        return box_area(self.box)
 
 
 @dataclass(frozen=True)
@@ -318,6 +313,11 @@ def _box_in_root(frame: Frame, box: tuple[float, float, float, float]) -> tuple[
     return min(xa, xb), min(ya, yb), max(xa, xb), max(ya, yb)
 
 
+def box_area(box: Sequence[float]) -> float:
+    """Return the area of an ``[x1, y1, x2, y2]`` box (0 for an empty or inverted box)."""
+    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
+
+
 def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
     """Return the IoU of two ``[x1, y1, x2, y2]`` boxes (1 for identical degenerate boxes)."""
     if tuple(a) == tuple(b):
@@ -327,9 +327,7 @@ def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
     if iw <= 0 or ih <= 0:
         return 0.0
     inter = iw * ih
-    area_a = max(0.0, a[2] - a[0]) * max(0.0, a[3] - a[1])
-    area_b = max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
-    union = area_a + area_b - inter
+    union = box_area(a) + box_area(b) - inter
     return inter / union if union > 0 else 0.0
 
 
@@ -391,11 +389,9 @@ def upright_angle_similarity(a: float, b: float) -> float:
     if not (math.isfinite(a) and math.isfinite(b)):
         return 0.0
     d = abs(a - b) % 360.0
-    return 1.0 if min(d, 360.0 - d) <= ANGLE_TOLERANCE_DEG else 0.0
+    return 1.0 if min(d, 360.0 - d) <= UPRIGHT_TOLERANCE_DEG else 0.0
 
 
-def _box_area(box: Sequence[float]) -> float:
-    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
 
 
 def _inside(inner: Sequence[float], outer: Sequence[float], tol: float = 1e-3) -> bool:
@@ -408,7 +404,7 @@ def crop_content_similarity(ref_box: Sequence[float], pred_box: Sequence[float],
     """Return the content similarity of two crop boxes in one root's normalized coordinates.
 
     1 when ``pred_box`` covers every evidence box that ``ref_box`` covers and magnifies it (keeps
-    at most :data:`MAGNIFY_MAX_SHARE` of the root, or twice the evidence's share when larger);
+    at most :func:`~m3gym.scoring.checkpoints.largest_crop_share` of the root);
     otherwise their IoU. ``evidence`` holds the evidence regions of that root.
     """
     iou = box_iou(ref_box, pred_box)
@@ -416,7 +412,7 @@ def crop_content_similarity(ref_box: Sequence[float], pred_box: Sequence[float],
     if not covered or not all(_inside(e.box, pred_box) for e in covered):
         return iou
     share = sum(e.area for e in covered)
-    return 1.0 if _box_area(pred_box) <= max(MAGNIFY_MAX_SHARE, 2.0 * share) else iou
+    return 1.0 if box_area(pred_box) <= largest_crop_share(share) else iou
 
 
 def _is_number(v: Any) -> bool:
@@ -554,7 +550,7 @@ def _found_target(name: str, payload: Mapping[str, Any] | None,
     return any(t.tool == tool and t.url in urls[:t.max_rank] for t in context.search_targets)
 
 
-def _query_content(ref: _Call, pred: _Call, a: Any, b: Any, context: ContentContext) -> float:
+def _query_content(pred: _Call, a: Any, b: Any, context: ContentContext) -> float:
     if not isinstance(b, str):
         return 0.0
     if _found_target(pred.name, pred.payload, context):
@@ -566,9 +562,9 @@ def _query_content(ref: _Call, pred: _Call, a: Any, b: Any, context: ContentCont
     return best
 
 
-def _content_similarity(kind: ContentSimilarity, key: str, ref: _Call, pred: _Call, a: Any,
-                        b: Any, frames: tuple[dict, dict], context: ContentContext) -> float:
-    """Return the typed content similarity of argument ``key`` (``image`` is handled apart)."""
+def _content_similarity(kind: ContentSimilarity, ref: _Call, pred: _Call, a: Any, b: Any,
+                        frames: tuple[dict, dict], context: ContentContext) -> float:
+    """Return the typed content similarity of one argument (``image`` is handled apart)."""
     if kind == "box":
         return _box_similarity(ref, pred, frames[0], frames[1], a, b, context)
     if kind == "upright_angle":
@@ -576,7 +572,7 @@ def _content_similarity(kind: ContentSimilarity, key: str, ref: _Call, pred: _Ca
             return upright_angle_similarity(float(a), float(b))
         return 0.0
     if kind == "query":
-        return _query_content(ref, pred, a, b, context)
+        return _query_content(pred, a, b, context)
     if kind == "url":
         if isinstance(a, str) and isinstance(b, str):
             return 1.0 if normalize_url(a) == normalize_url(b) else 0.0
@@ -632,7 +628,7 @@ def _pair_parts(ref: _Call, pred: _Call, defaults: Mapping[str, Any],
                     continue
                 v = 1.0 if a == b and (a < n_inputs or b not in pred_producer) else 0.0
         elif kind is not None:
-            v = _content_similarity(kind, k, ref, pred, a, b, frames, context)
+            v = _content_similarity(kind, ref, pred, a, b, frames, context)
         elif type(a) is type(b) and a == b:
             v = 1.0  # fast path: equal values of one type score 1 under every rule
         else:

@@ -415,6 +415,15 @@ def ink_contrast(patch: np.ndarray, ink: np.ndarray, glyph_px: float) -> tuple[n
     return support, contrast
 
 
+def largest_crop_share(evidence_share: float) -> float:
+    """Return the largest share of its root a crop may show and still magnify the evidence.
+
+    :data:`MAGNIFY_MAX_SHARE`, or twice the evidence's share of the root when that is larger.
+    Used by the ``crop_covers`` checkpoint and by alignment's crop content similarity.
+    """
+    return max(MAGNIFY_MAX_SHARE, 2.0 * evidence_share)
+
+
 def seen_glyph_height(entry: ImageEntry, ev: Evidence, view_size: int) -> float:
     """Return the evidence's glyph height, in view pixels, as ``entry`` shows it (any rotation)."""
     linear = entry.provenance.affine[:, :2] @ evidence_orientation(ev)
@@ -721,7 +730,7 @@ class CheckpointTracker:
         """Return (magnifies, share of the root shown, largest share allowed) for a crop."""
         h, w = self.task.images[ev.image].shape[:2]
         share = root_coverage(out, (h, w))
-        limit = max(MAGNIFY_MAX_SHARE, 2.0 * ev.area / float(h * w))
+        limit = largest_crop_share(ev.area / float(h * w))
         return share <= limit + 1e-9, share, limit
 
     def _contrast_effect(self, src: ImageEntry, out: ImageEntry,

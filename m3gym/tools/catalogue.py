@@ -84,10 +84,12 @@ def canonical_tool(name: str) -> str:
     return TOOL_ALIASES.get(name, name)
 
 
+_EQUIVALENT: Mapping[str, tuple[str, ...]] = {
+    s.name: _names(lambda t, e=s.equivalence: t.equivalence == e)
+    for s in _SPECS if s.equivalence is not None}
+
+
 def equivalent_tools(name: str) -> tuple[str, ...]:
     """Return the tools that do the job of tool ``name`` for a checkpoint (itself included)."""
     name = canonical_tool(name)
-    for spec in _SPECS:
-        if spec.name == name and spec.equivalence is not None:
-            return _names(lambda s, e=spec.equivalence: s.equivalence == e)
-    return (name,)
+    return _EQUIVALENT.get(name, (name,))

@@ -362,7 +362,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         self._pool_cursor = 0
         self._task_cache = LRUCache(self.cache_size)
         self._input_obs = LRUCache(self.cache_size)
-        # the env's v_true measurements of input images (a few per task: one per image and
+        # the env's measurements of input images (a few per task: one per image and
         # evidence) must cover the cached pool too, or pooled resets measure them again
         measures = getattr(base, "_input_measures", None)
         if task_pool is not None and isinstance(measures, LRUCache):
