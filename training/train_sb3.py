@@ -264,7 +264,7 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
                 self.model.save(out_dir / "best_model")
 
         def _on_step(self) -> bool:
-            if self.num_timesteps - self.last >= int(ev["freq"]):
+            if int(ev["freq"]) > 0 and self.num_timesteps - self.last >= int(ev["freq"]):
                 self.last = self.num_timesteps
                 self.evaluate()
             return True

@@ -35,6 +35,16 @@ class FamilyConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` when the configuration is inconsistent."""
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Return the config-field values that set this family's difficulty in ``[0, 1]``.
+
+        0 is the easiest and 1 the hardest setting of the family's real knobs (evidence size
+        and contrast, rotation, clutter, distractor similarity, hops or items; the family's
+        docstring lists them). The frozen levels use the default config, not a difficulty.
+        """
+        raise NotImplementedError(f"family {cls.name!r} declares no difficulty knobs")
+
     def generate(self, rng: np.random.Generator) -> Task:  # pragma: no cover - abstract
         """Build one task from ``rng`` (the only source of randomness)."""
         raise NotImplementedError
@@ -106,8 +116,20 @@ def world_split_for_seed(seed: int) -> str:
     return "train" if int(seed) < TRAIN_SEED_LIMIT else "test"
 
 
-def make_task(family: str, seed: int, config: dict[str, Any] | None = None) -> Task:
+def check_difficulty(difficulty: float) -> float:
+    """Return ``difficulty`` as a float after checking it lies in ``[0, 1]``."""
+    value = float(difficulty)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"difficulty must lie in [0, 1], got {difficulty!r}")
+    return value
+
+
+def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
+              difficulty: float | None = None) -> Task:
     """Build the task of ``family`` for ``seed`` (byte-identical in any process).
+
+    ``difficulty`` in ``[0, 1]`` sets the family's knobs (:meth:`FamilyConfig.difficulty_knobs`);
+    keys given in ``config`` override them. ``None`` keeps the family's default config.
 
     Families with a ``split`` field (the offline world they draw entities from) get
     :func:`world_split_for_seed` unless ``config`` sets ``split``: a held-out seed is always built
@@ -115,6 +137,8 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None) -> T
     """
     cls = get_family(family)
     config = dict(config or {})
+    if difficulty is not None:
+        config = {**cls.difficulty_knobs(check_difficulty(difficulty)), **config}
     if "split" not in config and any(f.name == "split" for f in fields(cls)):
         config["split"] = world_split_for_seed(seed)
     cfg = cls(**config)
