@@ -33,6 +33,29 @@ def test_pooled_cnn_is_translation_invariant() -> None:
     assert torch.allclose(fa, fb, atol=1e-6)
 
 
+def test_grid_pooling_tells_cells_apart_and_keeps_shifts_inside_a_cell() -> None:
+    torch.manual_seed(0)
+    net = PooledCNN(gym.spaces.Box(0, 255, (3, 64, 64), np.uint8), features_dim=32,
+                    grid=3).eval()
+    assert net.linear[0].in_features == 64 * (1 + 9)
+    glyph = torch.rand(3, 8, 8)
+
+    def pooled(y: int, x: int) -> torch.Tensor:
+        img = torch.zeros(1, 3, 64, 64)
+        img[:, :, y:y + 8, x:x + 8] = glyph
+        with torch.no_grad():
+            fmap = net.cnn(img)
+            return torch.cat([net.global_pool(fmap), net.grid_pool(fmap)], dim=1)[0]
+
+    # multiples of the total stride (4), a receptive field (16 px) from every border
+    top_left, bottom_right = pooled(16, 16), pooled(40, 40)
+    # the global half is the same, the grid half says which cell the glyph is in
+    assert torch.allclose(top_left[:64], bottom_right[:64], atol=1e-6)
+    assert not torch.allclose(top_left[64:], bottom_right[64:])
+    with pytest.raises(ValueError, match="grid"):
+        PooledCNN(gym.spaces.Box(0, 255, (3, 64, 64), np.uint8), grid=-1)
+
+
 def test_combined_extractor_dims_and_forward() -> None:
     space = gym.spaces.Dict({
         "image": gym.spaces.Box(0, 255, (3, 64, 64), np.uint8),  # channel-first, as SB3 passes

@@ -14,7 +14,7 @@ pytest.importorskip("sb3_contrib")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
 
 from evaluate_policy import MaskedRandomPolicy, evaluate  # noqa: E402
-from train_sb3 import algo_class, load_config, train  # noqa: E402
+from train_sb3 import algo_class, latest_checkpoint, load_config, train  # noqa: E402
 
 SMALL_ENV = {
     "family": "faint_text", "family_config": {"width": 640, "height": 480},
@@ -68,6 +68,17 @@ def test_maskable_ppo_2000_steps_train_save_load_evaluate(tmp_path: Path) -> Non
     assert 0.0 <= summary["accuracy"] <= 1.0
     assert json.loads((tmp_path / "eval" / "summary.json").read_text())["episodes"] == 5
     assert all(json.loads(line)["task_id"].startswith("faint_text/") for line in lines)
+    assert all(set(h["tool_calls_by_family"]) == {"faint_text"} for h in history)
+
+    # resume: drop the last checkpoint's successors, continue to 3,000 steps from 2,000
+    assert latest_checkpoint(out) == (out / "checkpoints" / "model_2000_steps.zip", 2000)
+    cfg["total_timesteps"] = 3000
+    train(cfg, resume=True)
+    resumed = [json.loads(line)["timesteps"]
+               for line in (out / "eval_history.jsonl").read_text().splitlines()]
+    assert resumed[:len(history)] == [h["timesteps"] for h in history]
+    assert resumed[-1] == 3000 and resumed == sorted(resumed)
+    assert algo_class("maskable_ppo").load(out / "final_model.zip").num_timesteps == 3000
 
 
 def test_plot_curve_rows_floors_and_files(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import copy
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +203,20 @@ def run_episodes(model: Any, venv: Any, n_episodes: int, algo: str,
     return records
 
 
+def tool_call_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Return how often each decoded tool call (answers excluded) occurs, most frequent first.
+
+    E.g. ``{"crop(source=latest, region=g11)": 40, ...}``: what a policy actually does per
+    family (which region it crops, which angle it rotates by).
+    """
+    counts: dict[str, int] = {}
+    for record in records:
+        for action in record["actions"]:
+            if action and not action.startswith("answer"):
+                counts[action] = counts.get(action, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Return accuracy, mean reward/length, per-family accuracy and mean numeric metrics."""
     if not records:
@@ -216,6 +230,8 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     fams = sorted({r["family"] for r in records})
     out["accuracy_by_family"] = {
         f: float(np.mean([r["correct"] for r in records if r["family"] == f])) for f in fams}
+    out["tool_calls_by_family"] = {f: tool_call_counts(r for r in records if r["family"] == f)
+                                   for f in fams}
     keys = sorted({k for r in records for k, v in r["metrics"].items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)})
     out["metrics"] = {k: float(np.mean([r["metrics"][k] for r in records if k in r["metrics"]]))
@@ -240,6 +256,9 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
             self.history: list[dict[str, Any]] = []
 
         def _on_training_start(self) -> None:
+            self.last = self.num_timesteps  # a resumed run evaluates on from its checkpoint
+            lines = (out_dir / "eval_history.jsonl").read_text().splitlines()
+            self.best = max((json.loads(line)["accuracy"] for line in lines if line), default=-1.0)
             n = int(ev["n_episodes"])
             self.venv = make_vec_env(cfg, 1, cfg["seed"] + 10_000, {
                 "task_pool": n, "pool_offset": int(ev["pool_offset"]),
@@ -277,8 +296,26 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
     return HeldOutEval()
 
 
-def train(cfg: dict[str, Any]) -> Path:
-    """Train per ``cfg``; return the output directory (final model, config, logs)."""
+def latest_checkpoint(out_dir: Path) -> tuple[Path, int] | None:
+    """Return the newest ``checkpoints/model_<steps>_steps.zip`` of a run and its step count."""
+    found = []
+    for path in (out_dir / "checkpoints").glob("model_*_steps.zip"):
+        steps = path.stem.removeprefix("model_").removesuffix("_steps")
+        if steps.isdigit():
+            found.append((int(steps), path))
+    if not found:
+        return None
+    steps, path = max(found)
+    return path, steps
+
+
+def train(cfg: dict[str, Any], resume: bool = False) -> Path:
+    """Train per ``cfg``; return the output directory (final model, config, logs).
+
+    ``resume`` continues from the newest checkpoint in ``out_dir/checkpoints`` (the step count,
+    the policy and optimizer state; evaluations before it are kept, later ones dropped) and
+    starts afresh when there is none.
+    """
     import torch
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.logger import configure
@@ -288,12 +325,25 @@ def train(cfg: dict[str, Any]) -> Path:
     out_dir = Path(cfg["out_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    (out_dir / "eval_history.jsonl").write_text("")
-    venv = make_vec_env(cfg, int(cfg["n_envs"]), int(cfg["seed"]))
     cls = algo_class(cfg["algo"])
-    model = cls(policy_name(cfg), venv, seed=int(cfg["seed"]), verbose=0,
-                policy_kwargs=resolve_policy_kwargs(cfg.get("policy_kwargs")),
-                **cfg.get("algo_kwargs", {}))
+    checkpoint = latest_checkpoint(out_dir) if resume else None
+    history = out_dir / "eval_history.jsonl"
+    if checkpoint is None:
+        history.write_text("")
+    else:  # keep the evaluations up to the checkpoint (a crash may have logged later ones)
+        lines = history.read_text().splitlines() if history.exists() else []
+        kept = [line for line in lines if line and json.loads(line)["timesteps"] <= checkpoint[1]]
+        history.write_text("".join(line + "\n" for line in kept))
+    # a resumed run draws fresh env seeds (its first episodes differ from the crashed run's)
+    venv = make_vec_env(cfg, int(cfg["n_envs"]),
+                        int(cfg["seed"]) + (checkpoint[1] if checkpoint else 0))
+    if checkpoint is None:
+        model = cls(policy_name(cfg), venv, seed=int(cfg["seed"]), verbose=0,
+                    policy_kwargs=resolve_policy_kwargs(cfg.get("policy_kwargs")),
+                    **cfg.get("algo_kwargs", {}))
+    else:
+        model = cls.load(checkpoint[0], env=venv)
+        print(f"resuming from {checkpoint[0]} at {checkpoint[1]} steps")
     model.set_logger(configure(str(out_dir), ["csv", "tensorboard"]))
     n_envs = int(cfg["n_envs"])
     callbacks = [make_eval_callback(cfg, out_dir)]
@@ -301,8 +351,9 @@ def train(cfg: dict[str, Any]) -> Path:
         callbacks.append(CheckpointCallback(max(1, int(cfg["checkpoint_freq"]) // n_envs),
                                             str(out_dir / "checkpoints"), name_prefix="model"))
     start = time.perf_counter()
-    model.learn(total_timesteps=int(cfg["total_timesteps"]), callback=CallbackList(callbacks),
-                progress_bar=bool(cfg.get("progress_bar")))
+    remaining = int(cfg["total_timesteps"]) - (checkpoint[1] if checkpoint else 0)
+    model.learn(total_timesteps=max(0, remaining), callback=CallbackList(callbacks),
+                progress_bar=bool(cfg.get("progress_bar")), reset_num_timesteps=checkpoint is None)
     model.save(out_dir / "final_model")
     (out_dir / "train_info.json").write_text(json.dumps({
         "wall_seconds": time.perf_counter() - start, "timesteps": model.num_timesteps,
@@ -318,11 +369,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key (dotted, value parsed as YAML)")
     parser.add_argument("--progress-bar", action="store_true", help="show SB3's progress bar")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the newest checkpoint in out_dir/checkpoints")
     args = parser.parse_args(argv)
     cfg = load_config(args.config, args.set)
     if args.progress_bar:
         cfg["progress_bar"] = True
-    out = train(cfg)
+    out = train(cfg, resume=args.resume)
     print(f"saved final model and config in {out}")
     return 0
 
