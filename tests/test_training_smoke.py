@@ -135,3 +135,25 @@ def test_reward_ablation_plot_only_rebuilds_rows_from_histories(tmp_path: Path) 
     assert hi == pytest.approx([0.32, 0.42])
     assert curve_stats(rows, "sparse", "S")[1] == pytest.approx([0.1, 0.1])
     assert (out / "ablation.png").stat().st_size > 1000
+
+
+def test_reward_ablation_threshold_table_by_hand() -> None:
+    from reward_ablation import markdown_table, mean_ci, steps_to_reach, threshold_table
+
+    curves = {0: (0.3, 0.55, 0.75), 1: (0.5, 0.6, 0.65), 2: (0.2, 0.3, 0.45)}
+    rows = [{"preset": "a", "seed": seed, "timesteps": 1000 * (k + 1), "accuracy": acc}
+            for seed, accs in curves.items() for k, acc in enumerate(accs)]
+    assert steps_to_reach([r for r in rows if r["seed"] == 0], 0.5) == 2000
+    assert steps_to_reach([r for r in rows if r["seed"] == 2], 0.5) is None
+    [row] = threshold_table(rows, ["a", "missing"])
+    # 50 %: seeds 0 and 1 (2,000 and 1,000 steps): mean 1,500, t(0.975, 1) * 707.1 / sqrt(2)
+    assert row["reached_0.5"] == 2 and row["steps_0.5"] == 1500
+    assert row["ci_0.5"] == pytest.approx(12.7062 * 500, rel=1e-4)
+    # 70 %: seed 0 alone, so no interval
+    assert row["reached_0.7"] == 1 and row["steps_0.7"] == 3000 and np.isnan(row["ci_0.7"])
+    # final (3,000 steps): 0.75, 0.65, 0.45: mean 0.6167, sd 0.15275, t(0.975, 2) = 4.3027
+    assert row["final_steps"] == 3000 and row["final"] == pytest.approx(0.616667, abs=1e-6)
+    assert row["final_ci"] == pytest.approx(4.302653 * 0.152753 / 3 ** 0.5, rel=1e-4)
+    assert np.isnan(mean_ci([])[0])
+    table = markdown_table([row])
+    assert "| `a` | 1.5 ± 6.4 (2/3) | 3.0 (1/3) | 0.617 ± 0.379 at 3,000 |" in table

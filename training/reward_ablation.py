@@ -8,7 +8,10 @@ Usage::
 For every ``(preset, seed)`` it trains ``base`` (a :mod:`train_sb3` config) with
 ``env.kwargs.reward = preset``, reads the held-out evaluations (``eval_history.jsonl``) and writes
 ``ablation.csv`` (preset, seed, timesteps, accuracy, mean_reward, mean_length) and
-``ablation.png`` (mean accuracy per preset with a min-max band over seeds) to ``out_dir``.
+``ablation.png`` (mean accuracy per preset with a min-max band over seeds) and
+``ablation_table.md`` (steps to 50 % and 70 % held-out accuracy and the final accuracy, mean and
+95 % t interval over seeds) to ``out_dir``. Cells resume from their newest checkpoint and finished
+cells are skipped, so an interrupted ablation continues where it stopped.
 """
 
 from __future__ import annotations
@@ -40,9 +43,16 @@ def run_config(base: dict[str, Any], preset: str, seed: int, out_dir: Path) -> d
     return cfg
 
 
+def cell_done(cfg: dict[str, Any]) -> bool:
+    """Return whether a cell has already trained to its ``total_timesteps`` (its final model)."""
+    info = Path(cfg["out_dir"]) / "train_info.json"
+    return info.exists() and json.loads(info.read_text())["timesteps"] >= cfg["total_timesteps"]
+
+
 def train_cell(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """Train one cell; return its evaluation rows."""
-    train(cfg)
+    """Train one cell (resuming from its newest checkpoint; skipped when done); return its rows."""
+    if not cell_done(cfg):
+        train(cfg, resume=True)
     return cell_rows(cfg)
 
 
@@ -81,6 +91,82 @@ def curve_stats(rows: Sequence[dict[str, Any]], preset: str, key: str = "accurac
     steps = sorted(set.intersection(*(set(d) for d in by_seed.values())))
     acc = np.array([[d[s] for s in steps] for d in by_seed.values()])
     return np.array(steps), acc.mean(0), acc.min(0), acc.max(0)
+
+
+def steps_to_reach(rows: Sequence[dict[str, Any]], threshold: float) -> int | None:
+    """Return the first evaluated step count whose accuracy is ``>= threshold`` (None: never)."""
+    for r in sorted(rows, key=lambda r: int(r["timesteps"])):
+        if float(r["accuracy"]) >= threshold:
+            return int(r["timesteps"])
+    return None
+
+
+def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """Return the mean and the half-width of its two-sided t confidence interval (nan if n < 2)."""
+    from scipy import stats
+
+    arr = np.asarray(values, dtype=float)
+    if arr.size == 0:
+        return float("nan"), float("nan")
+    if arr.size < 2:
+        return float(arr.mean()), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, arr.size - 1) * arr.std(ddof=1) / np.sqrt(arr.size)
+    return float(arr.mean()), float(half)
+
+
+def threshold_table(rows: Sequence[dict[str, Any]], presets: Sequence[str],
+                    thresholds: Sequence[float] = (0.5, 0.7)) -> list[dict[str, Any]]:
+    """Return one row per preset: steps to each threshold and the final accuracy, over seeds.
+
+    ``reached_<t>`` counts the seeds that got there; ``steps_<t>`` is the mean (and ``ci_<t>``
+    the 95 % t half-width) over those seeds only, so read it with the count: a preset that
+    reached 70 % on one seed of three did not "reach it in N steps". ``final`` is the mean
+    accuracy at the last step every seed evaluated, with its CI.
+    """
+    table = []
+    for preset in presets:
+        by_seed: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            if r["preset"] == preset:
+                by_seed.setdefault(int(r["seed"]), []).append(r)
+        if not by_seed:
+            continue
+        row: dict[str, Any] = {"preset": preset, "seeds": len(by_seed)}
+        for t in thresholds:
+            reached = [s for s in (steps_to_reach(rs, t) for rs in by_seed.values())
+                       if s is not None]
+            row[f"reached_{t}"] = len(reached)
+            row[f"steps_{t}"], row[f"ci_{t}"] = mean_ci(reached)
+        last = min(max(int(r["timesteps"]) for r in rs) for rs in by_seed.values())
+        finals = [float(r["accuracy"]) for rs in by_seed.values() for r in rs
+                  if int(r["timesteps"]) == last]
+        row["final_steps"] = last
+        row["final"], row["final_ci"] = mean_ci(finals)
+        table.append(row)
+    return table
+
+
+def markdown_table(table: Sequence[dict[str, Any]], thresholds: Sequence[float] = (0.5, 0.7)
+                   ) -> str:
+    """Return the threshold table as markdown (``k/n`` seeds reached; mean ± 95 % CI)."""
+    def cell(mean: float, half: float, scale: float = 1.0, digits: int = 0) -> str:
+        if np.isnan(mean):
+            return "—"
+        text = f"{mean / scale:,.{digits}f}"
+        return text if np.isnan(half) else f"{text} ± {half / scale:,.{digits}f}"
+
+    head = ["preset", *(f"steps to {t:.0%} (k, seeds reached)" for t in thresholds),
+            "final accuracy"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in table:
+        cells = [f"`{row['preset']}`"]
+        for t in thresholds:
+            cells.append(f"{cell(row[f'steps_{t}'], row[f'ci_{t}'], 1000.0, 1)} "
+                         f"({row[f'reached_{t}']}/{row['seeds']})")
+        cells.append(f"{cell(row['final'], row['final_ci'], digits=3)} "
+                     f"at {row['final_steps']:,}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def plot(rows: Sequence[dict[str, Any]], presets: Sequence[str], path: Path,
@@ -148,12 +234,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += train_cell(cfg)
     write_csv(rows, out_dir / "ablation.csv")
     plot(rows, presets, out_dir / "ablation.png", chance)
+    table = markdown_table(threshold_table(rows, presets))
+    (out_dir / "ablation_table.md").write_text(table)
+    print(table)
     for preset in presets:
         steps, mean, lo, hi = curve_stats(rows, preset)
         if steps.size:
             print(f"{preset:>8}: final accuracy {mean[-1]:.3f} (min {lo[-1]:.3f}, max {hi[-1]:.3f})"
                   f" at {int(steps[-1])} steps")
-    print(f"wrote {out_dir / 'ablation.csv'} and {out_dir / 'ablation.png'}")
+    print(f"wrote {out_dir / 'ablation.csv'}, {out_dir / 'ablation.png'} and "
+          f"{out_dir / 'ablation_table.md'}")
     return 0
 
 
