@@ -255,26 +255,27 @@ def motion_blur(img: np.ndarray, length: float, angle_deg: float) -> np.ndarray:
 def _cast_shadow(
     img: np.ndarray, rng: np.random.Generator, strength: float, keep: Sequence[Sequence[float]],
 ) -> np.ndarray:
-    """Return ``img`` with a soft cast shadow (a band across a corner) that misses ``keep``."""
+    """Return ``img`` with a soft cast shadow across a corner (``img`` if it touches ``keep``).
+
+    The draws from ``rng`` do not depend on ``keep``.
+    """
     h, w = img.shape[:2]
-    for _ in range(6):
-        corner = int(rng.integers(4))
-        ax, ay = (0 if corner in (0, 3) else w), (0 if corner < 2 else h)
-        reach = rng.uniform(0.25, 0.6, 2) * (w, h)
-        tri = np.array([[ax, ay], [abs(ax - reach[0]), ay], [ax, abs(ay - reach[1])]], np.float64)
-        bounds = (tri[:, 0].min(), tri[:, 1].min(), tri[:, 0].max(), tri[:, 1].max())
-        blur = max(1.0, 0.03 * max(h, w) * float(rng.uniform(0.5, 1.5)))
-        if any(boxes_overlap(bounds, k, margin=3 * blur) for k in keep):
-            continue
-        small = 4  # the shadow is smooth: compute it at 1/4 resolution
-        sh, sw = max(2, h // small), max(2, w // small)
-        mask = np.zeros((sh, sw), np.float32)
-        cv2.fillPoly(mask, [np.round(tri / small * 16).astype(np.int32)], 1.0, cv2.LINE_AA,
-                     shift=4)
-        mask = cv2.GaussianBlur(mask, (0, 0), blur / small)
-        mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
-        return _apply_gain(img, 1.0 - np.float32(rng.uniform(0.2, 0.4) * strength) * mask)
-    return img
+    corner = int(rng.integers(4))
+    reach = rng.uniform(0.25, 0.6, 2) * (w, h)
+    blur = max(1.0, 0.03 * max(h, w) * float(rng.uniform(0.5, 1.5)))
+    darkness = float(rng.uniform(0.2, 0.4)) * strength
+    ax, ay = (0 if corner in (0, 3) else w), (0 if corner < 2 else h)
+    tri = np.array([[ax, ay], [abs(ax - reach[0]), ay], [ax, abs(ay - reach[1])]], np.float64)
+    bounds = (tri[:, 0].min(), tri[:, 1].min(), tri[:, 0].max(), tri[:, 1].max())
+    if any(boxes_overlap(bounds, k, margin=3 * blur) for k in keep):
+        return img
+    small = 4  # the shadow is smooth: compute it at 1/4 resolution
+    sh, sw = max(2, h // small), max(2, w // small)
+    mask = np.zeros((sh, sw), np.float32)
+    cv2.fillPoly(mask, [np.round(tri / small * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), blur / small)
+    mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
+    return _apply_gain(img, 1.0 - np.float32(darkness) * mask)
 
 
 def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) -> np.ndarray:
@@ -302,7 +303,7 @@ def camera_pipeline(
     margin stay sharp, as if in focus), sensor noise and a JPEG round trip. Every amount scales
     with ``strength`` in [0, 1]; strength 0 returns ``img`` itself and draws nothing. ``keep``
     holds the boxes whose legibility the task relies on (the evidence). The input is not
-    modified.
+    modified. The draws from ``rng`` do not depend on ``keep``.
     """
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
@@ -313,7 +314,7 @@ def camera_pipeline(
     h, w = img.shape[:2]
     out = uneven_lighting(img, rng, strength * float(rng.uniform(0.4, 1.0)))
     if rng.random() < 0.5:
-        out = _cast_shadow(out, rng, strength, keep)
+        out = _cast_shadow(out, rng, strength, keep)  # draws the same whatever ``keep`` is
     blur_kind = int(rng.integers(3))
     if blur_kind:
         scale = max(h, w) / 1000.0
