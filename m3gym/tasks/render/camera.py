@@ -149,10 +149,26 @@ def _smooth_gain(rng: np.random.Generator, h: int, w: int, cells: int) -> np.nda
     return np.clip(field, 0.0, 1.0, out=field)
 
 
+FIELD_SIDE: int = 160
+"""Longest side, in pixels, at which smooth fields (light, shadows, focus) are computed."""
+
+
 def _apply_gain(img: np.ndarray, gain: np.ndarray) -> np.ndarray:
-    """Return ``img * gain`` (``gain`` float32 ``(h, w)``), rounded and saturated to ``uint8``."""
+    """Return ``img * gain``, rounded and saturated to ``uint8``.
+
+    ``gain`` is float32, either ``img``'s size or smaller (then upscaled bilinearly first).
+    """
+    h, w = img.shape[:2]
+    if gain.shape != (h, w):
+        gain = cv2.resize(gain, (w, h), interpolation=cv2.INTER_LINEAR)
     g = gain if img.ndim == 2 else cv2.merge([gain, gain, gain])
-    return cv2.multiply(img.astype(np.float32), g, dtype=cv2.CV_8U)
+    return cv2.multiply(img, g, dtype=cv2.CV_8U)
+
+
+def _field_shape(h: int, w: int) -> tuple[int, int]:
+    """Return the ``(rows, cols)`` of a smooth field for an ``h x w`` image."""
+    scale = min(1.0, FIELD_SIDE / max(h, w))
+    return max(2, round(h * scale)), max(2, round(w * scale))
 
 
 def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) -> np.ndarray:
@@ -163,12 +179,12 @@ def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) 
     """
     if strength <= 0:
         return img
-    h, w = img.shape[:2]
-    falloff = _smooth_gain(rng, h, w, 2)
+    fh, fw = _field_shape(*img.shape[:2])
+    falloff = _smooth_gain(rng, fh, fw, 2)
     cx, cy = rng.uniform(0.0, 1.0, 2)
     spread = float(rng.uniform(0.35, 0.8))
-    xs = (np.arange(w, dtype=np.float32) / max(w - 1, 1) - np.float32(cx)) / np.float32(spread)
-    ys = (np.arange(h, dtype=np.float32) / max(h - 1, 1) - np.float32(cy)) / np.float32(spread)
+    xs = (np.arange(fw, dtype=np.float32) / (fw - 1) - np.float32(cx)) / np.float32(spread)
+    ys = (np.arange(fh, dtype=np.float32) / (fh - 1) - np.float32(cy)) / np.float32(spread)
     spot = np.exp(-(xs[None, :] ** 2 + ys[:, None] ** 2))
     gain = np.float32(1.0 - 0.55 * strength) + np.float32(0.55 * strength) * falloff
     gain += np.float32(0.12 * strength) * spot
@@ -207,10 +223,13 @@ def soft_shadow(
     out = img.copy()
     if bx1 <= bx0 or by1 <= by0:
         return out
-    mask = np.zeros((by1 - by0, bx1 - bx0), np.float32)
-    cv2.fillPoly(mask, [np.round((shifted - (bx0, by0)) * 16).astype(np.int32)], 1.0,
+    k = max(1, int(blur // 3))  # the shadow is smooth: draw it k times smaller
+    mh, mw = max(1, -(-(by1 - by0) // k)), max(1, -(-(bx1 - bx0) // k))
+    mask = np.zeros((mh, mw), np.float32)
+    cv2.fillPoly(mask, [np.round((shifted - (bx0, by0)) / k * 16).astype(np.int32)], 1.0,
                  cv2.LINE_AA, shift=4)
-    mask = cv2.GaussianBlur(mask, (0, 0), blur)
+    mask = cv2.GaussianBlur(mask, (0, 0), blur / k)
+    mask = cv2.resize(mask, (bx1 - bx0, by1 - by0), interpolation=cv2.INTER_LINEAR)
     out[by0:by1, bx0:bx1] = _apply_gain(img[by0:by1, bx0:bx1], 1.0 - np.float32(darkness) * mask)
     return out
 
@@ -269,26 +288,32 @@ def _cast_shadow(
     bounds = (tri[:, 0].min(), tri[:, 1].min(), tri[:, 0].max(), tri[:, 1].max())
     if any(boxes_overlap(bounds, k, margin=3 * blur) for k in keep):
         return img
-    small = 4  # the shadow is smooth: compute it at 1/4 resolution
-    sh, sw = max(2, h // small), max(2, w // small)
+    sh, sw = _field_shape(h, w)  # the shadow is smooth: compute it small
+    scale = np.array([sw / w, sh / h])
     mask = np.zeros((sh, sw), np.float32)
-    cv2.fillPoly(mask, [np.round(tri / small * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
-    mask = cv2.GaussianBlur(mask, (0, 0), blur / small)
-    mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
+    cv2.fillPoly(mask, [np.round(tri * scale * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), max(0.5, blur * float(scale[0])))
     return _apply_gain(img, 1.0 - np.float32(darkness) * mask)
 
 
 def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) -> np.ndarray:
-    """Return a float32 ``(h, w)`` weight, 1 on the ``keep`` boxes fading to 0 over ``feather``."""
-    mask = np.zeros((h, w), np.float32)
+    """Return a float32 ``(h, w)`` weight, 1 on the ``keep`` boxes fading to 0 over ``feather``.
+
+    The fade is computed on a small field and upscaled; the boxes themselves are exactly 1.
+    """
+    sh, sw = _field_shape(h, w)
+    sx, sy = sw / w, sh / h
+    small = np.zeros((sh, sw), np.float32)
     for k in keep:
-        x0, y0, x1, y1 = grow_box(k, feather, w, h)
+        x0, y0, x1, y1 = grow_box(k, feather / 2, w, h)
+        cv2.rectangle(small, (int(x0 * sx), int(y0 * sy)),
+                      (max(int(x0 * sx), math.ceil(x1 * sx) - 1),
+                       max(int(y0 * sy), math.ceil(y1 * sy) - 1)), 1.0, -1)
+    small = cv2.GaussianBlur(small, (0, 0), max(0.5, feather / 2 * sx))
+    mask = cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+    for k in keep:
+        x0, y0, x1, y1 = grow_box(k, 0.0, w, h)
         mask[y0:y1, x0:x1] = 1.0
-    if feather > 0:
-        mask = cv2.GaussianBlur(mask, (0, 0), feather / 2)
-        for k in keep:  # the boxes themselves stay exactly 1
-            x0, y0, x1, y1 = grow_box(k, 0.0, w, h)
-            mask[y0:y1, x0:x1] = 1.0
     return mask
 
 
@@ -324,8 +349,14 @@ def camera_pipeline(
             blurred = motion_blur(out, float(rng.uniform(1.5, 4.0)) * strength * max(scale, 0.5),
                                   float(rng.uniform(0.0, 180.0)))
         if keep and blurred is not out:
-            sharp = _keep_mask(h, w, keep, feather=0.02 * max(h, w))
-            blurred = cv2.blendLinear(out, blurred, sharp, np.float32(1.0) - sharp)
+            feather = 0.02 * max(h, w)
+            sharp = _keep_mask(h, w, keep, feather)
+            grown = [grow_box(k, 2 * feather, w, h) for k in keep]  # where sharp can be > 0
+            x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown)
+            x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)
+            s = np.ascontiguousarray(sharp[y0:y1, x0:x1])
+            blurred[y0:y1, x0:x1] = cv2.blendLinear(out[y0:y1, x0:x1], blurred[y0:y1, x0:x1], s,
+                                                    np.float32(1.0) - s)
         out = blurred
     sigma = float(rng.uniform(1.0, 4.0)) * strength
     out = add_sensor_noise(out, rng, sigma, inplace=out is not img)
