@@ -98,3 +98,12 @@ def test_date_and_id_formats():
                                                              "%d.%m.%Y"))
         code = R.fake_id(np.random.default_rng(seed), "??-####")
         assert re.fullmatch(rf"[{C.ID_LETTERS}]{{2}}-\d{{4}}", code)
+
+
+def test_result_does_not_depend_on_earlier_calls():
+    fresh = [getattr(R, h)(np.random.default_rng(21), loc) for loc in R.FAKER_LOCALES
+             for h in HELPERS]
+    sample(1)  # exercises every cached per-locale instance
+    again = [getattr(R, h)(np.random.default_rng(21), loc) for loc in R.FAKER_LOCALES
+             for h in HELPERS]
+    assert fresh == again
