@@ -114,3 +114,25 @@ def test_bytes_identical_in_and_across_processes():
         h.update(p.alpha.tobytes())
         h.update(str(p.glyph_height).encode())
     assert h.hexdigest() == local
+
+
+def test_truetype_lines_layout():
+    lines = ["Oat Milk 1 L", "", "TOTAL 12,50"]
+    patch, boxes = R.truetype_lines(lines, 14, "mono", line_spacing=2.0, align="right")
+    assert patch.text == "Oat Milk 1 L\n\nTOTAL 12,50" and boxes[1] == (0, 0, 0, 0)
+    one = [R.truetype_text(s, 14, "mono") for s in (lines[0], lines[2])]
+    for box, single in zip((boxes[0], boxes[2]), one):
+        x0, y0, x1, y1 = box
+        assert (x1 - x0, y1 - y0) == single.size
+        assert np.array_equal(patch.alpha[y0:y1, x0:x1] >= single.alpha, np.ones_like(single.mask))
+    assert boxes[0][2] == boxes[2][2] == patch.alpha.shape[1]  # right-aligned
+    # baselines 28 px apart (lines 0 and 2: 56): box top + the line's own baseline
+    assert (boxes[2][1] + one[1].baseline) - (boxes[0][1] + one[0].baseline) == 56
+    assert patch.baseline == boxes[0][1] + one[0].baseline
+    assert np.array_equal(patch.mask, patch.alpha >= 128)
+    with pytest.raises(ValueError, match="align"):
+        R.truetype_lines(["a"], 10, align="justify")
+    with pytest.raises(ValueError, match="non-blank"):
+        R.truetype_lines(["", " "], 10)
+    with pytest.raises(ValueError, match="narrower"):
+        R.truetype_lines(["a long line"], 10, width=5)

@@ -105,6 +105,7 @@ from m3gym.tasks.render.fonts import (
     draw_truetype,
     font_covers,
     pick_font,
+    truetype_lines,
     truetype_text,
 )
 from m3gym.tasks.render.geometry import (
@@ -155,7 +156,7 @@ __all__ = [
     "FAKER_LOCALES", "FONT_FACES", "MAX_ROLL_DEG", "MAX_TILT_DEG", "ascii_fold", "camera_pipeline",
     "draw_truetype", "fake", "fake_address", "fake_company", "fake_date", "fake_id", "fake_person",
     "fake_product", "font_covers", "homography", "lens_blur", "motion_blur", "patch_corners",
-    "perspective_quad", "pick_font", "quad_box", "soft_shadow", "truetype_text",
+    "perspective_quad", "pick_font", "quad_box", "soft_shadow", "truetype_lines", "truetype_text",
     "uneven_lighting", "warp_alpha", "warp_patch",
     "ALL_FACES", "BACKGROUND_DETAIL", "BACKGROUND_KINDS", "CLUTTER_KINDS", "CODE_DIGITS",
     "CODE_LETTERS", "CODE_PATTERNS", "CONFUSABLE_CYCLES", "DISTRACTOR_WORDS", "NAMED_COLORS",

@@ -24,7 +24,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from m3gym.tasks.render.text import PlacedText, TextPatch, paste_text
-from m3gym.tasks.render.util import Color
+from m3gym.tasks.render.util import Box, Color
 
 FONT_FILES: dict[str, str] = {
     "sans": "DejaVuSans.ttf",
@@ -178,3 +178,49 @@ def draw_truetype(
 ) -> PlacedText:
     """Render ``text`` with :func:`truetype_text` and paste its ink box's top-left at ``xy``."""
     return paste_text(img, truetype_text(text, glyph_height, font), xy[0], xy[1], color)
+
+
+def truetype_lines(
+    lines: list[str] | tuple[str, ...], glyph_height: float, font: str = "sans",
+    line_spacing: float = 1.6, align: str = "left", width: int | None = None,
+) -> tuple[TextPatch, list[Box]]:
+    """Render several lines (a label, an address, a receipt) as one :class:`TextPatch`.
+
+    Baselines are ``round(glyph_height * line_spacing)`` px apart; lines are aligned
+    ``"left"``, ``"right"`` or ``"center"`` within ``width`` px (default: the widest line).
+    Blank lines keep their space. Returns the patch (cropped tightly to the ink; its ``text`` the
+    lines joined by newlines, its ``baseline`` the first line's) and each line's ink box in the
+    patch (``(0, 0, 0, 0)`` for a blank line).
+    """
+    if align not in ("left", "right", "center"):
+        raise ValueError(f"align must be 'left', 'right' or 'center', got {align!r}")
+    if not any(line.strip() for line in lines):
+        raise ValueError("truetype_lines needs at least one non-blank line")
+    patches = [truetype_text(line, glyph_height, font) if line.strip() else None for line in lines]
+    drawn = [p for p in patches if p is not None]
+    widest = max(p.alpha.shape[1] for p in drawn)
+    if width is not None and width < widest:
+        raise ValueError(f"width {width} px is narrower than the widest line ({widest} px)")
+    span = widest if width is None else width
+    pitch = max(1, round(glyph_height * line_spacing))
+    ascent = max(int(p.baseline or 0) for p in drawn)
+    descent = max(p.alpha.shape[0] - int(p.baseline or 0) for p in drawn)
+    canvas = np.zeros((ascent + pitch * (len(lines) - 1) + descent, span), np.uint8)
+    boxes: list[Box] = []
+    for i, p in enumerate(patches):
+        if p is None:
+            boxes.append((0, 0, 0, 0))
+            continue
+        pw, ph = p.size
+        x = {"left": 0, "right": span - pw, "center": (span - pw) // 2}[align]
+        y = ascent + i * pitch - int(p.baseline or 0)
+        np.maximum(canvas[y:y + ph, x:x + pw], p.alpha, out=canvas[y:y + ph, x:x + pw])
+        boxes.append((x, y, x + pw, y + ph))
+    rows = np.flatnonzero(canvas.max(axis=1))
+    cols = np.flatnonzero(canvas.max(axis=0))
+    r0, c0 = int(rows[0]), int(cols[0])
+    alpha = np.ascontiguousarray(canvas[r0:rows[-1] + 1, c0:cols[-1] + 1])
+    shifted = [(b[0] - c0, b[1] - r0, b[2] - c0, b[3] - r0) if b[2] else b for b in boxes]
+    patch = TextPatch(text="\n".join(lines), alpha=alpha, mask=alpha >= 128,
+                      glyph_height=drawn[0].glyph_height, baseline=ascent - r0)
+    return patch, shifted
