@@ -1,0 +1,50 @@
+"""training/train_sb3.py with ``curriculum:``: learner-side updates, pushes, saves and restores."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sb3_contrib")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+
+from train_sb3 import load_config, train  # noqa: E402
+
+from m3gym.curriculum import Curriculum  # noqa: E402
+from m3gym.testing import registered  # noqa: E402
+from m3gym.wrappers import make_discrete_env  # noqa: E402
+
+
+def test_train_with_curriculum_saves_state_next_to_checkpoints(tmp_path: Path) -> None:
+    from examples.example_family import SerialPlateFamily
+
+    with registered(SerialPlateFamily):
+        cfg = load_config(None, [
+            f"out_dir={tmp_path / 'run'}", "total_timesteps=256", "n_envs=2", "torch_threads=1",
+            "algo_kwargs={n_steps: 64, batch_size: 64, n_epochs: 1}",
+            "eval={freq: 0, n_episodes: 2, pool_offset: 1000000000}", "checkpoint_freq=128",
+            "curriculum={bins: 3, mode: band, seed: 7}",
+        ])
+        cfg["env"]["kwargs"] = {"family": "serial_plate", "obs_size": 48, "zoom": "view",
+                                "max_steps": 2, "reward": "sparse"}
+        out = train(cfg)
+        final = Curriculum.load(out / "curriculum.json")
+        assert final.families == ("serial_plate",) and final.bins == 3 and final.mode == "band"
+        episodes = sum(s.count for s in final.stats.values())
+        assert episodes >= 256 // 2 // 2  # every episode lasts at most max_steps = 2 steps
+        saved = sorted((out / "checkpoints").glob("curriculum_*_steps.json"))
+        models = sorted((out / "checkpoints").glob("model_*_steps.zip"))
+        assert [p.stem.split("_")[1] for p in saved] == [p.stem.split("_")[1] for p in models]
+        assert len(saved) == 2
+        first = Curriculum.load(saved[0])
+        assert 0 < sum(s.count for s in first.stats.values()) <= episodes
+        # restore: an env built with ``state:`` resumes the saved statistics
+        env = make_discrete_env(family="serial_plate",
+                                curriculum={"bins": 3, "state": str(out / "curriculum.json")})
+        assert env.unwrapped.curriculum_state()["arms"] == final.state_dict()["arms"]
+        rows = (out / "progress.csv").read_text().splitlines()
+        assert "curriculum/success_rate" in rows[0]
+        assert json.loads((out / "train_info.json").read_text())["timesteps"] >= 256
