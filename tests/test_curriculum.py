@@ -199,3 +199,39 @@ def test_discrete_wrapper_passes_difficulty_and_curriculum(example) -> None:
     assert info["family"] == "serial_plate" and info["difficulty"] is not None
     with pytest.raises(ValueError, match="exclude each other"):
         make_discrete_env(family="serial_plate", curriculum={}, task_pool=4)
+
+
+# ------------------------------------------------------------------------------ export
+
+
+def test_verl_rows_draw_family_and_difficulty_from_a_curriculum(example, tmp_path) -> None:
+    from m3gym.integrations.export import curriculum_tasks, verl_rows
+    from m3gym.integrations.session import EpisodeSession, task_ref
+    from m3gym.tasks.registry import make_task
+
+    env_id = "M3Bench-TestSerialPlate"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point="m3gym.env:M3BenchEnv", kwargs={"family": "serial_plate"})
+    cur = Curriculum(["serial_plate"], bins=4, seed=0)
+    for _ in range(30):  # the easiest bin is mastered, the others are hopeless: band mode
+        cur.update("serial_plate", 0.1, True)
+        cur.update("serial_plate", 0.9, False)
+    cur.mode = "band"
+    cur.save(tmp_path / "cur.json")
+    triples = curriculum_tasks(tmp_path / "cur.json", env_id, 6, seed=2)
+    assert triples == curriculum_tasks(cur, env_id, 6, seed=2)
+    assert all(f == "serial_plate" and 0.0 <= d <= 1.0 for f, _, d in triples)
+    rows = list(verl_rows(env_id, 3, seed=2, curriculum=str(tmp_path / "cur.json")))
+    for row, (family, task_seed, difficulty) in zip(rows, triples):
+        extra = row["extra_info"]
+        assert (extra["family"], extra["task_seed"], extra["difficulty"]) == \
+            (family, task_seed, difficulty)
+        task = make_task(family, task_seed, difficulty=difficulty)
+        assert row["reward_model"]["ground_truth"] == task.answer.value
+        # the trainer's env rebuilds the same task from the row
+        assert task_ref(row).options["difficulty"] == difficulty
+        session = EpisodeSession(env_id)
+        session.start(row)
+        assert session.task.content_hash() == task.content_hash()
+    with pytest.raises(ValueError, match="split='train'"):
+        list(verl_rows(env_id, 3, split="test", curriculum=cur))
