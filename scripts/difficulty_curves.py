@@ -32,6 +32,8 @@ DIFFICULTIES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The difficulties of the curve."""
 
 OUT_DIR = REPO_ROOT / "docs" / "results"
+README_MARKERS = ("<!-- DIFFICULTY-CURVES -->", "<!-- /DIFFICULTY-CURVES -->")
+"""The README block ``--readme`` rewrites."""
 
 
 def has_knobs(family: str) -> bool:
@@ -85,6 +87,16 @@ def markdown_table(rows: Sequence[dict[str, object]], chances: dict[str, float |
     return "\n".join(lines) + "\n"
 
 
+def replace_block(text: str, table: str) -> str:
+    """Return ``text`` with the block between :data:`README_MARKERS` replaced by ``table``."""
+    start, end = README_MARKERS
+    if text.count(start) != 1 or text.count(end) != 1:
+        raise ValueError(f"the README needs exactly one {start} ... {end} block")
+    head, rest = text.split(start)
+    _, tail = rest.split(end)
+    return f"{head}{start}\n{table}{end}{tail}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -92,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--family", action="append", default=[],
                         help="only this family (repeatable; default: every family with knobs)")
     parser.add_argument("--out-dir", default=str(OUT_DIR))
+    parser.add_argument("--readme", action="store_true",
+                        help="also rewrite the table in README.md (## Difficulty and curricula)")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be >= 1")
@@ -112,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     chances = {f: chance(f, range(min(args.episodes, 20))) for f in families}
     table = markdown_table(rows, chances, skipped)
     (out / "difficulty_curves.md").write_text(table)
+    if args.readme:
+        readme = REPO_ROOT / "README.md"
+        readme.write_text(replace_block(readme.read_text(), table))
     print(table)
     return 0
 

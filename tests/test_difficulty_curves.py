@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from difficulty_curves import main, markdown_table  # noqa: E402
+from difficulty_curves import README_MARKERS, main, markdown_table, replace_block  # noqa: E402
 
 from m3gym.testing import registered  # noqa: E402
 
@@ -35,3 +35,11 @@ def test_run_on_the_example_family(tmp_path: Path) -> None:
     assert [float(r["difficulty"]) for r in rows] == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert all(r["family"] == "serial_plate" and r["accuracy"] in ("0.0", "1.0") for r in rows)
     assert (tmp_path / "difficulty_curves.md").read_text().startswith("| family | level |")
+
+
+def test_readme_block_is_replaced() -> None:
+    start, end = README_MARKERS
+    text = f"intro\n{start}\nold\n{end}\nrest\n"
+    assert replace_block(text, "| t |\n") == f"intro\n{start}\n| t |\n{end}\nrest\n"
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert readme.count(start) == 1 and readme.count(end) == 1
