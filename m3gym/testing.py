@@ -300,15 +300,21 @@ def check_cross_process_triples(triples: Sequence[tuple[str, int, float | None]]
                         "the passed rng (no hash(), set order, global numpy state, clock)")
 
 
-def check_in_process(name: str, seed: int, difficulty: float | None, other_seed: int) -> Task:
-    """Raise unless the task is byte-identical when built twice (another task in between)."""
-    first = make_task(name, seed, difficulty=difficulty)
-    make_task(name, other_seed, difficulty=difficulty)
-    again = make_task(name, seed, difficulty=difficulty)
-    if first.content_hash() != again.content_hash():
-        raise _fail(name, "determinism",
-                    f"seed {seed}, difficulty {difficulty}: two builds of the same task differ "
-                    "in this process (" + _first_difference(first, again) + ")")
+def check_in_process(name: str, seeds: Sequence[int], difficulty: float | None) -> list[Task]:
+    """Raise unless each seed's task is byte-identical when built twice; return the tasks.
+
+    All seeds are built, then all again, so other tasks are built in between (with one seed,
+    a task of another seed is): state leaking from one build into the next shows.
+    """
+    first = [make_task(name, s, difficulty=difficulty) for s in seeds]
+    if len(seeds) == 1:
+        make_task(name, int(seeds[0]) + 1000, difficulty=difficulty)
+    for seed, task in zip(seeds, first):
+        again = make_task(name, seed, difficulty=difficulty)
+        if task.content_hash() != again.content_hash():
+            raise _fail(name, "determinism",
+                        f"seed {seed}, difficulty {difficulty}: two builds of the same task "
+                        "differ in this process (" + _first_difference(task, again) + ")")
     return first
 
 
@@ -473,9 +479,8 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
     env = M3BenchEnv(family=name)
     for d in difficulties:
         config = config_of(cls, d)
-        for seed in seeds:
+        for seed, task in zip(seeds, check_in_process(name, seeds, d)):
             where = f"seed {seed}, difficulty {d}"
-            task = check_in_process(name, seed, d, other_seed=seed + 1000)
             check_task(cls, task, config, where)
             check_oracle_and_legibility(name, task, where, env)
     env.close()
@@ -484,3 +489,30 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
     n = monotone_episodes if monotone_episodes is not None else (6 if quick else 12)
     if n > 0:
         check_monotone(name, range(n))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m m3gym.testing FAMILY [FAMILY ...] [--quick]``: check families, report each."""
+    import argparse
+
+    from m3gym.tasks.registry import family_names
+
+    parser = argparse.ArgumentParser(prog="python -m m3gym.testing",
+                                     description="check_family for each named family")
+    parser.add_argument("families", nargs="*", help="family names (default: every family)")
+    parser.add_argument("--quick", action="store_true", help="the test suite's small sample")
+    args = parser.parse_args(argv)
+    failed = 0
+    for name in args.families or family_names(suite=None):
+        try:
+            check_family(name, quick=args.quick)
+        except FamilyCheckError as exc:
+            failed += 1
+            print(f"FAIL {exc}", flush=True)
+        else:
+            print(f"ok   {name}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
