@@ -48,3 +48,36 @@ def test_train_with_curriculum_saves_state_next_to_checkpoints(tmp_path: Path) -
         rows = (out / "progress.csv").read_text().splitlines()
         assert "curriculum/success_rate" in rows[0]
         assert json.loads((out / "train_info.json").read_text())["timesteps"] >= 256
+
+
+def test_subproc_envs_take_the_learners_state(tmp_path: Path) -> None:
+    """Under SubprocVecEnv the learner's curriculum is pushed to every worker after a rollout."""
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+    from train_sb3 import make_curriculum_callback
+
+    from examples.example_family import SerialPlateFamily
+
+    def thunk():
+        return Monitor(make_discrete_env(family="serial_plate", obs_size=48, zoom="view",
+                                         max_steps=2, reward="sparse",
+                                         curriculum={"bins": 2, "seed": 3},
+                                         curriculum_update=False))
+
+    with registered(SerialPlateFamily):
+        venv = SubprocVecEnv([thunk, thunk], start_method="fork")  # workers inherit the registry
+        try:
+            cfg = {"n_envs": 2, "checkpoint_freq": 0}
+            callback = make_curriculum_callback(cfg, venv, tmp_path)
+            model = MaskablePPO("MultiInputPolicy", venv, n_steps=32, batch_size=32, n_epochs=1,
+                                seed=0, device="cpu")
+            model.learn(64, callback=callback)
+            master = callback.curriculum.state_dict()
+            assert sum(a[2]["count"] for a in master["arms"]) == callback.episodes > 0
+            for state in venv.env_method("curriculum_state"):
+                assert state["arms"] == master["arms"]
+        finally:
+            venv.close()
+        saved = Curriculum.load(tmp_path / "curriculum.json")
+        assert saved.state_dict()["arms"] == master["arms"]
