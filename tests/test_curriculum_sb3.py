@@ -81,3 +81,11 @@ def test_subproc_envs_take_the_learners_state(tmp_path: Path) -> None:
             venv.close()
         saved = Curriculum.load(tmp_path / "curriculum.json")
         assert saved.state_dict()["arms"] == master["arms"]
+
+
+def test_curriculum_config_loads() -> None:
+    root = Path(__file__).resolve().parents[1]
+    cfg = load_config(root / "configs" / "train" / "curriculum_l1.yaml")
+    assert "task_pool" not in cfg["env"]["kwargs"]  # a pool and a curriculum exclude each other
+    cur = Curriculum(["tiny_text"], **{k: v for k, v in cfg["curriculum"].items()})
+    assert cur.mode == "band" and cur.band == (0.3, 0.8) and cur.bins == 5
