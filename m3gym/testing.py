@@ -142,11 +142,20 @@ def _default(f: Any) -> Any:
     return MISSING
 
 
+NOT_RANGE_WORDS: tuple[str, ...] = ("shape", "resolution", "size")
+"""A 2-number tuple field whose name holds one of these (and not ``range``) is a pair such as a
+``(width, height)``, not a ``(lo, hi)`` range: :func:`bad_config_probes` does not reverse it."""
+
+
+def _is_range_name(name: str) -> bool:
+    return "range" in name or not any(w in name for w in NOT_RANGE_WORDS)
+
+
 def bad_config_probes(cls: type[FamilyConfig]) -> list[tuple[str, dict[str, Any]]]:
     """Return ``(why, overrides)`` pairs that every sane family config must refuse.
 
     Built from the config's fields and defaults: a 2-number range ``(lo, hi)`` with ``lo < hi``
-    reversed; ``X_min``/``X_max`` scalars swapped; a ``*prob*`` field at 1.5 and -0.1; a
+    reversed (not a ``(w, h)`` pair, see :data:`NOT_RANGE_WORDS`); ``X_min``/``X_max`` scalars swapped; a ``*prob*`` field at 1.5 and -0.1; a
     positive number (size, count, seed, contrast ...) at -1; a ``split`` at an unknown name; a
     non-empty tuple of strings (scenes, transforms, attributes) empty.
     """
@@ -156,7 +165,7 @@ def bad_config_probes(cls: type[FamilyConfig]) -> list[tuple[str, dict[str, Any]
         if value is MISSING:
             continue
         if isinstance(value, tuple) and len(value) == 2 and all(map(_is_number, value)) \
-                and value[0] < value[1]:
+                and value[0] < value[1] and _is_range_name(name):
             probes.append((f"reversed range {name}", {name: (value[1], value[0])}))
         elif _is_number(value) and "prob" in name:
             probes.append((f"probability {name} > 1", {name: 1.5}))

@@ -141,3 +141,17 @@ def test_bad_config_probes_of_the_example_family() -> None:
         ("reversed range glyph_range", {"glyph_range": (10.0, 8.0)}),
         ("reversed range clutter", {"clutter": (8, 4)}),
     ]
+
+
+def test_bad_config_probes_leave_size_pairs_alone() -> None:
+    from dataclasses import dataclass
+
+    from m3gym.tasks.registry import FamilyConfig
+
+    @dataclass
+    class Pairs(FamilyConfig):
+        image_size: tuple[int, int] = (1200, 1600)
+        size_range: tuple[int, int] = (4, 9)
+        mode: str = "a"
+
+    assert bad_config_probes(Pairs) == [("reversed range size_range", {"size_range": (9, 4)})]
