@@ -155,9 +155,10 @@ def bad_config_probes(cls: type[FamilyConfig]) -> list[tuple[str, dict[str, Any]
     """Return ``(why, overrides)`` pairs that every sane family config must refuse.
 
     Built from the config's fields and defaults: a 2-number range ``(lo, hi)`` with ``lo < hi``
-    reversed (not a ``(w, h)`` pair, see :data:`NOT_RANGE_WORDS`); ``X_min``/``X_max`` scalars swapped; a ``*prob*`` field at 1.5 and -0.1; a
-    positive number (size, count, seed, contrast ...) at -1; a ``split`` at an unknown name; a
-    non-empty tuple of strings (scenes, transforms, attributes) empty.
+    reversed (not a ``(w, h)`` pair, see :data:`NOT_RANGE_WORDS`); ``X_min``/``X_max`` scalars
+    swapped; a ``*prob*`` field at 1.5 and -0.1; a positive number (size, count, seed, contrast
+    ...) at -1; a ``split`` at an unknown name; a non-empty tuple of strings (scenes, transforms,
+    attributes) empty.
     """
     defaults = {f.name: _default(f) for f in fields(cls)}
     probes: list[tuple[str, dict[str, Any]]] = []
