@@ -71,6 +71,9 @@ def curve_rows(families: Sequence[str], episodes: int,
 def markdown_table(rows: Sequence[dict[str, object]], chances: dict[str, float | None],
                    skipped: Sequence[str]) -> str:
     """Return the curve as a markdown table (one row per family)."""
+    if not rows:
+        return "No family declares difficulty knobs yet" + (
+            f" (skipped: {', '.join(skipped)})." if skipped else ".") + "\n"
     difficulties = sorted({float(r["difficulty"]) for r in rows})  # type: ignore[arg-type]
     head = "| family | level | " + " | ".join(f"d={d:g}" for d in difficulties) + \
         " | chance | episodes |"

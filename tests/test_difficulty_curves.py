@@ -24,6 +24,11 @@ def test_markdown_table_by_hand() -> None:
         "No difficulty knobs yet (skipped): b.\n")
 
 
+def test_markdown_without_rows_names_the_skipped() -> None:
+    assert markdown_table([], {}, ["a", "b"]) == \
+        "No family declares difficulty knobs yet (skipped: a, b).\n"
+
+
 def test_run_on_the_example_family(tmp_path: Path) -> None:
     from examples.example_family import SerialPlateFamily
 
