@@ -40,6 +40,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, fields
@@ -80,22 +81,33 @@ def _fail(name: str, check: str, message: str) -> FamilyCheckError:
     return FamilyCheckError(f"check_family({name!r}) [{check}]: {message}")
 
 
+_HELD: Counter[type[FamilyConfig]] = Counter()
+"""How many enclosing :func:`registered` blocks hold each class (an inner block keeps them)."""
+
+
 @contextmanager
 def registered(*classes: type[FamilyConfig]) -> Iterator[None]:
-    """Register ``classes`` for the duration of a ``with`` block, then remove them again.
+    """Register ``classes`` for the duration of a ``with`` block, then restore the registry.
 
     For tests of families defined outside ``m3gym.tasks.families`` (examples, toy families whose
-    module registers them on import), so they do not leak into ``family_names()`` for the rest of
-    the process.
+    module registers them on import): on exit the registry is what it was on entry *without*
+    ``classes`` (even when importing their module had registered them before the block) and
+    without anything registered inside the block, so nothing leaks into ``family_names()`` (the
+    level envs draw from it) for the rest of the process. Blocks nest: a class an enclosing
+    block holds stays registered.
     """
+    registry._load_builtin_families()
+    before = {n: c for n, c in registry._FAMILIES.items() if c not in classes or _HELD[c] > 0}
     try:
         for cls in classes:
+            _HELD[cls] += 1
             register_family(cls)
         yield
     finally:
         for cls in classes:
-            if registry._FAMILIES.get(cls.name) is cls:
-                del registry._FAMILIES[cls.name]
+            _HELD[cls] -= 1
+        registry._FAMILIES.clear()
+        registry._FAMILIES.update(before)
 
 
 # ------------------------------------------------------------------------------ docstring

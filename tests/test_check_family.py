@@ -21,6 +21,14 @@ from m3gym.testing import (
 )
 
 FAMILIES = family_names(suite=None)
+
+
+@pytest.fixture(autouse=True)
+def no_registry_leak():
+    """No test of this module leaves a family registered (level envs draw from the registry)."""
+    before = family_names(suite=None)
+    yield
+    assert family_names(suite=None) == before
 MONOTONE_EPISODES = int(os.environ.get("M3GYM_MONOTONE_EPISODES", "6"))
 """Heuristic episodes per end of the difficulty range (the heuristic dominates the test's time)."""
 
@@ -50,7 +58,7 @@ def test_every_family_is_deterministic_across_processes() -> None:
 def toys():
     """The toy families, registered for this module only."""
     module = importlib.import_module("tests.toy_families")
-    with registered(*module.TOYS):
+    with registered(*module.ALL):
         yield module
 
 
@@ -135,12 +143,13 @@ def test_docstring_sections_reads_google_style_headers() -> None:
 def test_bad_config_probes_of_the_example_family() -> None:
     from examples.example_family import SerialPlateFamily
 
-    assert bad_config_probes(SerialPlateFamily) == [
-        ("negative width", {"width": -1}),
-        ("negative height", {"height": -1}),
-        ("reversed range glyph_range", {"glyph_range": (10.0, 8.0)}),
-        ("reversed range clutter", {"clutter": (8, 4)}),
-    ]
+    with registered(SerialPlateFamily):  # importing it registered it: undone on exit
+        assert bad_config_probes(SerialPlateFamily) == [
+            ("negative width", {"width": -1}),
+            ("negative height", {"height": -1}),
+            ("reversed range glyph_range", {"glyph_range": (10.0, 8.0)}),
+            ("reversed range clutter", {"clutter": (8, 4)}),
+        ]
 
 
 def test_bad_config_probes_leave_size_pairs_alone() -> None:
@@ -155,3 +164,13 @@ def test_bad_config_probes_leave_size_pairs_alone() -> None:
         mode: str = "a"
 
     assert bad_config_probes(Pairs) == [("reversed range size_range", {"size_range": (9, 4)})]
+
+
+def test_registered_restores_the_registry_and_nests() -> None:
+    from examples.example_family import SerialPlateFamily  # importing registers it
+
+    with registered(SerialPlateFamily):
+        with registered(SerialPlateFamily):
+            assert "serial_plate" in family_names(level=1)
+        assert "serial_plate" in family_names(level=1)  # the outer block still holds it
+    assert "serial_plate" not in family_names(level=1)

@@ -17,6 +17,16 @@ from m3gym.wrappers import make_discrete_env
 FAMILIES = ("tiny_text", "faint_text")
 
 
+@pytest.fixture(autouse=True)
+def no_registry_leak():
+    """No test of this module leaves a family registered (level envs draw from the registry)."""
+    from m3gym.tasks.registry import family_names
+
+    before = family_names(suite=None)
+    yield
+    assert family_names(suite=None) == before
+
+
 def scripted_success(family: str, difficulty: float) -> bool:
     """A fixed outcome stream: easy tasks succeed, hard ones fail (family-dependent cut)."""
     return difficulty < (0.5 if family == "tiny_text" else 0.3)
@@ -122,11 +132,9 @@ def test_bad_updates_are_refused() -> None:
 @pytest.fixture(scope="module")
 def example():
     """The example family (it has knobs) and the toy without knobs, registered for this module."""
-    from examples.example_family import SerialPlateFamily
-
     toys = importlib.import_module("tests.toy_families")
-    with registered(SerialPlateFamily, toys.ToyNoKnobs):
-        yield SerialPlateFamily
+    with registered(*toys.ALL):
+        yield toys.SerialPlateFamily
 
 
 def test_env_difficulty_sets_the_knobs(example) -> None:

@@ -118,3 +118,6 @@ TOYS: tuple[type[FamilyConfig], ...] = (
     ToyNondeterministic, ToyHashSeeded, ToyBadOracle, ToyMissingDoc, ToyLaxValidate, ToyNoKnobs,
     ToyDuplicateChoices, ToyLegible,
 )
+ALL: tuple[type[FamilyConfig], ...] = (SerialPlateFamily, *TOYS)
+"""Every family importing this module registers (the example family included): what a test
+passes to ``m3gym.testing.registered`` so none of them outlives it."""
