@@ -222,32 +222,6 @@ def mapped_glyph(hom: np.ndarray, placed: Iterable[R.PlacedText]) -> float:
     return out
 
 
-def drop_shadow(background: np.ndarray, rng: np.random.Generator, quad: np.ndarray,
-                strength: float) -> np.ndarray:
-    """Return ``background`` darkened by the blurred, offset outline of a sheet at ``quad``.
-
-    Drawn before the sheet is composited (the shadow falls on the table, not on the sheet);
-    ``strength`` in ``[0, 0.6]`` is the darkening at the shadow's core.
-    """
-    h, w = background.shape[:2]
-    offset = rng.integers(5, 18, size=2)
-    pts = np.asarray(quad, np.float64) + offset
-    side = float(np.ptp(pts[:, 0]) + np.ptp(pts[:, 1]))
-    k = int(2 * round(max(7.0, 0.015 * side)) + 1)
-    x0, y0 = max(0, int(pts[:, 0].min()) - k), max(0, int(pts[:, 1].min()) - k)
-    x1, y1 = min(w, int(pts[:, 0].max()) + k + 1), min(h, int(pts[:, 1].max()) + k + 1)
-    out = background.copy()
-    if x1 <= x0 or y1 <= y0:
-        return out
-    shadow = np.zeros((y1 - y0, x1 - x0), np.uint8)
-    cv2.fillPoly(shadow, [np.round(pts - (x0, y0)).astype(np.int32)], 255)
-    shadow = cv2.GaussianBlur(shadow, (k, k), 0)
-    light = 1.0 - np.float32(strength / 255.0) * shadow.astype(np.float32)
-    region = out[y0:y1, x0:x1].astype(np.float32) * light[..., None]
-    out[y0:y1, x0:x1] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
-    return out
-
-
 def curl_shading(img: np.ndarray, box: Box, strength: float, vertical: bool = False
                  ) -> np.ndarray:
     """Return ``img`` with a brightness dip towards two edges of ``box`` (curled paper).
