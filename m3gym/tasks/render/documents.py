@@ -222,6 +222,27 @@ def mapped_glyph(hom: np.ndarray, placed: Iterable[R.PlacedText]) -> float:
     return out
 
 
+def drop_shadow(background: np.ndarray, rng: np.random.Generator, quad: np.ndarray,
+                strength: float) -> np.ndarray:
+    """Return ``background`` darkened by the soft, offset outline of a sheet at ``quad``.
+
+    Drawn before the sheet is composited (the shadow falls on the table). Unlike
+    :func:`render.soft_shadow`, whose blur grows with the object (seconds for a page), the
+    shadow is blurred at a quarter of the resolution with a blur of 1.5 % of the sheet's size.
+    ``strength`` in ``[0, 0.6]`` is the darkening at the shadow's core.
+    """
+    h, w = background.shape[:2]
+    small = 4
+    pts = (np.asarray(quad, np.float64) + rng.uniform(4.0, 16.0, size=2)) / small
+    side = float(np.ptp(pts[:, 0]) + np.ptp(pts[:, 1]))
+    mask = np.zeros((max(2, h // small), max(2, w // small)), np.float32)
+    cv2.fillPoly(mask, [np.round(pts * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), max(1.0, 0.015 * side))
+    mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
+    gain = cv2.merge([1.0 - np.float32(strength) * mask] * 3)
+    return cv2.multiply(background.astype(np.float32), gain, dtype=cv2.CV_8U)
+
+
 def curl_shading(img: np.ndarray, box: Box, strength: float, vertical: bool = False
                  ) -> np.ndarray:
     """Return ``img`` with a brightness dip towards two edges of ``box`` (curled paper).
@@ -327,3 +348,106 @@ def desk_props(img: np.ndarray, rng: np.random.Generator, avoid: Sequence[Sequen
         placed.append(box)
         occupied.append(box)
     return placed
+
+
+# --------------------------------------------------------------------------------------------
+# charts
+
+CHART_PALETTE: tuple[Color, ...] = (
+    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+    (140, 86, 75), (23, 190, 207), (188, 189, 34),
+)
+"""Series colours of a chart (a familiar plotting-library palette), distinct at view size."""
+
+AXIS_MAXIMA: tuple[int, ...] = (20, 25, 40, 50, 60, 80, 100, 120, 150, 200, 250, 400, 500)
+"""Round y-axis maxima a chart picks from."""
+
+TEXT_GRAY: Color = (60, 60, 64)
+GRID_GRAY: Color = (222, 222, 226)
+
+
+@dataclass(frozen=True)
+class BarChart:
+    """What a drawn grouped bar chart holds: values in tenths ``values[series][category]``,
+    the axis maximum, and the placed texts keyed ``legend/<s>``, ``category/<c>`` and
+    ``label/<s>/<c>`` (legend names, category names, data labels) in sheet coordinates.
+    """
+
+    values: tuple[tuple[int, ...], ...]
+    axis_max: int
+    texts: dict[str, R.PlacedText]
+    bars: dict[str, Box]
+    box: Box
+
+
+def chart_width(n_series: int, n_categories: int, glyph: float, max_label: str) -> int:
+    """Return the plot width a grouped bar chart needs so no two data labels touch."""
+    label = text_width(max_label, glyph) + max(4, int(glyph * 0.5))
+    return n_categories * (n_series * label + int(2.5 * glyph))
+
+
+def draw_bar_chart(img: np.ndarray, box: Box, series: Sequence[str],
+                   categories: Sequence[str], values: Sequence[Sequence[int]], axis_max: int,
+                   glyph: float, legend_top: bool) -> BarChart:
+    """Draw a grouped bar chart with gridlines, tick labels, legend and data labels in ``box``.
+
+    ``values`` are in tenths of the axis unit and lie below ``axis_max``; the data labels print
+    them with one decimal. Text is ``glyph`` px tall (sans); returns the :class:`BarChart`.
+    """
+    x0, y0, x1, y1 = box
+    texts: dict[str, R.PlacedText] = {}
+    bars: dict[str, Box] = {}
+    step = axis_max // (4 if axis_max % 4 == 0 and axis_max // 4 % 5 == 0 else 5)
+    ticks = list(range(0, axis_max + 1, step))
+    tick_w = max(text_width(str(t), glyph) for t in ticks)
+    # legend: a row of swatch + name above the plot, or a column at its right
+    sw = int(round(glyph * 1.1))
+    top = y0
+    right = x1
+    if legend_top:
+        x = x0 + tick_w + 12
+        for i, name in enumerate(series):
+            cv2.rectangle(img, (x, top), (x + sw - 1, top + sw - 1), CHART_PALETTE[i], -1)
+            texts[f"legend/{i}"] = put_text(img, name, glyph, x + sw + 6, top + (sw - glyph) / 2,
+                                            TEXT_GRAY)
+            x = texts[f"legend/{i}"].box[2] + int(2 * glyph)
+        top += int(3 * glyph)
+    else:
+        widest = max(text_width(n, glyph) for n in series)
+        right = x1 - widest - sw - 18
+        for i, name in enumerate(series):
+            y = top + int(glyph * 2) + int(i * 2.0 * glyph)
+            cv2.rectangle(img, (right + 12, y), (right + 12 + sw - 1, y + sw - 1),
+                          CHART_PALETTE[i], -1)
+            texts[f"legend/{i}"] = put_text(img, name, glyph, right + 18 + sw,
+                                            y + (sw - glyph) / 2, TEXT_GRAY)
+    px0, px1 = x0 + tick_w + 10, right
+    py0, py1 = top + int(2.2 * glyph), y1 - int(2.6 * glyph)
+    for t in ticks:
+        y = py1 - (py1 - py0) * t / axis_max
+        yi = int(round(y))
+        cv2.line(img, (px0, yi), (px1, yi), GRID_GRAY if t else TEXT_GRAY, 1)
+        put_text(img, str(t), glyph, px0 - 6, y - glyph / 2, TEXT_GRAY, anchor="right")
+    cv2.line(img, (px0, py0 - int(glyph)), (px0, py1), TEXT_GRAY, 1)
+    n_cat, n_ser = len(categories), len(series)
+    group = (px1 - px0) / n_cat
+    bar_w = (group - 2.0 * glyph) / n_ser
+    for c, cat in enumerate(categories):
+        gx = px0 + group * c + glyph
+        texts[f"category/{c}"] = put_text(img, cat, glyph, px0 + group * (c + 0.5),
+                                          py1 + 0.8 * glyph, TEXT_GRAY, anchor="center")
+        for s in range(n_ser):
+            v = values[s][c]
+            bx0 = int(round(gx + s * bar_w))
+            bx1 = int(round(gx + (s + 1) * bar_w)) - 2
+            by0 = int(round(py1 - (py1 - py0) * v / (10.0 * axis_max)))
+            col = CHART_PALETTE[s]
+            cv2.rectangle(img, (bx0, by0), (bx1 - 1, py1 - 1), col, -1)
+            edge = tuple(int(v * 0.75) for v in col)
+            cv2.rectangle(img, (bx0, by0), (bx1 - 1, py1 - 1), edge, 1)
+            bars[f"{s}/{c}"] = (bx0, by0, bx1, py1)
+            label = f"{v // 10}.{v % 10}"
+            texts[f"label/{s}/{c}"] = put_text(img, label, glyph, (bx0 + bx1) / 2,
+                                               by0 - 0.6 * glyph - glyph, TEXT_GRAY,
+                                               anchor="center")
+    return BarChart(tuple(tuple(v) for v in values), axis_max, texts, bars, box)
