@@ -110,9 +110,10 @@ def draw_receipt(rng: np.random.Generator, n_items: int, glyph: float,
     centred(f"TEL {int(rng.integers(200, 999))}-{int(rng.integers(200, 999))}-"
             f"{int(rng.integers(1000, 9999))}")
     row("-" * WIDTH_CHARS)
-    date = f"{int(rng.integers(1, 13)):02d}/{int(rng.integers(1, 29)):02d}/20{int(rng.integers(21, 27))}"
+    date = R.fake_date(rng, "%m/%d/%Y")
     row(receipt_line(date, f"{int(rng.integers(7, 22)):02d}:{int(rng.integers(60)):02d}"))
-    row(receipt_line(f"CASHIER {int(rng.integers(1, 40)):02d}", f"#{int(rng.integers(1000, 99999))}"))
+    row(receipt_line(f"CASHIER {int(rng.integers(1, 40)):02d}",
+                     f"#{int(rng.integers(1000, 99999))}"))
     row("-" * WIDTH_CHARS)
     for i, (name, cents) in enumerate(zip(names, prices)):
         row(receipt_line(name, dc.money(cents)), "items" if i in asked else None)

@@ -368,9 +368,11 @@ GRID_GRAY: Color = (222, 222, 226)
 
 @dataclass(frozen=True)
 class BarChart:
-    """What a drawn grouped bar chart holds: values in tenths ``values[series][category]``,
-    the axis maximum, and the placed texts keyed ``legend/<s>``, ``category/<c>`` and
-    ``label/<s>/<c>`` (legend names, category names, data labels) in sheet coordinates.
+    """What a drawn grouped bar chart holds, in sheet coordinates.
+
+    ``values[series][category]`` in tenths, the axis maximum, the placed texts keyed
+    ``legend/<s>``, ``category/<c>`` and ``label/<s>/<c>`` (legend names, category names, data
+    labels), the bar boxes keyed ``<s>/<c>`` and the chart's box.
     """
 
     values: tuple[tuple[int, ...], ...]
