@@ -68,19 +68,39 @@ def money(cents: int) -> str:
     return f"{sign}{c // 100}.{c % 100:02d}"
 
 
-def digit_slips(cents: int) -> list[int]:
-    """Return the amounts a misread digit of ``cents`` gives (one digit off, positives only)."""
-    return [cents + d for d in (1, -1, 9, -9, 10, -10, 90, -90, 100, -100, 1000, -1000)
-            if cents + d > 0]
+DIGIT_CYCLE: str = "0865392741"
+"""Digits in a cycle of look-alikes at a few pixels (round 0-8-6-5-3-9, then 2-7-4-1): each
+digit's two neighbours are the ones it is most easily misread as."""
+
+ROUND_DIGITS: tuple[int, ...] = (0, 3, 5, 6, 8, 9)
+"""Digits that are blobs of the same shape at two or three pixels (their tenths choices)."""
+
+
+def digit_lookalikes(cents: int) -> list[int]:
+    """Return the amounts one digit of ``cents`` away along :data:`DIGIT_CYCLE` (no leading 0).
+
+    Every option differs from the amount in one digit that looks alike when downscaled, so
+    template matching at view size cannot tell them apart; the edit graph is (nearly) regular.
+    """
+    text = f"{abs(int(cents)):03d}"
+    out = []
+    for i, ch in enumerate(text):
+        k = DIGIT_CYCLE.index(ch)
+        for d in (DIGIT_CYCLE[k - 1], DIGIT_CYCLE[(k + 1) % len(DIGIT_CYCLE)]):
+            cand = text[:i] + d + text[i + 1:]
+            if cand[0] == "0" and len(text) > 3:
+                continue
+            out.append(int(cand))
+    return [v for v in out if v > 0]
 
 
 def money_choices(rng: np.random.Generator, cents: int, count: int = 6) -> tuple[str, ...]:
-    """Return ``count`` shuffled amounts: the answer and look-alike digit slips of a pivot.
+    """Return ``count`` shuffled amounts: the answer and look-alike digit edits of a pivot.
 
-    The pivot (a hidden slip of the answer) is the centre of the options, so no statistic of
-    the option strings singles out the answer (:func:`render.pivot_choices`).
+    The pivot (a hidden look-alike of the answer) is the centre of the options, so no statistic
+    of the option strings singles out the answer (:func:`render.pivot_choices`).
     """
-    return R.pivot_choices(rng, cents, digit_slips, count, fmt=money)
+    return R.pivot_choices(rng, cents, digit_lookalikes, count, fmt=money)
 
 
 def tenths(value: int) -> str:
@@ -88,6 +108,38 @@ def tenths(value: int) -> str:
     sign = "-" if value < 0 else ""
     v = abs(int(value))
     return f"{sign}{v // 10}.{v % 10}"
+
+
+def round_tenths_choices(rng: np.random.Generator, value: int) -> tuple[str, ...]:
+    """Return the six values sharing ``value``'s units with each :data:`ROUND_DIGITS` tenth.
+
+    ``value`` (in tenths) must end in a round digit; the options differ only in a last digit
+    that looks alike at view size and 0.1 apart (far below a pixel of bar height), and the set
+    is the same whichever of them is the answer.
+    """
+    if abs(value) % 10 not in ROUND_DIGITS:
+        raise ValueError(f"{value} does not end in one of {ROUND_DIGITS}")
+    base = value - value % 10
+    return R.shuffled(rng, [tenths(base + d) for d in ROUND_DIGITS])
+
+
+def round_value(rng: np.random.Generator, low: int, high: int) -> int:
+    """Return a value with a random tens part in ``[low // 10, high // 10]`` and a round last
+    digit (:data:`ROUND_DIGITS`): the kind :func:`round_choices` offers look-alike options for.
+    """
+    return 10 * int(rng.integers(low // 10, high // 10 + 1)) + int(
+        ROUND_DIGITS[int(rng.integers(len(ROUND_DIGITS)))])
+
+
+def round_choices(rng: np.random.Generator, value: int) -> tuple[str, ...]:
+    """Return the six integers sharing ``value``'s tens with each :data:`ROUND_DIGITS` last digit.
+
+    The options differ only in a last digit that looks alike at view size; the set is the same
+    whichever of them is the answer.
+    """
+    if value % 10 not in ROUND_DIGITS:
+        raise ValueError(f"{value} does not end in one of {ROUND_DIGITS}")
+    return R.shuffled(rng, [str(value - value % 10 + d) for d in ROUND_DIGITS])
 
 
 def tenths_choices(rng: np.random.Generator, value: int, low: int, high: int,

@@ -112,7 +112,7 @@ class ChartValue(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Science", "Finance")
     description: ClassVar[str] = "crop a chart's legend and bar group in parallel, read values"
 
-    glyph_range: tuple[float, float] = (8.5, 11.0)
+    glyph_range: tuple[float, float] = (7.0, 9.5)
     series: tuple[int, int] = (2, 4)
     categories: tuple[int, int] = (3, 7)
     perspective: float = 0.03
@@ -148,11 +148,11 @@ class ChartValue(FamilyConfig):
         n_ser = int(rng.integers(self.series[0], self.series[1] + 1))
         n_cat = int(rng.integers(self.categories[0], self.categories[1] + 1))
         if slide:
-            pw = int(rng.integers(1800, 2201))
+            pw = int(rng.integers(2400, 2601))
             ph = pw * 9 // 16
             plot_w = int(0.59 * pw)
         else:
-            pw = int(rng.integers(1450, 1650))
+            pw = int(rng.integers(1750, 1950))
             ph = int(pw / 1.414)
             plot_w = int(0.69 * pw)
         plot_w -= int(16 * glyph)  # tick labels and a legend column
@@ -164,14 +164,15 @@ class ChartValue(FamilyConfig):
         start = int(rng.integers(0, len(cats_all) - n_cat + 1))
         cats = list(cats_all[start:start + n_cat])
         axis_max = int(c2.pick(rng, D.AXIS_MAXIMA))
-        values = [[int(rng.integers(axis_max, int(axis_max * 8.5) + 1)) for _ in cats]
-                  for _ in series]
+        # tenths are round digits only, so a value's options look alike at view size
+        values = [[int(rng.integers(max(1, axis_max // 10), int(axis_max * 0.85) + 1)) * 10
+                   + int(c2.pick(rng, dc.ROUND_DIGITS)) for _ in cats] for _ in series]
         kind = "difference" if rng.random() < self.difference_prob else "value"
         c = int(rng.integers(n_cat))
         s1, s2 = (int(v) for v in rng.choice(n_ser, size=2, replace=False))
         if kind == "difference":
             if values[s1][c] == values[s2][c]:
-                values[s2][c] -= 1 if values[s2][c] > axis_max else -1
+                values[s2][c] += 10 if values[s2][c] < 7 * axis_max else -10
             if values[s1][c] < values[s2][c]:
                 s1, s2 = s2, s1
         legend_top = n_ser <= 3 and bool(rng.random() < 0.6)
@@ -261,7 +262,8 @@ class ChartValue(FamilyConfig):
             question=question,
             answer=AnswerSpec(dc.tenths(answer), (), "numeric", 0.01),
             reference=steps, evidence=ev, checkpoints=c2.chain_checkpoints(ev, steps),
-            choices=dc.tenths_choices(rng, answer, low, high),
+            choices=(dc.round_tenths_choices(rng, answer) if kind == "value"
+                     else dc.tenths_choices(rng, answer, low, high)),
             capabilities=("visual_grounding", "parallelism"),
             metadata=c2.l2_metadata(self.name, domain, "slide" if slide else "printout", ev,
                                     shot, kind=kind, axis_max=axis_max,

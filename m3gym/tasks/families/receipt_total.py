@@ -191,7 +191,7 @@ class ReceiptTotal(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Life", "Finance")
     description: ClassVar[str] = "crop a photographed receipt's line items, turn/stretch, add"
 
-    glyph_range: tuple[float, float] = (9.5, 14.0)
+    glyph_range: tuple[float, float] = (9.0, 12.0)
     contrast_range: tuple[float, float] = (9.0, 17.0)
     items: tuple[int, int] = (4, 10)
     tilt_deg: float = 4.0
@@ -239,7 +239,7 @@ class ReceiptTotal(FamilyConfig):
             faded, sideways = (True, False) if rng.random() < 0.5 else (False, True)
         quarter = int(rng.choice([1, 3])) if sideways else 0
 
-        w, h = c2.scene_size(rng, (1600, 2000))
+        w, h = c2.scene_size(rng, (2000, 2400))
         table = R.background(rng, h, w, kind=c2.pick(rng, TABLES), lighting=0.12, vignette=0.15)
         sw, sh = receipt.sheet.size
         ext_w, ext_h = (sh, sw) if quarter else (sw, sh)

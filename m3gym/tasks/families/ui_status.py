@@ -18,14 +18,15 @@ from m3gym.tasks.spec import AnswerSpec, Task
 KINDS: tuple[str, ...] = ("battery", "setting", "version", "badge")
 """What is asked: the menu bar's battery %, a setting's value, an app version, a dock badge."""
 
-SETTINGS: tuple[tuple[str, int, int, int, str], ...] = (
-    ("Brightness", 10, 100, 1, "%"), ("Volume", 5, 100, 1, "%"), ("Font size", 9, 28, 1, " pt"),
-    ("Auto-lock after", 1, 30, 1, " min"), ("Storage used", 20, 480, 1, " GB"),
-    ("Key repeat delay", 150, 900, 10, " ms"), ("Text scale", 80, 200, 5, "%"),
-    ("Backup every", 2, 48, 1, " h"), ("Screen saver after", 2, 45, 1, " min"),
-    ("Cursor size", 16, 64, 1, " px"),
+SETTINGS: tuple[tuple[str, int, int, str], ...] = (
+    ("Brightness", 10, 99, "%"), ("Volume", 10, 99, "%"), ("Font size", 10, 29, " pt"),
+    ("Auto-lock after", 10, 39, " min"), ("Storage used", 20, 489, " GB"),
+    ("Key repeat delay", 150, 899, " ms"), ("Text scale", 80, 199, "%"),
+    ("Backup every", 10, 49, " h"), ("Screen saver after", 10, 49, " min"),
+    ("Cursor size", 16, 69, " px"),
 )
-"""Numeric settings: label, lowest, highest value, step (values uniform on the lattice), unit."""
+"""Numeric settings: label, lowest and highest tens range of the value, unit. Values end in a
+round digit (:func:`_document_common.round_value`) so their options look alike at view size."""
 
 TOGGLES: tuple[str, ...] = ("Night Shift", "Bluetooth", "Do Not Disturb", "Auto updates",
                             "Location services", "Dark mode", "Hot corners", "True Tone")
@@ -38,13 +39,22 @@ APP_SUFFIXES: tuple[str, ...] = ("Sync", "Studio", "Writer", "Vault", "Board", "
 
 
 def version_neighbours(version: tuple[int, int, int]) -> list[tuple[int, int, int]]:
-    """Return versions one component away (±1, ±2; minor and patch also ±10)."""
+    """Return the versions one look-alike digit away (:data:`_document_common.DIGIT_CYCLE`).
+
+    Each digit of each component may turn into either neighbour on the cycle (a leading digit
+    never into 0), so every option looks like the answer at view size.
+    """
     out = []
-    for i, deltas in enumerate(((1, -1, 2, -2), (1, -1, 2, -2, 10, -10), (1, -1, 2, -2, 10, -10))):
-        for d in deltas:
-            v = list(version)
-            v[i] += d
-            if v[0] >= 1 and v[1] >= 0 and v[2] >= 0:
+    for i, part in enumerate(version):
+        text = str(part)
+        for j, ch in enumerate(text):
+            k = dc.DIGIT_CYCLE.index(ch)
+            for d in (dc.DIGIT_CYCLE[k - 1], dc.DIGIT_CYCLE[(k + 1) % len(dc.DIGIT_CYCLE)]):
+                new = text[:j] + d + text[j + 1:]
+                if (new[0] == "0" and len(new) > 1) or (i == 0 and new == "0"):
+                    continue
+                v = list(version)
+                v[i] = int(new)
                 out.append((v[0], v[1], v[2]))
     return out
 
@@ -67,11 +77,13 @@ class UiStatus(FamilyConfig):
     Question:
         The battery percentage, the value a named setting is set to, the version an About
         window shows, or the unread count on a named app's badge; six look-alike choices
-        (consecutive values on the setting's lattice, or versions one component apart).
+        (the same tens with each round last digit 0/3/5/6/8/9, or versions one look-alike
+        digit apart).
     Why a tool is needed:
-        UI text is 8.5-11 px tall (badge digits 0.8 of that) on a 1800-2200 px screen, 3-5 px
+        UI text is 7.5-10 px tall (badge digits 0.8 of that) on a 2400-2600 px screen, 2-3 px
         at the 768 px view; every row, badge and version has the same shape as its
-        neighbours, so only a zoomed crop reads the asked one.
+        neighbours, and the options differ in one look-alike digit, so only a zoomed crop
+        reads the asked one.
     Reference trajectory:
         One zoomed crop of the asked value with its label (Level 1).
     Checkpoints:
@@ -88,7 +100,7 @@ class UiStatus(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Society", "Life")
     description: ClassVar[str] = "crop a tiny status value on a desktop screenshot"
 
-    glyph_range: tuple[float, float] = (8.5, 11.0)
+    glyph_range: tuple[float, float] = (7.5, 10.0)
     rows: tuple[int, int] = (3, 6)
     apps: tuple[int, int] = (6, 9)
     badges: tuple[int, int] = (2, 4)
@@ -117,13 +129,13 @@ class UiStatus(FamilyConfig):
         domain = c2.pick(rng, self.domains)
         kind = c2.pick(rng, KINDS)
         g = float(rng.uniform(*self.glyph_range))
-        w = int(rng.integers(1800, 2201))
+        w = int(rng.integers(2400, 2601))
         h = int(w * c2.pick(rng, (9 / 16, 10 / 16)))
         img = ui.wallpaper(rng, h, w)
 
         # menu bar
         apps = [APPS[int(i)] for i in rng.permutation(len(APPS))]
-        battery = int(rng.integers(5, 101))
+        battery = dc.round_value(rng, 10, 99)
         clock = (f"{c2.pick(rng, ('Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'))} "
                  f"{int(rng.integers(1, 29))} {c2.pick(rng, ('Jan', 'Mar', 'May', 'Aug', 'Oct'))}"
                  f"  {int(rng.integers(0, 24)):02d}:{int(rng.integers(60)):02d}")
@@ -136,8 +148,7 @@ class UiStatus(FamilyConfig):
         sy0 = bar.height + int(rng.uniform(2.0, 5.0) * g)
         n_rows = int(rng.integers(self.rows[0], self.rows[1] + 1))
         picked = [SETTINGS[int(i)] for i in rng.permutation(len(SETTINGS))[:n_rows]]
-        setting_values = [lo + step * int(rng.integers((hi - lo) // step + 1))
-                          for _, lo, hi, step, _ in picked]
+        setting_values = [dc.round_value(rng, lo, hi) for _, lo, hi, _ in picked]
         toggles = [(TOGGLES[int(i)], bool(rng.random() < 0.5))
                    for i in rng.permutation(len(TOGGLES))[:int(rng.integers(2, 4))]]
         sw_w = int(58 * g)
@@ -154,13 +165,13 @@ class UiStatus(FamilyConfig):
         content = (sx0 + side + int(1.5 * g), top, sx0 + sw_w - int(1.5 * g), sy0 + sw_h)
         ui.put_text(img, panel, 1.6 * g, content[0], top + 1.4 * g, ui.UI_TEXT, "sans-bold")
         rows_top = int(top + 4.5 * g)
-        labels = [(p[0], f"{v}{p[4]}") for p, v in zip(picked, setting_values)]
+        labels = [(p[0], f"{v}{p[3]}") for p, v in zip(picked, setting_values)]
         placed = ui.settings_rows(img, (content[0], rows_top, content[2], 0), g, labels)
         ui.settings_rows(img, (content[0], int(rows_top + (3.0 * n_rows + 1.5) * g),
                                content[2], 0), g, toggles)
 
         # About window of a fictional app, a notification, the dock
-        app_name = (R.fake_person(rng, ascii_only=True).split()[-1].split("-")[0] + " "
+        app_name = (R.fake_person(rng, ascii_only=True).split()[-1].split("-")[0][:12] + " "
                     + c2.pick(rng, APP_SUFFIXES))
         version = (int(rng.integers(1, 10)), int(rng.integers(0, 30)), int(rng.integers(0, 30)))
         aw, ah = int(30 * g), int(20 * g)
@@ -177,9 +188,10 @@ class UiStatus(FamilyConfig):
                           atop + 11 * g, ui.UI_MUTED, anchor="center")
         ui.put_text(img, f"Build {int(rng.integers(1000, 99999))}", g, ax0 + aw / 2,
                     atop + 13.2 * g, ui.UI_MUTED, anchor="center")
-        ui.put_text(img, f"(c) {int(rng.integers(2015, 2031))} "
-                    f"{R.fake_company(rng, ascii_only=True)[:30]}", 0.9 * g, ax0 + aw / 2,
-                    atop + 15.4 * g, ui.UI_MUTED, anchor="center")
+        ui.put_text(img, ui.fit_text(f"(c) {int(rng.integers(2015, 2031))} "
+                                     f"{R.fake_company(rng, ascii_only=True)}", 0.9 * g,
+                                     aw - 2 * g), 0.9 * g, ax0 + aw / 2, atop + 15.4 * g,
+                    ui.UI_MUTED, anchor="center")
         tw = int(30 * g)
         tx0, ty0 = w - tw - int(1.2 * g), bar.height + int(0.8 * g)
         ui.shadowed_panel(img, (tx0, ty0, tx0 + tw, ty0 + int(7.5 * g)), 1.2 * g,
@@ -189,31 +201,31 @@ class UiStatus(FamilyConfig):
         ui.put_text(img, apps[1], g, tx0 + 5.6 * g, ty0 + 1.3 * g, ui.UI_TEXT, "sans-bold")
         ui.put_text(img, "now", 0.9 * g, tx0 + tw - 1.2 * g, ty0 + 1.3 * g, ui.UI_MUTED,
                     anchor="right")
-        ui.put_text(img, R.fake_person(rng, ascii_only=True)[:28], g, tx0 + 5.6 * g,
-                    ty0 + 3.3 * g, ui.UI_TEXT)
-        ui.put_text(img, R.fake(rng).sentence(nb_words=5)[:34], 0.9 * g, tx0 + 5.6 * g,
-                    ty0 + 5.3 * g, ui.UI_MUTED)
+        room = tw - 6.8 * g
+        ui.put_text(img, ui.fit_text(R.fake_person(rng, ascii_only=True), g, room), g,
+                    tx0 + 5.6 * g, ty0 + 3.3 * g, ui.UI_TEXT)
+        ui.put_text(img, ui.fit_text(R.fake(rng).sentence(nb_words=5), 0.9 * g, room), 0.9 * g,
+                    tx0 + 5.6 * g, ty0 + 5.3 * g, ui.UI_MUTED)
         n_apps = int(rng.integers(self.apps[0], self.apps[1] + 1))
         dock_apps = apps[2:2 + n_apps]
         n_badges = int(rng.integers(self.badges[0], self.badges[1] + 1))
         badged = [int(i) for i in rng.permutation(n_apps)[:n_badges]]
-        badges = {i: int(rng.integers(1, 100)) for i in badged}
+        badges = {i: dc.round_value(rng, 10, 99) for i in badged}
         dock_texts = ui.dock(img, g, dock_apps, badges)
         clean = img.copy()
-        shot = R.jpeg_artifacts(img, int(rng.integers(85, 96)))
+        shot = R.jpeg_artifacts(img, int(rng.integers(88, 97)))
 
         # the question
         if kind == "battery":
             marks, answer = [bar.texts["battery"]], battery
-            low, high, step = 5, 100, 1
             question = ("What battery percentage does the menu bar at the top of the screen "
                         "show? Answer with the number only.")
         elif kind == "setting":
             k = int(rng.integers(n_rows))
-            label, lo, hi, step, _ = picked[k]
+            label = picked[k][0]
             lab, val = placed[label]
             assert val is not None  # numeric rows always print their value
-            marks, answer, low, high = [lab, val], setting_values[k], lo, hi
+            marks, answer = [lab, val], setting_values[k]
             question = (f'In the {panel} settings window, what is "{label}" set to? Answer '
                         "with the number only.")
         elif kind == "version":
@@ -223,7 +235,6 @@ class UiStatus(FamilyConfig):
         else:
             i = badged[0]
             marks, answer = [dock_texts[f"name/{i}"], dock_texts[f"badge/{i}"]], badges[i]
-            low, high, step = 1, 99, 1
             question = (f"How many unread items does the badge on the {dock_apps[i]} icon in "
                         "the dock show? Answer with the number only.")
         shown = version_text(version) if kind == "version" else marks[-1].text
@@ -234,7 +245,7 @@ class UiStatus(FamilyConfig):
             spec = AnswerSpec(value)
         else:
             value = str(answer)
-            choices = R.window_choices(rng, answer, low, high, 6, step=step)
+            choices = dc.round_choices(rng, answer)
             spec = AnswerSpec(value, (shown,) if shown != value else (), "numeric", 0.0)
         call = c2.crop_call("c1", 0, R.grow_box(ev.box, 0.8 * g, w, h), w, h, ev.glyph_height)
         return Task(

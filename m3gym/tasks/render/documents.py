@@ -364,6 +364,8 @@ AXIS_MAXIMA: tuple[int, ...] = (20, 25, 40, 50, 60, 80, 100, 120, 150, 200, 250,
 
 TEXT_GRAY: Color = (60, 60, 64)
 GRID_GRAY: Color = (222, 222, 226)
+LABEL_GRAY: Color = (96, 96, 104)
+"""Data labels are printed lighter than the axes, as plotting styles often do."""
 
 
 @dataclass(frozen=True)
@@ -450,6 +452,6 @@ def draw_bar_chart(img: np.ndarray, box: Box, series: Sequence[str],
             bars[f"{s}/{c}"] = (bx0, by0, bx1, py1)
             label = f"{v // 10}.{v % 10}"
             texts[f"label/{s}/{c}"] = put_text(img, label, glyph, (bx0 + bx1) / 2,
-                                               by0 - 0.6 * glyph - glyph, TEXT_GRAY,
+                                               by0 - 0.6 * glyph - glyph, LABEL_GRAY,
                                                anchor="center")
     return BarChart(tuple(tuple(v) for v in values), axis_max, texts, bars, box)

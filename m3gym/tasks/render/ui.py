@@ -32,6 +32,19 @@ APP_COLORS: tuple[Color, ...] = (
 """Icon colours of the dock's apps."""
 
 
+def fit_text(text: str, glyph: float, width: float, font: str = "sans") -> str:
+    """Return ``text``, cut at a word and ended with ``...`` if needed, to fit ``width`` px."""
+    if text_width(text, glyph, font) <= width:
+        return text
+    words = text.split()
+    while len(words) > 1:
+        words.pop()
+        cut = " ".join(words) + "..."
+        if text_width(cut, glyph, font) <= width:
+            return cut
+    return words[0][:max(1, int(width / glyph))] if words else text[:1]
+
+
 def rounded_rect(img: np.ndarray, box: Sequence[float], radius: float, color: Color) -> None:
     """Fill an anti-aliased rounded rectangle ``box`` with corner ``radius`` (in place)."""
     x0, y0, x1, y1 = (int(round(v)) for v in box)
@@ -219,10 +232,10 @@ def dock(img: np.ndarray, g: float, apps: Sequence[str], badges: dict[int, int]
                                     UI_TEXT, anchor="center")
         if i in badges:
             text = str(badges[i])
-            r = max(0.95 * g, (text_width(text, 0.8 * g) + 0.8 * g) / 2)
+            r = max(0.95 * g, (text_width(text, 0.9 * g, "sans-bold") + 0.8 * g) / 2)
             cx, cy = ix + icon - 0.2 * g, y0 + 0.2 * g
             rounded_rect(img, (cx - r, cy - 0.95 * g, cx + r, cy + 0.95 * g), 0.95 * g,
                          (255, 59, 48))
-            out[f"badge/{i}"] = put_text(img, text, 0.8 * g, cx, cy - 0.4 * g,
+            out[f"badge/{i}"] = put_text(img, text, 0.9 * g, cx, cy - 0.45 * g,
                                          (255, 255, 255), "sans-bold", "center")
     return out
