@@ -294,5 +294,6 @@ class ReceiptTotal(FamilyConfig):
             capabilities=("visual_grounding", "multi_hop"),
             metadata=c2.l2_metadata(self.name, domain, "receipt_on_table", (ev,), img,
                                     kind=kind, faded=faded, quarter=quarter,
-                                    items=[receipt.names[i] for i in asked]),
+                                    items=[receipt.names[i] for i in asked],
+                                    prices=[receipt.prices[i] for i in asked]),
         )

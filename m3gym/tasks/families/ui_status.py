@@ -216,6 +216,7 @@ class UiStatus(FamilyConfig):
         shot = R.jpeg_artifacts(img, int(rng.integers(88, 97)))
 
         # the question
+        grounding: tuple[int, int, int, int] | None = None
         if kind == "battery":
             marks, answer = [bar.texts["battery"]], battery
             question = ("What battery percentage does the menu bar at the top of the screen "
@@ -234,7 +235,10 @@ class UiStatus(FamilyConfig):
                         "Answer with the version only.")
         else:
             i = badged[0]
-            marks, answer = [dock_texts[f"name/{i}"], dock_texts[f"badge/{i}"]], badges[i]
+            # light digits on a red badge: the evidence is the badge alone (a dark name label
+            # in the same evidence would cancel its ink contrast); the crop keeps the name
+            marks, answer = [dock_texts[f"badge/{i}"]], badges[i]
+            grounding = dock_texts[f"name/{i}"].box
             question = (f"How many unread items does the badge on the {dock_apps[i]} icon in "
                         "the dock show? Answer with the number only.")
         shown = version_text(version) if kind == "version" else marks[-1].text
@@ -247,7 +251,8 @@ class UiStatus(FamilyConfig):
             value = str(answer)
             choices = dc.round_choices(rng, answer)
             spec = AnswerSpec(value, (shown,) if shown != value else (), "numeric", 0.0)
-        call = c2.crop_call("c1", 0, R.grow_box(ev.box, 0.8 * g, w, h), w, h, ev.glyph_height)
+        crop_box = ev.box if grounding is None else c2.box_union(ev.box, grounding)
+        call = c2.crop_call("c1", 0, R.grow_box(crop_box, 0.8 * g, w, h), w, h, ev.glyph_height)
         return Task(
             task_id="", family=self.name, level=1, domain=domain, images=(R.freeze(shot),),
             question=question, answer=spec, reference=((call,),), evidence=(ev,),
