@@ -6,15 +6,13 @@ import numpy as np
 import pytest
 
 from m3gym.tasks.families import _document_common as dc
-from m3gym.tasks.families.ui_status import UiStatus, version_neighbours
+from m3gym.tasks.families.ui_status import UiStatus, version_text
 from m3gym.tasks.registry import make_task
 from tests._document_checks import check_seeds
 
 
-def test_version_neighbours_change_one_lookalike_digit() -> None:
-    # "0865392741": 4 -> 7/1, 1 -> 4 (0 would lead), 2 -> 9/7, 3 -> 5/9
-    assert sorted(version_neighbours((4, 12, 3))) == sorted(
-        [(7, 12, 3), (1, 12, 3), (4, 42, 3), (4, 19, 3), (4, 17, 3), (4, 12, 5), (4, 12, 9)])
+def test_version_text() -> None:
+    assert version_text((4, 12, 3)) == "4.12.3"
 
 
 def test_round_choices_share_the_tens() -> None:
@@ -36,6 +34,8 @@ def test_one_crop_reads_the_marked_value() -> None:
             assert ev.text == f"{task.answer.value}%"
         elif task.metadata["kind"] == "version":
             assert ev.text == task.answer.value
+            assert {c.rsplit(".", 1)[0] for c in task.choices} == {
+                task.answer.value.rsplit(".", 1)[0]}
         assert task.answer.value not in task.question
     assert len(kinds) >= 3
 

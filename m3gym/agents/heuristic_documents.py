@@ -19,7 +19,13 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from m3gym.agents import heuristic_vision as hv
-from m3gym.agents.heuristic_plans import crop_call, crop_pixels, full_size, op_call
+from m3gym.agents.heuristic_plans import (
+    crop_call,
+    crop_pixels,
+    flatten_lighting,
+    full_size,
+    op_call,
+)
 from m3gym.agents.heuristic_view import EpisodeView, Plan
 from m3gym.agents.ocr import OcrWord, read_words_batch
 
@@ -37,6 +43,8 @@ class SourceWord:
     conf: float
     box: Box
     line: int
+    tile: int = 0
+    local: Box = (0.0, 0.0, 0.0, 0.0)
 
     @property
     def center(self) -> tuple[float, float]:
@@ -73,7 +81,7 @@ def tile_zoom(box: Box, limit: int = 760) -> float:
 
 
 def to_source(words: Sequence[OcrWord], image: np.ndarray, px: tuple[int, int, int, int],
-              turn: int = 0) -> list[SourceWord]:
+              turn: int = 0, tile: int = 0) -> list[SourceWord]:
     """Return ``words`` read in a crop's output ``image`` mapped to full-resolution pixels.
 
     ``px`` is the crop's source pixel box; ``turn`` (0, 90, -90) the counter-clockwise rotation
@@ -94,16 +102,21 @@ def to_source(words: Sequence[OcrWord], image: np.ndarray, px: tuple[int, int, i
         ys = sorted(p[1] for p in pts)
         out.append(SourceWord(word.text, word.conf, (px[0] + xs[0] / k, px[1] + ys[0] / k,
                                                      px[0] + xs[1] / k, px[1] + ys[1] / k),
-                              word.line))
+                              word.line, tile, tuple(float(v) for v in word.box)))
     return out
 
 
 def read_tiles(boxes: Sequence[Box], size: tuple[int, int], contrast: bool = False,
-               turn: int = 0, psm: int = 11, both: bool = False) -> Plan:
-    """Crop ``boxes`` of image 0 (one parallel step), then optionally autocontrast and rotate
-    each result (one step each); return every word read, in full-resolution pixels.
+               turn: int = 0, psm: int = 11, both: bool = False, flatten: bool = False,
+               scale: float = 1.0) -> Plan:
+    """Crop ``boxes`` of image 0 and read them; return every word, in full-resolution pixels.
 
-    ``both`` also reads each image inverted (light text on a dark plate, e.g. badges).
+    The crops run in one parallel step, then optionally an autocontrast and a rotate of each
+    result (one step each).
+
+    ``both`` also reads each image inverted (light text on a dark plate, e.g. badges);
+    ``flatten`` reads the ink depth below the local paper level instead (faded print under
+    uneven light, :func:`heuristic_plans.flatten_lighting`); ``scale`` enlarges for OCR.
     """
     w, h = size
     out = yield [crop_call(0, hv.to_bbox1000(b, w, h), tile_zoom(b)) for b in boxes]
@@ -127,10 +140,11 @@ def read_tiles(boxes: Sequence[Box], size: tuple[int, int], contrast: bool = Fal
     pairs = [(im, px) for im, px in zip(images, pxs) if im is not None and px is not None]
     if not pairs:
         return []
-    readings = read_words_batch([im for im, _ in pairs], both_polarities=both, psm=psm)
+    shown = [flatten_lighting(im, 12.0) if flatten else im for im, _ in pairs]
+    readings = read_words_batch(shown, scale=scale, both_polarities=both, psm=psm)
     words: list[SourceWord] = []
-    for ws, (im, px) in zip(readings, pairs):
-        words += to_source(ws, im, px, turn)
+    for t, (ws, (im, px)) in enumerate(zip(readings, pairs)):
+        words += to_source(ws, im, px, turn, t)
     return words
 
 
@@ -147,27 +161,40 @@ def nearest_choice(value: float, choices: Sequence[str], max_off: float) -> str 
     return best[1] if best is not None and best[0] <= max_off else None
 
 
-def lines_of(words: Sequence[SourceWord]) -> list[list[SourceWord]]:
-    """Return the words grouped into text lines by their vertical overlap, top to bottom."""
+def lines_of(words: Sequence[SourceWord], local: bool = False) -> list[list[SourceWord]]:
+    """Return the words grouped into text lines by their vertical overlap, top to bottom.
+
+    ``local`` groups within each tile in the coordinates it was read in (a turned crop's lines
+    run vertically in the source image); otherwise in source coordinates across tiles.
+    """
+    def frame(w: SourceWord) -> Box:
+        return w.local if local else w.box
+
     lines: list[list[SourceWord]] = []
-    for wd in sorted(words, key=lambda w: w.center[1]):
-        hgt = wd.box[3] - wd.box[1]
+    kept = [w for w in words if any(ch.isalnum() for ch in w.text)]
+    for wd in sorted(kept, key=lambda w: (w.tile if local else 0, frame(w)[1] + frame(w)[3])):
+        b = frame(wd)
         for line in lines:
-            ref = line[0]
-            if abs(ref.center[1] - wd.center[1]) <= 0.5 * max(hgt, ref.box[3] - ref.box[1]):
+            same = not local or line[0].tile == wd.tile
+            if not same:
+                continue
+            top = float(np.median([frame(w)[1] for w in line]))
+            bottom = float(np.median([frame(w)[3] for w in line]))
+            overlap = min(b[3], bottom) - max(b[1], top)
+            if overlap >= 0.5 * min(b[3] - b[1], bottom - top):
                 line.append(wd)
                 break
         else:
             lines.append([wd])
-    return [sorted(line, key=lambda w: w.box[0]) for line in lines]
+    return [sorted(line, key=lambda w: frame(w)[0]) for line in lines]
 
 
-def line_matching(words: Sequence[SourceWord], name: str, min_score: float = 70.0
-                  ) -> list[SourceWord] | None:
+def line_matching(words: Sequence[SourceWord], name: str, min_score: float = 70.0,
+                  local: bool = False) -> list[SourceWord] | None:
     """Return the text line whose words best spell ``name`` (fuzzy), or None."""
     target = re.sub(r"[^a-z0-9]", "", name.lower())
     best: tuple[float, list[SourceWord]] | None = None
-    for line in lines_of(words):
+    for line in lines_of(words, local):
         text = re.sub(r"[^a-z0-9]", "", "".join(w.text for w in line).lower())
         score = fuzz.partial_ratio(target, text) if text else 0.0
         if best is None or score > best[0]:
@@ -175,14 +202,14 @@ def line_matching(words: Sequence[SourceWord], name: str, min_score: float = 70.
     return best[1] if best is not None and best[0] >= min_score else None
 
 
-PRICE_RE = re.compile(r"(\d{1,4})\s*[.,:]\s*(\d{2})$")
+PRICE_RE = re.compile(r"(\d{1,4})\s*[.,:]\s*(\d{2})(?!\d)")
 
 
 def price_of(line: Sequence[SourceWord]) -> float | None:
     """Return the amount at the end of a receipt line ("12.49"), None when none is read."""
     text = " ".join(w.text for w in line).strip()
-    m = PRICE_RE.search(text)
-    return float(f"{m.group(1)}.{m.group(2)}") if m else None
+    found = PRICE_RE.findall(text)
+    return float(f"{found[-1][0]}.{found[-1][1]}") if found else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,10 +250,11 @@ def plan_receipt_total(view: EpisodeView) -> Plan:
         reads = read_words_batch(probes)
         score = [sum(max(0.0, w.conf) for w in ws if len(w.text) > 2) for ws in reads]
         turn = 90 if score[0] >= score[1] else -90
-    words = yield from read_tiles(boxes, size, contrast=True, turn=turn, psm=11)
+    words = yield from read_tiles(boxes, size, contrast=True, turn=turn, psm=6, flatten=True,
+                                  scale=2.0)
     prices = []
     for name in names:
-        line = line_matching(words, name)
+        line = line_matching(words, name, local=True)
         price = price_of(line) if line else None
         if price is None:
             return None

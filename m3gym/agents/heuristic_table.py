@@ -34,7 +34,8 @@ def _rule(family: str, pattern: str, plan: Planner) -> PlanRule:
 
 PLAN_TABLE: tuple[PlanRule, ...] = (
     # documents and screenshots (m3gym.agents.heuristic_documents)
-    _rule("receipt_total", r"on the receipt\? answer with the amount", hd.plan_receipt_total),
+    _rule("receipt_total", r"on the receipt\? answer with the amount|^what does the receipt charge",
+          hd.plan_receipt_total),
     _rule("chart_value", r'^in the bar chart "', hd.plan_chart_value),
     _rule("ui_status", r"battery percentage does the menu bar|settings window, what is \"|"
           r"does the \"about .+\" window show|badge on the .+ icon in the dock",

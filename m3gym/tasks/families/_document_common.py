@@ -124,8 +124,10 @@ def round_tenths_choices(rng: np.random.Generator, value: int) -> tuple[str, ...
 
 
 def round_value(rng: np.random.Generator, low: int, high: int) -> int:
-    """Return a value with a random tens part in ``[low // 10, high // 10]`` and a round last
-    digit (:data:`ROUND_DIGITS`): the kind :func:`round_choices` offers look-alike options for.
+    """Return a value whose tens lie in ``[low // 10, high // 10]``, ending in a round digit.
+
+    The last digit is one of :data:`ROUND_DIGITS`: the kind of value :func:`round_choices`
+    offers look-alike options for.
     """
     return 10 * int(rng.integers(low // 10, high // 10 + 1)) + int(
         ROUND_DIGITS[int(rng.integers(len(ROUND_DIGITS)))])

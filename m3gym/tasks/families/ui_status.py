@@ -38,27 +38,6 @@ APPS: tuple[str, ...] = ("Mail", "Calendar", "Notes", "Photos", "Music", "Messag
 APP_SUFFIXES: tuple[str, ...] = ("Sync", "Studio", "Writer", "Vault", "Board", "Desk", "Flow")
 
 
-def version_neighbours(version: tuple[int, int, int]) -> list[tuple[int, int, int]]:
-    """Return the versions one look-alike digit away (:data:`_document_common.DIGIT_CYCLE`).
-
-    Each digit of each component may turn into either neighbour on the cycle (a leading digit
-    never into 0), so every option looks like the answer at view size.
-    """
-    out = []
-    for i, part in enumerate(version):
-        text = str(part)
-        for j, ch in enumerate(text):
-            k = dc.DIGIT_CYCLE.index(ch)
-            for d in (dc.DIGIT_CYCLE[k - 1], dc.DIGIT_CYCLE[(k + 1) % len(dc.DIGIT_CYCLE)]):
-                new = text[:j] + d + text[j + 1:]
-                if (new[0] == "0" and len(new) > 1) or (i == 0 and new == "0"):
-                    continue
-                v = list(version)
-                v[i] = int(new)
-                out.append((v[0], v[1], v[2]))
-    return out
-
-
 def version_text(v: tuple[int, int, int]) -> str:
     """Return ``(4, 12, 3)`` as ``"4.12.3"``."""
     return ".".join(str(x) for x in v)
@@ -77,10 +56,10 @@ class UiStatus(FamilyConfig):
     Question:
         The battery percentage, the value a named setting is set to, the version an About
         window shows, or the unread count on a named app's badge; six look-alike choices
-        (the same tens with each round last digit 0/3/5/6/8/9, or versions one look-alike
-        digit apart).
+        (the same tens, or the same version up to the patch's tens, with each round last digit
+        0/3/5/6/8/9).
     Why a tool is needed:
-        UI text is 7.5-10 px tall (badge digits 0.8 of that) on a 2400-2600 px screen, 2-3 px
+        UI text is 7-9 px tall (badge digits 0.8 of that) on a 2400-2600 px screen, 2-3 px
         at the 768 px view; every row, badge and version has the same shape as its
         neighbours, and the options differ in one look-alike digit, so only a zoomed crop
         reads the asked one.
@@ -100,7 +79,7 @@ class UiStatus(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Society", "Life")
     description: ClassVar[str] = "crop a tiny status value on a desktop screenshot"
 
-    glyph_range: tuple[float, float] = (7.5, 10.0)
+    glyph_range: tuple[float, float] = (7.0, 9.0)
     rows: tuple[int, int] = (3, 6)
     apps: tuple[int, int] = (6, 9)
     badges: tuple[int, int] = (2, 4)
@@ -173,7 +152,8 @@ class UiStatus(FamilyConfig):
         # About window of a fictional app, a notification, the dock
         app_name = (R.fake_person(rng, ascii_only=True).split()[-1].split("-")[0][:12] + " "
                     + c2.pick(rng, APP_SUFFIXES))
-        version = (int(rng.integers(1, 10)), int(rng.integers(0, 30)), int(rng.integers(0, 30)))
+        version = (int(rng.integers(1, 10)), int(rng.integers(0, 30)),
+                   dc.round_value(rng, 0, 29))
         aw, ah = int(30 * g), int(20 * g)
         ax0 = int(rng.uniform(sx0 + sw_w + 3 * g, w - aw - 3 * g))
         ay0 = int(rng.uniform(bar.height + 11 * g, max(bar.height + 11 * g + 1, h - ah - 12 * g)))
@@ -245,7 +225,8 @@ class UiStatus(FamilyConfig):
         ev = dc.flat_evidence("status", clean, marks, int(round(0.4 * g)), shown)
         if kind == "version":
             value = version_text(version)
-            choices = R.pivot_choices(rng, version, version_neighbours, 6, fmt=version_text)
+            prefix = f"{version[0]}.{version[1]}."
+            choices = tuple(prefix + c for c in dc.round_choices(rng, version[2]))
             spec = AnswerSpec(value)
         else:
             value = str(answer)
