@@ -326,14 +326,18 @@ def _series_value(img: np.ndarray, s: float, words: Sequence[SourceWord], name: 
     if not legend:
         return None
     lw = legend[0]
-    # the swatch sits just left of the legend name: sample its colour in the view
+    # the swatch sits just left of the legend name: take the most saturated view pixel there
     hgt = lw.box[3] - lw.box[1]
-    vx = int((lw.box[0] - 0.9 * hgt) * s)
-    vy = int(lw.center[1] * s)
-    patch = img[max(0, vy - 1):vy + 2, max(0, vx - 2):vx + 1].reshape(-1, 3)
+    vx0, vx1 = int((lw.box[0] - 2.4 * hgt) * s), int(np.ceil((lw.box[0] - 1) * s))
+    vy0, vy1 = int((lw.box[1] - 0.3 * hgt) * s), int(np.ceil((lw.box[3] + 0.3 * hgt) * s))
+    patch = img[max(0, vy0):max(vy0 + 1, vy1), max(0, vx0):max(vx0 + 1, vx1)]
     if patch.size == 0:
         return None
-    color = patch.astype(np.float32).mean(axis=0)
+    sat = cv2.cvtColor(patch, cv2.COLOR_RGB2HSV)[..., 1]
+    py, px = np.unravel_index(int(np.argmax(sat)), sat.shape)
+    if int(sat[py, px]) < 80:
+        return None
+    color = patch[py, px].astype(np.float32)
     bars = hv.color_blobs(img, tuple(int(c) for c in color), tol=40.0, close=1, min_area=6)
     cx = cat_word.center[0] * s
     group = [b for b in bars if b.size[1] >= 3 and abs(b.center[0] - cx) <= 0.6 * 40
