@@ -301,9 +301,10 @@ def plan_chart_value(view: EpisodeView) -> Plan:
     x0, x1 = np.percentile(xs, (0.5, 99.5))
     y0, y1 = np.percentile(ys, (0.5, 99.5))
     pad_x, pad_y = 0.05 * (x1 - x0) + 25, 0.1 * (y1 - y0) + 20
-    region = ((x0 - pad_x) / s, (y0 - pad_y) / s, (x1 + pad_x) / s, (y1 + pad_y) / s)
-    boxes = tiles(region, size, tile=int(1.15 * TILE_PX))[:8]
-    words = yield from read_tiles(boxes, size)
+    # below the bars: the category labels, about two text lines under the axis
+    region = ((x0 - pad_x) / s, (y0 - pad_y) / s, (x1 + pad_x) / s, (y1 + 2 * pad_y) / s)
+    boxes = tiles(region, size, tile=int(0.9 * TILE_PX))[:12]
+    words = yield from read_tiles(boxes, size, scale=2.0)
     cat = [w for w in words if fuzz.ratio(w.text.lower(), category.split()[-1].lower()) >= 80]
     if not cat:
         return None
