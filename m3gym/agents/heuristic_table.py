@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from m3gym.agents import heuristic_documents as hd
 from m3gym.agents import heuristic_lookup as hl
 from m3gym.agents import heuristic_plans as hp
 from m3gym.agents.heuristic_view import EpisodeView, Plan
@@ -32,6 +33,13 @@ def _rule(family: str, pattern: str, plan: Planner) -> PlanRule:
 
 
 PLAN_TABLE: tuple[PlanRule, ...] = (
+    # documents and screenshots (m3gym.agents.heuristic_documents)
+    _rule("receipt_total", r"on the receipt\? answer with the amount|^what does the receipt charge",
+          hd.plan_receipt_total),
+    _rule("chart_value", r'^in the bar chart "', hd.plan_chart_value),
+    _rule("ui_status", r"battery percentage does the menu bar|settings window, what is \"|"
+          r"does the \"about .+\" window show|badge on the .+ icon in the dock",
+          hd.plan_ui_status),
     _rule("privacy_safe_lookup", r"building whose sign is shown|person's badge",
           hl.plan_privacy_safe_lookup),
     _rule("logo_lookup", r"\blogo\b.*whose logo it is", hl.plan_logo_lookup),

@@ -1,0 +1,271 @@
+"""``chart_value``: read a value off a grouped bar chart in a slide or a photographed report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from m3gym.tasks import render as R
+from m3gym.tasks.families import _document_common as dc
+from m3gym.tasks.families import l2_common as c2
+from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import documents as D
+from m3gym.tasks.spec import AnswerSpec, Task
+
+SCENES: tuple[str, ...] = ("slide", "printout")
+"""A flat slide screenshot, or a printed report page photographed on a desk."""
+
+KINDS: tuple[str, ...] = ("value", "difference")
+"""Read one bar's value, or how much one series exceeds another at a category."""
+
+TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Finance": (("Revenue by region", "USD m"), ("Operating margin by segment", "%"),
+                ("Net sales by channel", "EUR m"), ("Orders by market", "thousands")),
+    "Science": (("Mean yield by strain", "g/L"), ("Growth rate by treatment", "%/h"),
+                ("Signal intensity by probe", "a.u."), ("Biomass by medium", "mg")),
+}
+"""Chart titles and units per domain."""
+
+SERIES: dict[str, tuple[str, ...]] = {
+    "Finance": ("North", "South", "East", "West", "Europe", "Asia", "Americas", "Online",
+                "Retail", "Wholesale", "Direct", "Partners"),
+    "Science": ("Control", "Strain A", "Strain B", "Strain C", "Mutant", "Wild type",
+                "Low dose", "High dose", "Medium M9", "Medium LB", "Buffer", "Placebo"),
+}
+"""Series (legend) names per domain; no name is a prefix of another within a chart."""
+
+CATEGORY_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Finance": (("Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"),
+                ("2019", "2020", "2021", "2022", "2023", "2024", "2025"),
+                ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul")),
+    "Science": (("Day 1", "Day 2", "Day 3", "Day 4", "Day 5", "Day 6", "Day 7"),
+                ("pH 5", "pH 6", "pH 7", "pH 8", "pH 9", "pH 10", "pH 11"),
+                ("10 C", "15 C", "20 C", "25 C", "30 C", "35 C", "40 C")),
+}
+"""Category (x-axis) label sets per domain; a chart uses a random run of one of them."""
+
+
+def distinct_names(rng: np.random.Generator, pool: tuple[str, ...], count: int) -> list[str]:
+    """Return ``count`` names of ``pool`` in random order, none a prefix of another."""
+    out: list[str] = []
+    for i in rng.permutation(len(pool)):
+        name = pool[int(i)]
+        if not any(n.startswith(name) or name.startswith(n) for n in out):
+            out.append(name)
+        if len(out) == count:
+            return out
+    raise ValueError(f"cannot pick {count} distinct names from {pool}")  # pragma: no cover
+
+
+def filler_lines(rng: np.random.Generator, count: int, chars: int) -> list[str]:
+    """Return ``count`` lines of fictional prose (faker sentences) of about ``chars`` chars."""
+    fk = R.fake(rng)
+    text = " ".join(fk.sentence(nb_words=int(rng.integers(8, 16))) for _ in range(count * 2))
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if len(line) + len(word) + 1 > chars:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+        if len(lines) == count:
+            break
+    return lines
+
+
+@register_family
+@dataclass
+class ChartValue(FamilyConfig):
+    """Read a value (or the gap between two series) off a grouped bar chart.
+
+    Scene:
+        A grouped bar chart (2-4 series, 3-7 categories, gridlines, tick labels, a legend and a
+        data label on every bar; DejaVu fonts) on a presentation slide (a flat screenshot) or
+        on a printed report page among paragraphs of text, photographed on a desk with a
+        slight perspective, shadow and camera noise.
+    Question:
+        The value of a named series at a named category, or by how much one named series
+        exceeds another there; six consecutive amounts 0.1 apart as choices (far below a
+        pixel of bar height, so only the printed label tells them apart).
+    Why a tool is needed:
+        Tick labels, legend names, category names and data labels are 8.5-11 px tall in a
+        1800-2200 px image, 3-5 px at the 768 px view: the legend (which colour is which
+        series), the category and the value cannot be read without zoomed crops.
+    Reference trajectory:
+        Two crops in one parallel step: the legend entries of the asked series, and the asked
+        bar group from its data labels down to its category label; the answer is read (or
+        subtracted).
+    Checkpoints:
+        Per evidence ("legend", "value"): crop_covers (S), v_tool (crop) and v_true.
+    Difficulty:
+        ``glyph_range`` (12-13 px at 0, 8-9 px at 1), ``series`` (2 at 0, 3-4 at 1),
+        ``categories`` (3-4 at 0, 6-7 at 1), ``perspective`` (0 at 0, 0.04 at 1),
+        ``difference_prob`` (0.1 at 0, 0.8 at 1).
+    Config:
+        glyph_range, series, categories, perspective, difference_prob, slide_prob.
+    """
+
+    name: ClassVar[str] = "chart_value"
+    level: ClassVar[int] = 2
+    domains: ClassVar[tuple[str, ...]] = ("Science", "Finance")
+    description: ClassVar[str] = "crop a chart's legend and bar group in parallel, read values"
+
+    glyph_range: tuple[float, float] = (7.0, 9.5)
+    series: tuple[int, int] = (2, 4)
+    categories: tuple[int, int] = (3, 7)
+    perspective: float = 0.03
+    difference_prob: float = 0.4
+    slide_prob: float = 0.5
+
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Return glyph size, series/category counts, camera and question knobs."""
+        d = float(difficulty)
+        lerp = lambda a, b: a + (b - a) * d  # noqa: E731
+        return {"glyph_range": (lerp(12.0, 8.0), lerp(13.0, 9.0)),
+                "series": (int(round(lerp(2, 3))), int(round(lerp(2, 4)))),
+                "categories": (int(round(lerp(3, 6))), int(round(lerp(4, 7)))),
+                "perspective": lerp(0.0, 0.04), "difference_prob": lerp(0.1, 0.8)}
+
+    def validate(self) -> None:
+        """Check glyph sizes, counts, camera bound and probabilities."""
+        c2.check_range("glyph_range", *self.glyph_range, 7.0, 14.0)
+        c2.check_range("series", *self.series, 2, 4)
+        c2.check_range("categories", *self.categories, 2, 7)
+        if not 0.0 <= self.perspective <= 0.05:
+            raise ValueError("perspective must lie in [0, 0.05]")
+        for f in ("difference_prob", "slide_prob"):
+            if not 0.0 <= getattr(self, f) <= 1.0:
+                raise ValueError(f"{f} must lie in [0, 1]")
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """Build one task."""
+        domain = c2.pick(rng, self.domains)
+        slide = bool(rng.random() < self.slide_prob)
+        glyph = float(rng.uniform(*self.glyph_range))
+        n_ser = int(rng.integers(self.series[0], self.series[1] + 1))
+        n_cat = int(rng.integers(self.categories[0], self.categories[1] + 1))
+        if slide:
+            pw = int(rng.integers(2400, 2601))
+            ph = pw * 9 // 16
+            plot_w = int(0.59 * pw)
+        else:
+            pw = int(rng.integers(1750, 1950))
+            ph = int(pw / 1.414)
+            plot_w = int(0.69 * pw)
+        plot_w -= int(16 * glyph)  # tick labels and a legend column
+        while n_cat > 2 and D.chart_width(n_ser, n_cat, glyph, "888.8") > plot_w:
+            n_cat -= 1
+        title, unit = c2.pick(rng, TOPICS[domain])
+        series = distinct_names(rng, SERIES[domain], n_ser)
+        cats_all = c2.pick(rng, CATEGORY_SETS[domain])
+        start = int(rng.integers(0, len(cats_all) - n_cat + 1))
+        cats = list(cats_all[start:start + n_cat])
+        axis_max = int(c2.pick(rng, D.AXIS_MAXIMA))
+        # tenths are round digits only, so a value's options look alike at view size
+        values = [[int(rng.integers(max(1, axis_max // 10), int(axis_max * 0.85) + 1)) * 10
+                   + int(c2.pick(rng, dc.ROUND_DIGITS)) for _ in cats] for _ in series]
+        kind = "difference" if rng.random() < self.difference_prob else "value"
+        c = int(rng.integers(n_cat))
+        s1, s2 = (int(v) for v in rng.choice(n_ser, size=2, replace=False))
+        if kind == "difference":
+            if values[s1][c] == values[s2][c]:
+                values[s2][c] += 10 if values[s2][c] < 7 * axis_max else -10
+            if values[s1][c] < values[s2][c]:
+                s1, s2 = s2, s1
+        legend_top = n_ser <= 3 and bool(rng.random() < 0.6)
+
+        # the page: the chart, its title, and the prose or bullets around it
+        sheet = D.Sheet.blank(pw, ph, R.jitter_color(rng, (250, 250, 248), 4))
+        img = sheet.rgb
+        m = int(0.05 * pw)
+        if slide:
+            band = R.jitter_color(rng, c2.pick(rng, ((32, 64, 120), (40, 40, 48), (20, 96, 90))),
+                                  10)
+            img[:int(0.12 * ph)] = band
+            D.put_text(img, f"{title} ({unit})", 3.2 * glyph, m, 0.04 * ph, (250, 250, 250),
+                       "sans-bold")
+            chart_box = (m, int(0.17 * ph), int(0.64 * pw), int(0.9 * ph))
+            bx = int(0.68 * pw)
+            for i, line in enumerate(filler_lines(rng, 9, 30)):
+                D.put_text(img, f"- {line}" if i % 3 == 0 else f"  {line}", 1.5 * glyph, bx,
+                           0.22 * ph + i * 2.6 * glyph + (i // 3) * 2.5 * glyph, (50, 50, 56))
+            D.put_text(img, f"{R.fake_company(rng, ascii_only=True)}  |  "
+                       f"{int(rng.integers(2, 40))}", 1.2 * glyph, m, 0.95 * ph, (120, 120, 126))
+        else:
+            D.put_text(img, R.fake_company(rng, ascii_only=True) + " - annual report",
+                       2.2 * glyph, m, m * 0.6, (30, 30, 36), "serif-bold")
+            y = m * 0.6 + 4.5 * glyph
+            for line in filler_lines(rng, 3, 95):
+                D.put_text(img, line, 1.2 * glyph, m, y, (40, 40, 44), "serif")
+                y += 2.2 * glyph
+            D.put_text(img, f"Figure {int(rng.integers(1, 9))}. {title} ({unit})",
+                       1.3 * glyph, m, y + 1.2 * glyph, (30, 30, 36), "sans-bold")
+            chart_box = (m, int(y + 3.6 * glyph), int(pw * 0.74), int(ph - 4 * glyph))
+            for i, line in enumerate(filler_lines(rng, 12, 26)):
+                D.put_text(img, line, 1.2 * glyph, int(pw * 0.77), y + 4 * glyph + i * 2.4 * glyph,
+                           (40, 40, 44), "serif")
+            below = min(chart_box[3], chart_box[1] + int(58 * glyph)) + 2 * glyph
+            for i, line in enumerate(filler_lines(rng, 12, 95)):
+                if below + (i + 1) * 2.2 * glyph > ph - 3 * glyph:
+                    break
+                D.put_text(img, line, 1.2 * glyph, m, below + i * 2.2 * glyph, (40, 40, 44),
+                           "serif")
+            D.put_text(img, str(int(rng.integers(2, 60))), 1.1 * glyph, pw / 2,
+                       ph - 2.2 * glyph, (90, 90, 96), "serif", anchor="center")
+        x0, y0, x1, y1 = chart_box
+        y1 = min(y1, y0 + int(58 * glyph))  # evidence boxes stay short enough to zoom into
+        chart = D.draw_bar_chart(img, (x0, y0, x1, y1), series, cats, values, axis_max, glyph,
+                                 legend_top)
+        for s in (s1, s2) if kind == "difference" else (s1,):
+            sheet.mark("legend", chart.texts[f"legend/{s}"])
+            sheet.mark("value", chart.texts[f"label/{s}/{c}"])
+        sheet.mark("value", chart.texts[f"category/{c}"])
+
+        if slide:
+            w, h = pw, ph
+            quad = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float64)
+            photo = D.photograph(img.copy(), sheet, quad)
+            shot = R.jpeg_artifacts(photo.scene, int(rng.integers(82, 95)))
+        else:
+            w = int(pw * rng.uniform(1.12, 1.25))
+            h = int(w * rng.uniform(0.74, 0.8))
+            desk = R.background(rng, h, w, kind=c2.pick(rng, ("wood", "fabric")))
+            quad = D.sheet_quad(rng, (pw, ph), 1.0, (w / 2 + float(rng.uniform(-20, 20)),
+                                                       h / 2 + float(rng.uniform(-20, 20))),
+                                float(rng.uniform(-2.0, 2.0)), self.perspective)
+            desk = D.drop_shadow(desk, rng, quad, float(rng.uniform(0.25, 0.45)))
+            photo = D.photograph(desk, sheet, quad)
+            shot = R.camera_pipeline(photo.scene, rng, float(rng.uniform(0.2, 0.45)),
+                                     keep=[photo.box])
+        pad = 0.35 * glyph
+        a, b = values[s1][c], values[s2][c]
+        answer = a if kind == "value" else a - b
+        ev = (dc.photo_evidence("legend", photo, sheet, "legend", pad, None),
+              dc.photo_evidence("value", photo, sheet, "value", pad,
+                                dc.tenths(answer) if kind == "value" else None))
+        calls = tuple(c2.crop_call(f"c{i + 1}", 0, R.grow_box(e.box, 0.5 * glyph, w, h), w, h,
+                                   e.glyph_height) for i, e in enumerate(ev))
+        steps = (calls,)
+        label = f"{title} ({unit})"
+        if kind == "value":
+            question = (f'In the bar chart "{label}", what value is printed on the '
+                        f'"{series[s1]}" bar for {cats[c]}? Answer with the number only.')
+        else:
+            question = (f'In the bar chart "{label}", by how much does "{series[s1]}" exceed '
+                        f'"{series[s2]}" for {cats[c]}? Answer with the number only.')
+        low, high = (1, 10 * axis_max) if kind == "value" else (1, 10 * axis_max - 1)
+        return Task(
+            task_id="", family=self.name, level=2, domain=domain, images=(R.freeze(shot),),
+            question=question,
+            answer=AnswerSpec(dc.tenths(answer), (), "numeric", 0.01),
+            reference=steps, evidence=ev, checkpoints=c2.chain_checkpoints(ev, steps),
+            choices=(dc.round_tenths_choices(rng, answer) if kind == "value"
+                     else dc.tenths_choices(rng, answer, low, high)),
+            capabilities=("visual_grounding", "parallelism"),
+            metadata=c2.l2_metadata(self.name, domain, "slide" if slide else "printout", ev,
+                                    shot, kind=kind, axis_max=axis_max,
+                                    series=[series[s1], series[s2]], category=cats[c]),
+        )

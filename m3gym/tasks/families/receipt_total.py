@@ -1,0 +1,299 @@
+"""``receipt_total``: read line items off a photographed shop receipt (Level 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from m3gym.tasks import render as R
+from m3gym.tasks.families import _document_common as dc
+from m3gym.tasks.families import l2_common as c2
+from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import documents as D
+from m3gym.tasks.render.content import PRODUCT_SIZES
+from m3gym.tasks.spec import AnswerSpec, RefCall, Task
+
+WIDTH_CHARS: int = 32
+"""Characters per receipt line (a 58 mm till roll)."""
+
+KINDS: tuple[str, ...] = ("price", "sum", "difference")
+"""Question kinds: one item's price, two items' total, how much more one costs."""
+
+TABLES: tuple[str, ...] = ("wood", "wood", "fabric")
+"""Background kinds of the table the receipt lies on."""
+
+PAPER: R.Color = (244, 242, 236)
+INK: R.Color = (38, 36, 44)
+
+
+def item_names(rng: np.random.Generator, count: int) -> list[str]:
+    """Return ``count`` distinct upper-case product names (brand + kind, at most 24 characters).
+
+    The size faker appends is dropped; no name is a prefix of another.
+    """
+    names: list[str] = []
+    for _ in range(count * 20):
+        if len(names) == count:
+            break
+        product = R.fake_product(rng, ascii_only=True)
+        for size in sorted(PRODUCT_SIZES, key=len, reverse=True):
+            if product.endswith(" " + size):
+                product = product[:-len(size) - 1]
+                break
+        name = product.upper().replace("-", " ")
+        if len(name) > 24:
+            name = name.split(" ", 1)[-1]
+        if not any(n.startswith(name) or name.startswith(n) for n in names):
+            names.append(name)
+    if len(names) < count:  # pragma: no cover - brands x kinds give thousands of names
+        raise RuntimeError("faker gave too few distinct product names")
+    return names
+
+
+def receipt_line(left: str, right: str, width: int = WIDTH_CHARS) -> str:
+    """Return ``left`` and ``right`` padded apart to ``width`` monospaced characters."""
+    gap = max(1, width - len(left) - len(right))
+    return f"{left}{' ' * gap}{right}"
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A drawn receipt: the sheet, its item names and prices (cents)."""
+
+    sheet: D.Sheet
+    names: tuple[str, ...]
+    prices: tuple[int, ...]
+    glyph: float
+
+
+def draw_receipt(rng: np.random.Generator, n_items: int, glyph: float,
+                 asked: Sequence[int]) -> Receipt:
+    """Draw a till receipt with ``n_items`` items; the lines of items ``asked`` are marked.
+
+    Items ``asked`` are marked under the key ``"items"`` (their whole line, name and price).
+    """
+    names = item_names(rng, n_items)
+    prices = [int(v) for v in rng.choice(np.arange(99, 4999), size=n_items, replace=False)]
+    merchant = R.fake_company(rng, ascii_only=True).upper()[:int(WIDTH_CHARS / 1.4)].strip()
+    street, _, town = R.fake_address(rng, ascii_only=True).upper().partition(", ")
+    adv = D.text_width("M" * 20, glyph, "mono") / 20.0
+    line_h = glyph * 1.75
+    margin = int(round(2.2 * adv))
+    width = int(round(WIDTH_CHARS * adv)) + 2 * margin
+    extras = 2 if rng.random() < 0.5 else 0
+    height = int(round(line_h * (n_items + extras + 22))) + 2 * margin
+    paper = R.jitter_color(rng, PAPER, 6)
+    sheet = D.Sheet.blank(width, height, paper)
+    img = sheet.rgb
+    y = float(margin)
+    cx = width / 2.0
+
+    def centred(text: str, g: float = glyph, font: str = "mono") -> None:
+        nonlocal y
+        if text.strip():
+            D.put_text(img, text[:WIDTH_CHARS], g, cx, y, INK, font, "center")
+        y += line_h * g / glyph
+
+    def row(text: str, key: str | None = None) -> None:
+        nonlocal y
+        placed = D.put_text(img, text, glyph, margin, y, INK, "mono")
+        if key is not None:
+            sheet.mark(key, placed)
+        y += line_h
+
+    centred(merchant, glyph * 1.35, "mono-bold")
+    centred(street[:WIDTH_CHARS])
+    centred(town[:WIDTH_CHARS])
+    centred(f"TEL {int(rng.integers(200, 999))}-{int(rng.integers(200, 999))}-"
+            f"{int(rng.integers(1000, 9999))}")
+    row("-" * WIDTH_CHARS)
+    date = R.fake_date(rng, "%m/%d/%Y")
+    row(receipt_line(date, f"{int(rng.integers(7, 22)):02d}:{int(rng.integers(60)):02d}"))
+    row(receipt_line(f"CASHIER {int(rng.integers(1, 40)):02d}",
+                     f"#{int(rng.integers(1000, 99999))}"))
+    row("-" * WIDTH_CHARS)
+    for i, (name, cents) in enumerate(zip(names, prices)):
+        row(receipt_line(name, dc.money(cents)), "items" if i in asked else None)
+        if extras and i == n_items // 2:
+            row(f"  {int(rng.integers(2, 5))} @ {dc.money(int(rng.integers(99, 999)))}")
+            row(receipt_line("  COUPON", f"-{dc.money(int(rng.integers(20, 300)))}"))
+    subtotal = sum(prices)
+    tax = int(round(subtotal * float(rng.choice([0.05, 0.0625, 0.07, 0.0825, 0.1]))))
+    row("-" * WIDTH_CHARS)
+    row(receipt_line("SUBTOTAL", dc.money(subtotal)))
+    row(receipt_line("TAX", dc.money(tax)))
+    row(receipt_line("TOTAL", dc.money(subtotal + tax)))
+    row(receipt_line(f"VISA ****{int(rng.integers(1000, 9999))}", dc.money(subtotal + tax)))
+    row("-" * WIDTH_CHARS)
+    centred(f"ITEMS SOLD {n_items}")
+    centred("THANK YOU FOR SHOPPING")
+    centred(f"STORE {int(rng.integers(100, 999))}  REG {int(rng.integers(1, 9))}  "
+            f"TRN {int(rng.integers(1000, 9999))}")
+    draw_barcode(img, rng, (margin + 2 * adv, y + 0.3 * line_h),
+                 (width - 2 * margin - 4 * adv, 2.2 * line_h))
+    return Receipt(sheet, tuple(names), tuple(prices), glyph)
+
+
+def draw_barcode(img: np.ndarray, rng: np.random.Generator, at: tuple[float, float],
+                 size: tuple[float, float]) -> None:
+    """Draw a random 1-D barcode (bars of 1-3 modules) filling ``size`` at ``at`` (in place)."""
+    x, y = at
+    w, h = size
+    module = max(1, int(w // 95))
+    x_end = x + w
+    bar = True
+    while x < x_end - 3 * module:
+        width = module * int(rng.integers(1, 4))
+        if bar:
+            img[int(y):int(y + h), int(x):int(x + width)] = INK
+        x += width
+        bar = not bar
+
+
+@register_family
+@dataclass
+class ReceiptTotal(FamilyConfig):
+    """Read one or two line items off a photographed shop receipt.
+
+    Scene:
+        A till receipt (faker merchant, address and products; DejaVu Sans Mono) lying on a table
+        among coins, a mug and a pen, photographed with a slight perspective, a drop shadow,
+        curled paper and sensor noise. The receipt is either faded thermal paper, or turned a
+        quarter turn, or both.
+    Question:
+        The price of a named item, the total of two named items, or how much more one named item
+        costs than another; six look-alike amounts as choices (digit slips of a hidden pivot).
+    Why a tool is needed:
+        The receipt text is 9.5-14 px tall in a 1600-2000 px photo, 4-7 px at the 768 px view: no
+        price is legible without a zoomed crop. Faded ink (8-18 gray levels off the paper)
+        stays below the legible contrast in the crop until it is stretched; a sideways receipt
+        must be turned upright.
+    Reference trajectory:
+        crop (zoomed) of the asked line(s) → rotate (sideways receipts) → autocontrast (faded
+        receipts); the answer is read, or added / subtracted.
+    Checkpoints:
+        One S checkpoint per call (crop_covers, rotate_upright, contrast_op), a v_tool on the
+        last op and a v_true on the evidence "items" (the asked item lines, name and price).
+    Difficulty:
+        ``glyph_range`` (14-15 px at 0, 8-9 px at 1), ``contrast_range`` (16-18 levels at 0,
+        8-10 at 1), ``items`` (3-5 at 0, 9-12 at 1), ``tilt_deg`` (1 at 0, 5 at 1),
+        ``perspective`` (0.01 at 0, 0.05 at 1), ``two_item_prob`` (0.1 at 0, 0.9 at 1).
+    Config:
+        glyph_range, contrast_range, items, tilt_deg, perspective, two_item_prob, faded_prob,
+        sideways_prob.
+    """
+
+    name: ClassVar[str] = "receipt_total"
+    level: ClassVar[int] = 2
+    domains: ClassVar[tuple[str, ...]] = ("Life", "Finance")
+    description: ClassVar[str] = "crop a photographed receipt's line items, turn/stretch, add"
+
+    glyph_range: tuple[float, float] = (9.0, 12.0)
+    contrast_range: tuple[float, float] = (9.0, 17.0)
+    items: tuple[int, int] = (4, 10)
+    tilt_deg: float = 4.0
+    perspective: float = 0.035
+    two_item_prob: float = 0.6
+    faded_prob: float = 0.6
+    sideways_prob: float = 0.55
+
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Return glyph size, ink contrast, item count, camera and question knobs."""
+        d = float(difficulty)
+        lerp = lambda a, b: a + (b - a) * d  # noqa: E731
+        return {"glyph_range": (lerp(14.0, 8.0), lerp(15.0, 9.0)),
+                "contrast_range": (lerp(16.0, 8.0), lerp(18.0, 10.0)),
+                "items": (int(round(lerp(3, 9))), int(round(lerp(5, 12)))),
+                "tilt_deg": lerp(1.0, 5.0), "perspective": lerp(0.01, 0.05),
+                "two_item_prob": lerp(0.1, 0.9)}
+
+    def validate(self) -> None:
+        """Check glyph sizes, contrasts, item counts, camera bounds and probabilities."""
+        c2.check_range("glyph_range", *self.glyph_range, 7.0, 16.0)
+        c2.check_range("contrast_range", *self.contrast_range, 6.0, 20.0)
+        c2.check_range("items", *self.items, 2, 14)
+        if not 0.0 <= self.tilt_deg <= 6.0:
+            raise ValueError("tilt_deg must lie in [0, 6] (the evidence must stay upright)")
+        if not 0.0 <= self.perspective <= 0.06:
+            raise ValueError("perspective must lie in [0, 0.06]")
+        for f in ("two_item_prob", "faded_prob", "sideways_prob"):
+            if not 0.0 <= getattr(self, f) <= 1.0:
+                raise ValueError(f"{f} must lie in [0, 1]")
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """Build one task."""
+        domain = c2.pick(rng, self.domains)
+        n_items = int(rng.integers(self.items[0], self.items[1] + 1))
+        two = n_items >= 2 and bool(rng.random() < self.two_item_prob)
+        kind = c2.pick(rng, KINDS[1:]) if two else "price"
+        asked = sorted(int(i) for i in rng.choice(n_items, size=2 if two else 1, replace=False))
+        glyph = float(rng.uniform(*self.glyph_range))
+        receipt = draw_receipt(rng, n_items, glyph, asked)
+        faded = bool(rng.random() < self.faded_prob)
+        sideways = bool(rng.random() < self.sideways_prob)
+        if not faded and not sideways:  # a chain always follows the crop (Level 2)
+            faded, sideways = (True, False) if rng.random() < 0.5 else (False, True)
+        quarter = int(rng.choice([1, 3])) if sideways else 0
+
+        w, h = c2.scene_size(rng, (2000, 2400))
+        table = R.background(rng, h, w, kind=c2.pick(rng, TABLES), lighting=0.12, vignette=0.15)
+        sw, sh = receipt.sheet.size
+        ext_w, ext_h = (sh, sw) if quarter else (sw, sh)
+        cx = float(rng.uniform(ext_w / 2 + 60, w - ext_w / 2 - 60))
+        cy = float(rng.uniform(ext_h / 2 + 40, h - ext_h / 2 - 40))
+        angle = 90.0 * quarter + float(rng.uniform(-self.tilt_deg, self.tilt_deg))
+        quad = D.sheet_quad(rng, receipt.sheet.size, 1.0, (cx, cy), angle, self.perspective)
+        rbox = (int(quad[:, 0].min()), int(quad[:, 1].min()), int(quad[:, 0].max()) + 1,
+                int(quad[:, 1].max()) + 1)
+        D.desk_props(table, rng, [R.grow_box(rbox, 30, w, h)], int(rng.integers(2, 6)))
+        table = D.drop_shadow(table, rng, quad, float(rng.uniform(0.3, 0.5)))
+        contrast = float(rng.uniform(*self.contrast_range))
+        shown = receipt.sheet.faded(dc.faded_keep(receipt.sheet.paper, INK, contrast)) if faded \
+            else None
+        photo = D.photograph(table, receipt.sheet, quad, shown)
+        img = D.curl_shading(photo.scene, photo.box, float(rng.uniform(0.02, 0.07)),
+                             vertical=bool(quarter))
+        img = R.camera_pipeline(img, rng, float(rng.uniform(0.25, 0.5)), keep=[photo.box])
+
+        ev_angle = float(90 * quarter if quarter != 3 else -90)
+        a, b = (receipt.prices[i] for i in (asked + asked)[:2])
+        if kind == "difference" and a < b:
+            asked, a, b = asked[::-1], b, a
+        cents = {"price": a, "sum": a + b, "difference": a - b}[kind]
+        first, second = (receipt.names[i] for i in (asked + asked)[:2])
+        question = {
+            "price": f"What does the receipt charge for {first}?",
+            "sum": f"What do {first} and {second} cost together on the receipt?",
+            "difference": f"How much more does {first} cost than {second} on the receipt?",
+        }[kind] + " Answer with the amount only."
+        ev = dc.photo_evidence("items", photo, receipt.sheet, "items", 0.4 * glyph,
+                               text=dc.money(cents) if kind == "price" else None, angle=ev_angle)
+        crop_box = R.grow_box(ev.box, 0.6 * glyph, w, h)
+        steps: list[tuple[RefCall, ...]] = [(c2.crop_call(
+            "c1", 0, crop_box, w, h, ev.glyph_height, rotate_deg=-ev_angle),)]
+        last = "c1"
+        if quarter:
+            steps.append((RefCall("c2", "rotate", {"image_index": len(steps), "angle": -ev_angle,
+                                                   "expand": True}, (last,)),))
+            last = "c2"
+        if faded:
+            cid = f"c{len(steps) + 1}"
+            steps.append((RefCall(cid, "autocontrast", {"image_index": len(steps),
+                                                        "cutoff": 1.0}, (last,)),))
+        checkpoints = c2.chain_checkpoints((ev,), steps)
+        return Task(
+            task_id="", family=self.name, level=2, domain=domain, images=(R.freeze(img),),
+            question=question,
+            answer=AnswerSpec(dc.money(cents), (f"${dc.money(cents)}",), "numeric", 0.005),
+            reference=tuple(steps), evidence=(ev,), checkpoints=checkpoints,
+            choices=dc.money_choices(rng, cents),
+            capabilities=("visual_grounding", "multi_hop"),
+            metadata=c2.l2_metadata(self.name, domain, "receipt_on_table", (ev,), img,
+                                    kind=kind, faded=faded, quarter=quarter,
+                                    items=[receipt.names[i] for i in asked],
+                                    prices=[receipt.prices[i] for i in asked]),
+        )

@@ -1,0 +1,457 @@
+"""Flat documents (receipts, report pages with charts) and how they are photographed.
+
+A :class:`Sheet` is a flat page drawn with TrueType text (:func:`put_text`) and OpenCV
+primitives; every piece of text it holds can be *marked* under a key, which keeps its exact ink
+mask in sheet coordinates. :func:`photograph` then places the sheet in a scene through a
+homography (a quadrilateral, e.g. from :func:`sheet_quad`) and returns the composited scene, a
+clean composite (the same scene with the sheet's undegraded, full-contrast ink) and, per marked
+key, the warped ink mask: everything a family needs to build exact evidence of text that was
+photographed at an angle.
+
+Fading (thermal paper, a light data label) is linear towards the paper colour, so the clean
+render is the same drawing at full contrast: :meth:`Sheet.faded` of a sheet drawn once.
+Everything is deterministic given the ``np.random.Generator`` passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from m3gym.tasks import render as R
+
+Box = tuple[int, int, int, int]
+Color = tuple[int, int, int]
+
+
+@dataclass
+class Sheet:
+    """A flat page: RGB pixels on a uniform ``paper`` colour, and marked ink per key.
+
+    ``marks[key]`` is a list of placed texts (box + mask in sheet pixels) that together form one
+    piece of evidence; ``glyphs[key]`` their glyph heights.
+    """
+
+    rgb: np.ndarray
+    paper: Color
+    marks: dict[str, list[R.PlacedText]] = field(default_factory=dict)
+
+    @classmethod
+    def blank(cls, width: int, height: int, paper: Color) -> Sheet:
+        """Return an empty sheet of ``width x height`` pixels in ``paper`` colour."""
+        return cls(R.solid_image(height, width, paper), paper)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(width, height)`` of the sheet."""
+        return int(self.rgb.shape[1]), int(self.rgb.shape[0])
+
+    def mark(self, key: str, placed: R.PlacedText) -> R.PlacedText:
+        """Record ``placed`` as (part of) the evidence ``key``; return it."""
+        self.marks.setdefault(key, []).append(placed)
+        return placed
+
+    def mark_box(self, key: str) -> Box:
+        """Return the union box of the texts marked under ``key``."""
+        boxes = [p.box for p in self.marks[key]]
+        return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes),
+                max(b[3] for b in boxes))
+
+    def mark_mask(self, key: str) -> np.ndarray:
+        """Return the ``uint8`` (0/255) ink mask of ``key`` over the whole sheet."""
+        w, h = self.size
+        out = np.zeros((h, w), np.uint8)
+        for p in self.marks[key]:
+            x0, y0, x1, y1 = p.box
+            out[y0:y1, x0:x1][p.mask] = 255
+        return out
+
+    def faded(self, keep: float) -> np.ndarray:
+        """Return the sheet's pixels with every ink faded to ``keep`` of its contrast (0..1)."""
+        paper = np.asarray(self.paper, np.float32)
+        out = paper + (self.rgb.astype(np.float32) - paper) * np.float32(keep)
+        return (out + 0.5).astype(np.uint8)
+
+
+def put_text(img: np.ndarray, text: str, glyph: float, x: float, y: float, color: Color,
+             font: str = "sans", anchor: str = "left") -> R.PlacedText:
+    """Draw ``text`` (TrueType ``font``, capital height ``glyph`` px) and return its placement.
+
+    ``(x, y)`` is the top of the ink box at its ``anchor`` (``left``, ``right`` or ``center``).
+    """
+    patch = R.truetype_text(text, glyph, font)
+    w, _ = patch.size
+    left = {"left": x, "right": x - w, "center": x - w / 2.0}[anchor]
+    return R.paste_text(img, patch, int(round(left)), int(round(y)), color)
+
+
+def text_width(text: str, glyph: float, font: str = "sans") -> int:
+    """Return the ink width, in pixels, ``text`` has when drawn by :func:`put_text`."""
+    return R.truetype_text(text, glyph, font).size[0]
+
+
+# --------------------------------------------------------------------------------------------
+# placing a sheet in a photo
+
+
+def sheet_quad(rng: np.random.Generator, sheet_size: tuple[int, int], scale: float,
+               center: tuple[float, float], angle_deg: float, strength: float) -> np.ndarray:
+    """Return the ``(4, 2)`` scene corners (tl, tr, br, bl) of a photographed sheet.
+
+    The sheet is scaled by ``scale``, turned ``angle_deg`` counter-clockwise about ``center``,
+    then each corner moves by up to ``strength`` of the shorter scaled side (a perspective).
+    """
+    w, h = sheet_size[0] * scale, sheet_size[1] * scale
+    pts = np.array([[-w / 2, -h / 2], [w / 2, -h / 2], [w / 2, h / 2], [-w / 2, h / 2]])
+    a = math.radians(angle_deg)
+    rot = np.array([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])
+    pts = pts @ rot.T + np.asarray(center, float)
+    jitter = rng.uniform(-1.0, 1.0, size=(4, 2)) * strength * min(w, h)
+    return (pts + jitter).astype(np.float64)
+
+
+def sheet_homography(sheet_size: tuple[int, int], quad: np.ndarray) -> np.ndarray:
+    """Return the 3x3 homography taking sheet pixel-edge coordinates onto ``quad``."""
+    w, h = sheet_size
+    src = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float32)
+    return cv2.getPerspectiveTransform(src, np.asarray(quad, np.float32))
+
+
+def map_points(hom: np.ndarray, pts: Sequence[Sequence[float]]) -> np.ndarray:
+    """Return ``pts`` (sheet coordinates) mapped through ``hom`` into the scene."""
+    arr = np.asarray(pts, np.float64).reshape(-1, 1, 2)
+    return cv2.perspectiveTransform(arr, hom).reshape(-1, 2)
+
+
+def _warp(src: np.ndarray, hom: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Warp ``src`` by ``hom`` (pixel-edge coordinates) into a ``size`` canvas (bilinear)."""
+    # OpenCV maps pixel centres: conjugate the edge-coordinate homography by a half-pixel shift
+    shift = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
+    centred = np.linalg.inv(shift) @ hom @ shift
+    return cv2.warpPerspective(src, centred, size, flags=cv2.INTER_LINEAR,
+                               borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+
+
+@dataclass(frozen=True)
+class Photo:
+    """A sheet composited into a scene.
+
+    ``scene`` has the sheet's actual (possibly faded) pixels, ``clean`` the full-contrast ones
+    (both before any photometric degradation); ``masks[key]`` is the warped ink of each marked
+    key (``bool``, scene-sized); ``hom`` the sheet → scene homography; ``box`` the sheet's
+    bounding box in the scene.
+    """
+
+    scene: np.ndarray
+    clean: np.ndarray
+    masks: dict[str, np.ndarray]
+    hom: np.ndarray
+    box: Box
+
+
+def photograph(background: np.ndarray, sheet: Sheet, quad: np.ndarray,
+               sheet_pixels: np.ndarray | None = None) -> Photo:
+    """Composite ``sheet`` onto ``background`` through ``quad``; see :class:`Photo`.
+
+    ``sheet_pixels`` are the pixels actually shown (default: the sheet's own, e.g. pass
+    :meth:`Sheet.faded`); the clean composite always uses the sheet's full-contrast pixels.
+    """
+    hh, ww = background.shape[:2]
+    hom = sheet_homography(sheet.size, quad)
+    w, h = sheet.size
+    corners = map_points(hom, [[0, 0], [w, 0], [w, h], [0, h]])
+    box = (max(0, int(corners[:, 0].min()) - 1), max(0, int(corners[:, 1].min()) - 1),
+           min(ww, int(math.ceil(corners[:, 0].max())) + 1),
+           min(hh, int(math.ceil(corners[:, 1].max())) + 1))
+    x0, y0, x1, y1 = box
+    # warp into the sheet's bounding box only (the rest of the scene is the background)
+    local = np.array([[1.0, 0.0, -x0], [0.0, 1.0, -y0], [0.0, 0.0, 1.0]]) @ hom
+    size = (x1 - x0, y1 - y0)
+    cover = _warp(np.full((h, w), 255, np.uint8), local, size)
+    a = cover.astype(np.float32)[..., None] * np.float32(1.0 / 255.0)
+    base = background[y0:y1, x0:x1].astype(np.float32)
+
+    def composite(pixels: np.ndarray) -> np.ndarray:
+        warped = _warp(pixels, local, size).astype(np.float32)
+        # the warp fades the sheet's border into black; divide it out where the sheet covers
+        sheet_part = warped / np.maximum(a, np.float32(1e-3))
+        out = background.copy()
+        out[y0:y1, x0:x1] = np.clip(base * (1 - a) + sheet_part * a + 0.5, 0, 255).astype(
+            np.uint8)
+        return out
+
+    shown = sheet.rgb if sheet_pixels is None else sheet_pixels
+    scene = composite(shown)
+    clean = scene if sheet_pixels is None else composite(sheet.rgb)
+    masks = {}
+    for k in sheet.marks:
+        full = np.zeros((hh, ww), bool)
+        full[y0:y1, x0:x1] = _warp(sheet.mark_mask(k), local, size) >= 128
+        masks[k] = full
+    return Photo(scene, clean, masks, hom, box)
+
+
+def mapped_box(hom: np.ndarray, box: Sequence[float], width: int, height: int,
+               pad: float = 0.0) -> Box:
+    """Return the integer scene box covering sheet ``box`` (grown by ``pad`` sheet px) mapped."""
+    x0, y0, x1, y1 = box
+    pts = map_points(hom, [[x0 - pad, y0 - pad], [x1 + pad, y0 - pad], [x1 + pad, y1 + pad],
+                           [x0 - pad, y1 + pad]])
+    return (max(0, int(math.floor(pts[:, 0].min()))), max(0, int(math.floor(pts[:, 1].min()))),
+            min(width, int(math.ceil(pts[:, 0].max()))),
+            min(height, int(math.ceil(pts[:, 1].max()))))
+
+
+def mapped_glyph(hom: np.ndarray, placed: Iterable[R.PlacedText]) -> float:
+    """Return the smallest scene height of the glyphs of ``placed`` (sheet → scene lengths).
+
+    The capital height is measured along the sheet's vertical at each text's two ends, where a
+    perspective shrinks it most; the length is taken whatever its direction (a sideways sheet).
+    """
+    out = math.inf
+    for p in placed:
+        x0, y0, x1, _ = p.box
+        g = p.glyph_height
+        for x in (x0, x1):
+            a, b = map_points(hom, [[x, y0], [x, y0 + g]])
+            out = min(out, float(np.hypot(*(b - a))))
+    return out
+
+
+def drop_shadow(background: np.ndarray, rng: np.random.Generator, quad: np.ndarray,
+                strength: float) -> np.ndarray:
+    """Return ``background`` darkened by the soft, offset outline of a sheet at ``quad``.
+
+    Drawn before the sheet is composited (the shadow falls on the table). Unlike
+    :func:`render.soft_shadow`, whose blur grows with the object (seconds for a page), the
+    shadow is blurred at a quarter of the resolution with a blur of 1.5 % of the sheet's size.
+    ``strength`` in ``[0, 0.6]`` is the darkening at the shadow's core.
+    """
+    h, w = background.shape[:2]
+    small = 4
+    pts = (np.asarray(quad, np.float64) + rng.uniform(4.0, 16.0, size=2)) / small
+    side = float(np.ptp(pts[:, 0]) + np.ptp(pts[:, 1]))
+    mask = np.zeros((max(2, h // small), max(2, w // small)), np.float32)
+    cv2.fillPoly(mask, [np.round(pts * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), max(1.0, 0.015 * side))
+    mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
+    gain = cv2.merge([1.0 - np.float32(strength) * mask] * 3)
+    return cv2.multiply(background.astype(np.float32), gain, dtype=cv2.CV_8U)
+
+
+def curl_shading(img: np.ndarray, box: Box, strength: float, vertical: bool = False
+                 ) -> np.ndarray:
+    """Return ``img`` with a brightness dip towards two edges of ``box`` (curled paper).
+
+    The ramp runs across the box's width (its height with ``vertical``); ``strength`` in
+    ``[0, 0.3]`` is the darkening at the edges. Smooth, so it keeps the ink's fine detail.
+    """
+    x0, y0, x1, y1 = box
+    n = (y1 - y0) if vertical else (x1 - x0)
+    if n <= 1 or strength <= 0:
+        return img
+    t = np.linspace(0.0, 1.0, n, dtype=np.float32)
+    ramp = 1.0 - np.float32(strength) * (1.0 - np.sin(np.pi * t)) ** 2
+    out = img.copy()
+    region = out[y0:y1, x0:x1].astype(np.float32)
+    region *= ramp[:, None, None] if vertical else ramp[None, :, None]
+    out[y0:y1, x0:x1] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# things on the table
+
+
+def _radial(size: int, inner: Color, outer: Color) -> np.ndarray:
+    """Return a ``size x size`` RGB disc shading from ``inner`` (centre) to ``outer`` (rim)."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    c = (size - 1) / 2.0
+    t = np.clip(np.hypot(xx - c * 0.8, yy - c * 0.8) / (size * 0.6), 0.0, 1.0)[..., None]
+    return (np.asarray(inner, np.float32) * (1 - t) + np.asarray(outer, np.float32) * t)
+
+
+def _paste_disc(img: np.ndarray, x: int, y: int, disc: np.ndarray) -> Box:
+    """Composite a shaded disc (anti-aliased edge) with its top-left at ``(x, y)``."""
+    size = disc.shape[0]
+    h, w = img.shape[:2]
+    if x < 0 or y < 0 or x + size > w or y + size > h:
+        return (x, y, x, y)
+    cover = np.zeros((size * 4, size * 4), np.uint8)
+    cv2.circle(cover, (size * 2, size * 2), size * 2 - 4, 255, -1, cv2.LINE_AA)
+    a = cv2.resize(cover, (size, size), interpolation=cv2.INTER_AREA).astype(np.float32)[..., None]
+    a /= 255.0
+    region = img[y:y + size, x:x + size].astype(np.float32)
+    img[y:y + size, x:x + size] = np.clip(region * (1 - a) + disc * a + 0.5, 0, 255).astype(
+        np.uint8)
+    return (x, y, x + size, y + size)
+
+
+def desk_props(img: np.ndarray, rng: np.random.Generator, avoid: Sequence[Sequence[float]],
+               count: int) -> list[Box]:
+    """Draw ``count`` shaded things lying on a table (coins, a mug seen from above, a pen).
+
+    Each is placed away from the ``avoid`` boxes; returns the boxes drawn (in place).
+    """
+    h, w = img.shape[:2]
+    placed: list[Box] = []
+    occupied = list(avoid)
+    for _ in range(count):
+        kind = ("coin", "coin", "mug", "pen")[int(rng.integers(4))]
+        if kind == "coin":
+            size = int(rng.integers(38, 64))
+            metal = ((214, 184, 110), (150, 118, 60)) if rng.random() < 0.5 else (
+                (222, 222, 218), (128, 128, 126))
+            spot = R.find_free_spot(rng, (size, size), (0, 0, w, h), occupied, margin=8,
+                                    tries=20)
+            if spot is None:
+                continue
+            disc = _radial(size, *metal)
+            box = _paste_disc(img, spot[0], spot[1], disc)
+            c = size // 2
+            cv2.circle(img, (spot[0] + c, spot[1] + c), int(c * 0.78), metal[1], 1, cv2.LINE_AA)
+        elif kind == "mug":
+            size = int(rng.integers(170, 250))
+            spot = R.find_free_spot(rng, (size, size), (0, 0, w, h), occupied, margin=10,
+                                    tries=20)
+            if spot is None:
+                continue
+            body = R.jitter_color(rng, (236, 232, 226), 14)
+            box = _paste_disc(img, spot[0], spot[1], _radial(size, body, tuple(
+                int(v * 0.7) for v in body)))
+            inner = int(size * 0.8)
+            off = (size - inner) // 2
+            _paste_disc(img, spot[0] + off, spot[1] + off,
+                        _radial(inner, (92, 58, 34), (40, 24, 14)))
+        else:
+            length = int(rng.integers(260, 380))
+            thick = int(rng.integers(12, 18))
+            spot = R.find_free_spot(rng, (length, length // 3), (0, 0, w, h), occupied,
+                                    margin=8, tries=20)
+            if spot is None:
+                continue
+            x, y = spot
+            y1 = y + int(rng.integers(0, length // 3))
+            col = R.jitter_color(rng, ((30, 50, 120), (25, 25, 28), (170, 30, 30))[
+                int(rng.integers(3))], 12)
+            cv2.line(img, (x, y1), (x + length, y + length // 6), col, thick, cv2.LINE_AA)
+            hi = tuple(min(255, int(v) + 70) for v in col)
+            cv2.line(img, (x + 4, y1 - thick // 4), (x + length - 4, y + length // 6 - thick // 4),
+                     hi, max(1, thick // 5), cv2.LINE_AA)
+            cv2.line(img, (x + length, y + length // 6), (x + length + 22, y + length // 6 + 3),
+                     (200, 190, 170), max(2, thick // 2), cv2.LINE_AA)
+            box = (x, y, x + length + 24, y + length // 3)
+        placed.append(box)
+        occupied.append(box)
+    return placed
+
+
+# --------------------------------------------------------------------------------------------
+# charts
+
+CHART_PALETTE: tuple[Color, ...] = (
+    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+    (140, 86, 75), (23, 190, 207), (188, 189, 34),
+)
+"""Series colours of a chart (a familiar plotting-library palette), distinct at view size."""
+
+AXIS_MAXIMA: tuple[int, ...] = (20, 25, 40, 50, 60, 80, 100, 120, 150, 200, 250, 400, 500)
+"""Round y-axis maxima a chart picks from."""
+
+TEXT_GRAY: Color = (60, 60, 64)
+GRID_GRAY: Color = (222, 222, 226)
+LABEL_GRAY: Color = (96, 96, 104)
+"""Data labels are printed lighter than the axes, as plotting styles often do."""
+
+
+@dataclass(frozen=True)
+class BarChart:
+    """What a drawn grouped bar chart holds, in sheet coordinates.
+
+    ``values[series][category]`` in tenths, the axis maximum, the placed texts keyed
+    ``legend/<s>``, ``category/<c>`` and ``label/<s>/<c>`` (legend names, category names, data
+    labels), the bar boxes keyed ``<s>/<c>`` and the chart's box.
+    """
+
+    values: tuple[tuple[int, ...], ...]
+    axis_max: int
+    texts: dict[str, R.PlacedText]
+    bars: dict[str, Box]
+    box: Box
+
+
+def chart_width(n_series: int, n_categories: int, glyph: float, max_label: str) -> int:
+    """Return the plot width a grouped bar chart needs so no two data labels touch."""
+    label = text_width(max_label, glyph) + max(4, int(glyph * 0.5))
+    return n_categories * (n_series * label + int(2.5 * glyph))
+
+
+def draw_bar_chart(img: np.ndarray, box: Box, series: Sequence[str],
+                   categories: Sequence[str], values: Sequence[Sequence[int]], axis_max: int,
+                   glyph: float, legend_top: bool) -> BarChart:
+    """Draw a grouped bar chart with gridlines, tick labels, legend and data labels in ``box``.
+
+    ``values`` are in tenths of the axis unit and lie below ``axis_max``; the data labels print
+    them with one decimal. Text is ``glyph`` px tall (sans); returns the :class:`BarChart`.
+    """
+    x0, y0, x1, y1 = box
+    texts: dict[str, R.PlacedText] = {}
+    bars: dict[str, Box] = {}
+    step = axis_max // (4 if axis_max % 4 == 0 and axis_max // 4 % 5 == 0 else 5)
+    ticks = list(range(0, axis_max + 1, step))
+    tick_w = max(text_width(str(t), glyph) for t in ticks)
+    # legend: a row of swatch + name above the plot, or a column at its right
+    sw = int(round(glyph * 1.1))
+    top = y0
+    right = x1
+    if legend_top:
+        x = x0 + tick_w + 12
+        for i, name in enumerate(series):
+            cv2.rectangle(img, (x, top), (x + sw - 1, top + sw - 1), CHART_PALETTE[i], -1)
+            texts[f"legend/{i}"] = put_text(img, name, glyph, x + sw + 6, top + (sw - glyph) / 2,
+                                            TEXT_GRAY)
+            x = texts[f"legend/{i}"].box[2] + int(2 * glyph)
+        top += int(3 * glyph)
+    else:
+        widest = max(text_width(n, glyph) for n in series)
+        right = x1 - widest - sw - 18
+        for i, name in enumerate(series):
+            y = top + int(glyph * 2) + int(i * 2.0 * glyph)
+            cv2.rectangle(img, (right + 12, y), (right + 12 + sw - 1, y + sw - 1),
+                          CHART_PALETTE[i], -1)
+            texts[f"legend/{i}"] = put_text(img, name, glyph, right + 18 + sw,
+                                            y + (sw - glyph) / 2, TEXT_GRAY)
+    px0, px1 = x0 + tick_w + 10, right
+    py0, py1 = top + int(2.2 * glyph), y1 - int(2.6 * glyph)
+    for t in ticks:
+        y = py1 - (py1 - py0) * t / axis_max
+        yi = int(round(y))
+        cv2.line(img, (px0, yi), (px1, yi), GRID_GRAY if t else TEXT_GRAY, 1)
+        put_text(img, str(t), glyph, px0 - 6, y - glyph / 2, TEXT_GRAY, anchor="right")
+    cv2.line(img, (px0, py0 - int(glyph)), (px0, py1), TEXT_GRAY, 1)
+    n_cat, n_ser = len(categories), len(series)
+    group = (px1 - px0) / n_cat
+    bar_w = (group - 2.0 * glyph) / n_ser
+    for c, cat in enumerate(categories):
+        gx = px0 + group * c + glyph
+        texts[f"category/{c}"] = put_text(img, cat, glyph, px0 + group * (c + 0.5),
+                                          py1 + 0.8 * glyph, TEXT_GRAY, anchor="center")
+        for s in range(n_ser):
+            v = values[s][c]
+            bx0 = int(round(gx + s * bar_w))
+            bx1 = int(round(gx + (s + 1) * bar_w)) - 2
+            by0 = int(round(py1 - (py1 - py0) * v / (10.0 * axis_max)))
+            col = CHART_PALETTE[s]
+            cv2.rectangle(img, (bx0, by0), (bx1 - 1, py1 - 1), col, -1)
+            edge = tuple(int(v * 0.75) for v in col)
+            cv2.rectangle(img, (bx0, by0), (bx1 - 1, py1 - 1), edge, 1)
+            bars[f"{s}/{c}"] = (bx0, by0, bx1, py1)
+            label = f"{v // 10}.{v % 10}"
+            texts[f"label/{s}/{c}"] = put_text(img, label, glyph, (bx0 + bx1) / 2,
+                                               by0 - 0.6 * glyph - glyph, LABEL_GRAY,
+                                               anchor="center")
+    return BarChart(tuple(tuple(v) for v in values), axis_max, texts, bars, box)

@@ -1,0 +1,72 @@
+"""receipt_total: receipt layout, look-alike amounts, the answer's arithmetic, the chain."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from m3gym.tasks.families import _document_common as dc
+from m3gym.tasks.families.receipt_total import ReceiptTotal, draw_receipt, receipt_line
+from m3gym.tasks.registry import make_task
+from tests._document_checks import check_seeds
+
+
+def test_receipt_line_pads_to_the_width() -> None:
+    assert receipt_line("A", "1.00", 10) == "A     1.00"  # 10 - 1 - 4 = 5 spaces
+    assert receipt_line("LONG NAME", "12.49", 12) == "LONG NAME 12.49"  # at least one space
+
+
+def test_money_formats_cents() -> None:
+    assert dc.money(1249) == "12.49"
+    assert dc.money(5) == "0.05"
+    assert dc.money(-705) == "-7.05"
+
+
+def test_digit_lookalikes_follow_the_cycle() -> None:
+    # "0865392741": 1 -> 4 (0 would lead), 2 -> 9/7, 4 -> 7/1, 9 -> 3/2
+    assert sorted(dc.digit_lookalikes(1249)) == [1219, 1242, 1243, 1279, 1749, 1949, 4249]
+
+
+def test_money_choices_hold_the_answer_once() -> None:
+    rng = np.random.default_rng(3)
+    choices = dc.money_choices(rng, 1249)
+    assert len(set(choices)) == 6 and "12.49" in choices
+
+
+def test_marked_lines_are_the_asked_items() -> None:
+    receipt = draw_receipt(np.random.default_rng(0), 6, 11.0, [1, 4])
+    assert len(receipt.sheet.marks["items"]) == 2
+    assert len(set(receipt.prices)) == 6 and len(set(receipt.names)) == 6
+    y = [p.box[1] for p in receipt.sheet.marks["items"]]
+    assert y[0] < y[1]
+
+
+def test_answer_is_the_printed_arithmetic_and_the_chain_fits() -> None:
+    kinds = set()
+    for task in check_seeds("receipt_total", range(10)):
+        m = task.metadata
+        kinds.add(m["kind"])
+        a, b = (m["prices"] * 2)[:2]
+        expect = {"price": a, "sum": a + b, "difference": a - b}[m["kind"]]
+        assert task.answer.value == dc.money(expect)
+        names = [c.name for c in task.reference_calls]
+        assert names[0] == "crop" and len(names) >= 2  # a chain always follows the crop
+        assert ("rotate" in names) == bool(m["quarter"])
+        assert ("autocontrast" in names) == m["faded"]
+        if m["quarter"]:
+            rot = next(c for c in task.reference_calls if c.name == "rotate")
+            assert rot.arguments["angle"] == -task.evidence[0].angle
+    assert len(kinds) >= 2
+
+
+def test_difficulty_sets_glyphs_and_items() -> None:
+    easy, hard = ReceiptTotal.difficulty_knobs(0.0), ReceiptTotal.difficulty_knobs(1.0)
+    assert easy["glyph_range"][0] > hard["glyph_range"][1]
+    assert easy["items"][1] < hard["items"][0]
+    check_seeds("receipt_total", range(3), difficulty=1.0)
+
+
+def test_validate_refuses_a_tilt_that_leaves_upright() -> None:
+    with pytest.raises(ValueError):
+        ReceiptTotal(tilt_deg=20.0).validate()
+    assert make_task("receipt_total", 5).content_hash() == make_task("receipt_total", 5).content_hash()
