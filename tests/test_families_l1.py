@@ -231,7 +231,7 @@ def apply_reference(img: np.ndarray, call) -> np.ndarray:
 
 
 def test_rotated_text_is_not_upright_before_and_is_after_reference():
-    from m3gym.tasks.families.l1_text import EVIDENCE_ORIENTATION
+    from m3gym.tasks.families._text_common import EVIDENCE_ORIENTATION
 
     seen = set()
     for t in all_tasks("rotated_text"):
@@ -259,7 +259,7 @@ def test_rotated_text_is_not_upright_before_and_is_after_reference():
 
 @pytest.mark.parametrize("transform", ["rot90", "rot180", "rot270", "flip_h", "flip_v"])
 def test_transform_box_matches_pixels(transform):
-    from m3gym.tasks.families.l1_text import apply_transform, transform_box
+    from m3gym.tasks.families._text_common import apply_transform, transform_box
 
     h, w = 30, 50
     box = (7, 4, 19, 11)
@@ -309,7 +309,7 @@ def test_faint_text_shading_defeats_one_global_threshold():
 
 
 def test_faint_text_shading_field_is_smooth_and_deterministic():
-    from m3gym.tasks.families.l1_text import shading_field
+    from m3gym.tasks.families._text_common import shading_field
 
     a = shading_field(np.random.default_rng(3), 300, 400, 20.0)
     b = shading_field(np.random.default_rng(3), 300, 400, 20.0)

@@ -1,0 +1,187 @@
+"""The ``rotated_text`` family: a document photographed rotated or mirrored (one rotate/flip)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import cv2
+import numpy as np
+
+from m3gym.tasks import render as R
+from m3gym.tasks.families._text_common import (
+    EVIDENCE_ORIENTATION,
+    MIN_VIEW_HEIGHT,
+    NAMES,
+    TRANSFORMS,
+    apply_transform,
+    l1_task,
+    transform_box,
+    upright_call,
+)
+from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.spec import Checkpoint, Task
+
+ROTATED_DOCS: dict[str, tuple[str, str, tuple[str, ...], tuple[int, int]]] = {
+    # doc -> (domain, title, field labels, (width, height) of the upright document)
+    "receipt": ("Society", "RECEIPT", ("Receipt No", "Terminal", "Cashier ID", "Loyalty card",
+                                       "Auth code", "Store ID"), (440, 700)),
+    "form": ("Society", "APPLICATION FORM", ("Applicant ID", "Case number", "Reference",
+                                            "Permit code", "Office code", "Batch"), (620, 760)),
+    "sign": ("Diagram", "SITE PLAN", ("Zone code", "Asset tag", "Panel ID", "Circuit",
+                                      "Valve ID", "Sensor"), (780, 500)),
+}
+
+
+def _field_value(rng: np.random.Generator, label: str) -> str:
+    """Return a plausible non-code value for a document field (dates, amounts, names)."""
+    kind = int(rng.integers(3))
+    if kind == 0:
+        day, month = int(rng.integers(1, 29)), int(rng.integers(1, 13))
+        return f"{day:02d}.{month:02d}.20{int(rng.integers(10, 30))}"
+    if kind == 1:
+        return f"{int(rng.integers(2, 900))}.{int(rng.integers(0, 100)):02d}"
+    return R.pick(rng, NAMES)
+
+
+@register_family
+@dataclass
+class RotatedTextFamily(FamilyConfig):
+    """Read a field of a document photographed rotated by 90/180/270 degrees or mirrored.
+
+    The question names a field (e.g. "Receipt No") whose value is a code; other fields hold
+    other codes of the same shape. WHY a tool: text that is sideways, upside down or mirrored is
+    not reliably readable (and the pixel-level legibility check requires upright evidence); one
+    ``rotate`` (counter-clockwise positive, ``expand`` true) or ``flip`` makes it upright, and
+    the glyphs (``glyph_min``–``glyph_max`` px in an image of longest side ``longest``) are
+    large enough once upright.
+    """
+
+    name: ClassVar[str] = "rotated_text"
+    level: ClassVar[int] = 1
+    domains: ClassVar[tuple[str, ...]] = ("Society", "Diagram")
+    description: ClassVar[str] = "Make a rotated or mirrored document upright (rotate / flip)."
+
+    longest: int = 1024
+    glyph_min: float = 16.0
+    glyph_max: float = 22.0
+    transforms: tuple[str, ...] = TRANSFORMS
+    docs: tuple[str, ...] = ("receipt", "form", "sign")
+    code_fields: tuple[int, int] = (3, 4)
+    clutter: tuple[int, int] = (4, 9)
+    noise_sigma: tuple[float, float] = (1.0, 3.0)
+    choices: int = 6
+
+    def validate(self) -> None:
+        """Check sizes, transforms, documents, and that upright glyphs are legible at view size."""
+        if not 800 <= self.longest <= 2048:
+            raise ValueError("longest must lie in 800..2048 px")
+        if not 8 <= self.glyph_min <= self.glyph_max <= 40:
+            raise ValueError("need 8 <= glyph_min <= glyph_max <= 40")
+        if self.glyph_min * min(1.0, R.VIEW_SIZE / self.longest) < 1.2 * MIN_VIEW_HEIGHT:
+            raise ValueError("glyph_min would not be legible at view size once upright")
+        if not self.transforms or any(t not in TRANSFORMS for t in self.transforms):
+            raise ValueError(f"transforms must be among {TRANSFORMS}")
+        if not self.docs or any(d not in ROTATED_DOCS for d in self.docs):
+            raise ValueError(f"docs must be among {sorted(ROTATED_DOCS)}")
+        if not 1 <= self.code_fields[0] <= self.code_fields[1] <= 5:
+            raise ValueError("code_fields must satisfy 1 <= lo <= hi <= 5")
+        if self.choices < 2:
+            raise ValueError("choices must be >= 2")
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """Build one rotated-text task."""
+        doc = R.pick(rng, self.docs)
+        domain, title, labels, (dw, dh) = ROTATED_DOCS[doc]
+        landscape = dw > dh
+        W, H = (self.longest, self.longest * 3 // 4) if landscape else \
+            (self.longest * 3 // 4, self.longest)
+        img = R.background(rng, H, W, R.pick(rng, ("wood", "fabric", "noise", "asphalt",
+                                                  "gradient")))
+        dx = int(rng.integers(16, max(17, W - dw - 16)))
+        dy = int(rng.integers(16, max(17, H - dh - 16)))
+        paper = R.jitter_color(rng, (240, 238, 228), 10)
+        doc_box = (dx, dy, dx + dw, dy + dh)
+        cv2.rectangle(img, (dx + 6, dy + 6), (dx + dw + 5, dy + dh + 5), (30, 30, 30), -1)
+        cv2.rectangle(img, (dx, dy), (dx + dw - 1, dy + dh - 1), paper, -1)
+        R.add_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
+                      avoid=[R.grow_box(doc_box, 10, W, H)])
+
+        ink = R.jitter_color(rng, (25, 25, 35), 15)
+        face, _ = R.random_font(rng)
+        y = dy + 20
+        head = R.render_text(title, float(rng.uniform(26, 36)), face, 2)
+        R.paste_text(img, head, dx + (dw - head.size[0]) // 2, y, ink)
+        y += head.size[1] + 18
+        cv2.line(img, (dx + 16, y), (dx + dw - 16, y), ink, 2)
+        y += 18
+        n_codes = int(rng.integers(self.code_fields[0], self.code_fields[1], endpoint=True))
+        chosen = [labels[int(i)] for i in rng.permutation(len(labels))[:n_codes + 2]]
+        code_labels, other_labels = chosen[:n_codes], chosen[n_codes:]
+        target_label = code_labels[0]
+        rows = [(lb, R.random_code(rng)) for lb in code_labels]
+        rows += [(lb, _field_value(rng, lb)) for lb in other_labels]
+        rows = [rows[int(i)] for i in rng.permutation(len(rows))]
+        glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
+        target: R.PlacedText | None = None
+        region_before: np.ndarray | None = None
+        for label, value in rows:
+            lab = R.render_text(f"{label}:", glyph, face, 1)
+            val = R.render_text(value, glyph, face, 2 if doc == "sign" else 1)
+            line_h = max(lab.size[1], val.size[1])
+            if y + line_h > dy + dh - 16:
+                break
+            R.paste_text(img, lab, dx + 20, y + line_h - lab.size[1], ink)
+            vx = max(dx + 20 + lab.size[0] + 16, dx + dw // 2)
+            vx = min(vx, dx + dw - 16 - val.size[0])
+            vy = y + line_h - val.size[1]
+            if label == target_label:
+                region_before = img[vy:vy + val.size[1], vx:vx + val.size[0]].copy()
+                target = R.paste_text(img, val, vx, vy, ink)
+            else:
+                R.paste_text(img, val, vx, vy, ink)
+            y += int(line_h + glyph * 1.1)
+            cv2.line(img, (dx + 16, y - int(glyph * 0.5)), (dx + dw - 16, y - int(glyph * 0.5)),
+                     R.jitter_color(rng, (190, 190, 190), 20), 1)
+        if target is None or region_before is None:  # pragma: no cover - docs fit >= 4 rows
+            raise RuntimeError("target field did not fit on the document")
+        code = dict(rows)[target_label]
+        others = [v for lb, v in rows if lb != target_label]
+
+        ev_up = R.grow_box(target.box, 2, W, H)
+        clean_up = img[ev_up[1]:ev_up[3], ev_up[0]:ev_up[2]].copy()
+        mask_up = R.embed_mask(target.mask, (target.box[0] - ev_up[0], target.box[1] - ev_up[1]),
+                               (ev_up[3] - ev_up[1], ev_up[2] - ev_up[0]))
+        transform = R.pick(rng, self.transforms)
+        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)),
+                                   inplace=True)
+        img = apply_transform(img, transform)
+        box0 = transform_box(ev_up, transform, W, H)
+        # clean/mask show the region as it appears in image 0 (rotated/mirrored with it)
+        clean0 = apply_transform(np.ascontiguousarray(clean_up), transform)
+        mask0 = apply_transform(mask_up.astype(np.uint8), transform).astype(bool)
+        angle, mirrored = EVIDENCE_ORIENTATION[transform]
+        evidence = replace(
+            R.region_evidence("field", clean0, box0, mask0, text=code,
+                              glyph_height=target.glyph_height, clean_is_region=True),
+            angle=angle, mirrored=mirrored)
+        question = (
+            f"What is the {target_label} on the {doc} in the image? Answer with the value "
+            "exactly as printed."
+        )
+        choices = R.code_choices(rng, code, self.choices, exclude=others)
+        checkpoints = (
+            Checkpoint("s_upright", "S", "rotate_upright", {"evidence": "field"},
+                       "a rotate/flip made the document upright"),
+            Checkpoint("v_tool", "V", "v_tool", {"evidence": "field", "tools": ["rotate", "flip"]},
+                       "a rotate/flip was applied to an image holding the whole field"),
+            Checkpoint("v_true", "V", "v_true", {"evidence": "field"},
+                       "some image shows the field value upright and legibly"),
+        )
+        meta = {
+            "scene": doc, "transform": transform, "target_field": target_label,
+            "upright_box": list(ev_up), "upright_size": [W, H],
+        }
+        return l1_task(self, domain, img, question, code, choices, upright_call(transform),
+                       evidence, checkpoints, meta)
+
