@@ -16,42 +16,59 @@ from m3gym.tasks.families._text_common import (
     STREETS,
     crop_for,
     l1_task,
+    view_lookalike_codes,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
 
+FIELD_NAMES: tuple[str, ...] = ("REF", "LOT", "SN", "SKU", "PN", "BATCH")
+"""Field names printed before the codes of a sticker (the question names one of them)."""
 
-def _sticker(
-    img: np.ndarray, rng: np.random.Generator, code: str, glyph: float, color: R.Color,
-    xy: tuple[int, int], patch: R.TextPatch,
-) -> tuple[R.Box, R.PlacedText]:
-    """Draw a sticker (plate, tiny barcode, code) with its top-left at ``xy``; return box, text."""
-    pw, ph = patch.size
+
+def sticker_layout(rows: list[tuple[R.TextPatch, R.TextPatch]], glyph: float,
+                   ) -> tuple[tuple[int, int], int, int, int, int]:
+    """Return ``((w, h), pad, bar_w, value_x, line_step)`` of a sticker holding ``rows``.
+
+    The rows (field name, code) are stacked tightly: one line every ``1.3`` glyph heights, so at
+    view size the codes of one sticker blur into one block.
+    """
     pad = max(3, int(glyph * 0.5))
     bar_w = int(glyph * 1.6)
+    name_w = max(n.size[0] for n, _ in rows)
+    value_x = 2 * pad + bar_w + name_w + max(3, int(glyph * 0.6))
+    line_step = max(max(n.size[1], v.size[1]) for n, v in rows) + max(1, int(glyph * 0.3))
+    w = value_x + max(v.size[0] for _, v in rows) + pad
+    h = line_step * len(rows) - max(1, int(glyph * 0.3)) + 2 * pad
+    return (w, h), pad, bar_w, value_x, line_step
+
+
+def draw_sticker(
+    img: np.ndarray, rng: np.random.Generator, rows: list[tuple[R.TextPatch, R.TextPatch]],
+    glyph: float, color: R.Color, xy: tuple[int, int],
+) -> tuple[R.Box, list[R.PlacedText]]:
+    """Draw a sticker (plate, tiny barcode, field names and codes) with its top-left at ``xy``.
+
+    Returns the sticker's box and the placed codes, one per row.
+    """
+    (w, h), pad, bar_w, value_x, step = sticker_layout(rows, glyph)
     x, y = xy
-    w, h = pw + 3 * pad + bar_w, ph + 2 * pad
     cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), color, -1)
-    edge = tuple(int(c * 0.7) for c in color)
-    cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), edge, 1)
+    cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), tuple(int(c * 0.7) for c in color), 1)
     ink = R.ink_for(color)
     bx = x + pad
-    widths = rng.integers(1, 3, size=max(2, bar_w // 2))
-    for i, bw in enumerate(widths):
+    for i, bw in enumerate(rng.integers(1, 3, size=max(2, bar_w // 2))):
         if bx + int(bw) > x + pad + bar_w:
             break
         if i % 2 == 0:
             cv2.rectangle(img, (bx, y + pad), (bx + int(bw) - 1, y + h - pad - 1), ink, -1)
         bx += int(bw)
-    placed = R.paste_text(img, patch, x + 2 * pad + bar_w, y + pad, ink)
+    placed = []
+    for k, (name, value) in enumerate(rows):
+        ly = y + pad + k * step
+        line_h = max(name.size[1], value.size[1])
+        R.paste_text(img, name, x + 2 * pad + bar_w, ly + line_h - name.size[1], ink)
+        placed.append(R.paste_text(img, value, x + value_x, ly + line_h - value.size[1], ink))
     return (x, y, x + w, y + h), placed
-
-
-def _sticker_size(patch: R.TextPatch, glyph: float) -> tuple[int, int]:
-    """Return the ``(w, h)`` of the sticker :func:`_sticker` draws around ``patch``."""
-    pw, ph = patch.size
-    pad = max(3, int(glyph * 0.5))
-    return pw + 3 * pad + int(glyph * 1.6), ph + 2 * pad
 
 
 def _draw_hosts(
@@ -183,6 +200,7 @@ class TinyTextFamily(FamilyConfig):
     noise_sigma: tuple[float, float] = (1.0, 3.0)
     scenes: tuple[str, ...] = ("shelf", "parcel", "device")
     choices: int = 6
+    fields: tuple[int, int] = (2, 3)
 
     def validate(self) -> None:
         """Check sizes, the illegibility of the glyphs at view size, and the scene names."""
@@ -212,14 +230,31 @@ class TinyTextFamily(FamilyConfig):
         colors = list(R.NAMED_COLORS)
         order = rng.permutation(len(colors))[: self.decoys + 1]
         sticker_colors = [colors[int(i)] for i in order]
-        code = R.random_code(rng)
-        decoy_codes = [R.random_code(rng) for _ in range(self.decoys)]
+        face = R.pick(rng, R.READABLE_FACES)
+        glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
+        code, choices = view_lookalike_codes(rng, face, glyph, R.view_scale(h, w), self.choices)
+        # the target sticker prints other options too, under other field names: at view size the
+        # stacked codes are one blur, and only the field name (legible once zoomed) tells them apart
+        n_rows = int(rng.integers(self.fields[0], self.fields[1], endpoint=True))
+        others = [c for c in choices if c != code]
+        printed = [code, *(others[int(i)] for i in rng.permutation(len(others))[:n_rows - 1])]
+        printed = [printed[int(i)] for i in rng.permutation(len(printed))]
+        names = [FIELD_NAMES[int(i)] for i in rng.permutation(len(FIELD_NAMES))[:n_rows]]
+        target_field = names[printed.index(code)]
+        decoy_codes: list[str] = []
         stickers: list[R.Box] = []
         target: tuple[R.Box, R.PlacedText] | None = None
-        for k, (cname, text) in enumerate(zip(sticker_colors, [code, *decoy_codes])):
-            glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-            patch = R.render_text(text, glyph, R.pick(rng, R.READABLE_FACES), 1)
-            size = _sticker_size(patch, patch.glyph_height)
+        for k, cname in enumerate(sticker_colors):
+            if k:
+                face = R.pick(rng, R.READABLE_FACES)
+                glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
+                texts = [R.random_code(rng) for _ in range(n_rows)]
+                texts = [t for t in texts if t not in choices] or [R.random_code(rng)]
+            else:
+                texts = printed
+            rows = [(R.render_text(n, glyph, face, 1), R.render_text(t, glyph, face, 1))
+                    for n, t in zip(names if k == 0 else FIELD_NAMES, texts)]
+            size = sticker_layout(rows, glyph)[0]
             host = hosts[int(rng.integers(len(hosts)))]
             spot = R.find_free_spot(rng, size, host, [*stickers, *keep], margin=24)
             if spot is None:
@@ -229,11 +264,12 @@ class TinyTextFamily(FamilyConfig):
                 if k == 0:  # pragma: no cover - a 1600 px scene always has room
                     raise RuntimeError("no room for the target sticker")
                 continue
-            box, placed = _sticker(img, rng, text, patch.glyph_height,
-                                   R.NAMED_COLORS[cname], spot, patch)
+            box, placed_rows = draw_sticker(img, rng, rows, glyph, R.NAMED_COLORS[cname], spot)
             stickers.append(box)
             if k == 0:
-                target = (box, placed)
+                target = (box, placed_rows[printed.index(code)])
+            else:
+                decoy_codes += [p.text for p in placed_rows if p.text not in choices]
         assert target is not None
         sticker_box, placed = target
 
@@ -257,10 +293,10 @@ class TinyTextFamily(FamilyConfig):
         color_name = sticker_colors[0]
         where = R.position_phrase(sticker_box, w, h)
         question = (
-            f"What code is printed in small type on the {color_name} sticker {attached} in the "
-            f"{where} part of the image? Answer with the code exactly as printed."
+            f"What {target_field} code is printed in small type on the {color_name} sticker "
+            f"{attached} in the {where} part of the image? Answer with the code exactly as "
+            "printed."
         )
-        choices = R.code_choices(rng, code, self.choices, exclude=decoy_codes)
         checkpoints = (
             Checkpoint("s_crop", "S", "crop_covers", {"evidence": "code"},
                        "a crop contains the whole sticker code"),
