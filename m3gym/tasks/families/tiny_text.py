@@ -16,6 +16,7 @@ from m3gym.tasks.families._text_common import (
     STREETS,
     crop_for,
     l1_task,
+    text_patch,
     view_lookalike_codes,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
@@ -29,46 +30,59 @@ def sticker_layout(rows: list[tuple[R.TextPatch, R.TextPatch]], glyph: float,
                    ) -> tuple[tuple[int, int], int, int, int, int]:
     """Return ``((w, h), pad, bar_w, value_x, line_step)`` of a sticker holding ``rows``.
 
-    The rows (field name, code) are stacked tightly: one line every ``1.3`` glyph heights, so at
+    The rows (field name, code) are stacked tightly: one line every ``1.2`` glyph heights, so at
     view size the codes of one sticker blur into one block.
     """
     pad = max(3, int(glyph * 0.5))
     bar_w = int(glyph * 1.6)
     name_w = max(n.size[0] for n, _ in rows)
     value_x = 2 * pad + bar_w + name_w + max(3, int(glyph * 0.6))
-    line_step = max(max(n.size[1], v.size[1]) for n, v in rows) + max(1, int(glyph * 0.3))
+    line_step = max(max(n.size[1], v.size[1]) for n, v in rows) + max(1, round(glyph * 0.2))
     w = value_x + max(v.size[0] for _, v in rows) + pad
-    h = line_step * len(rows) - max(1, int(glyph * 0.3)) + 2 * pad
+    h = line_step * len(rows) - max(1, round(glyph * 0.2)) + 2 * pad
     return (w, h), pad, bar_w, value_x, line_step
 
 
 def draw_sticker(
     img: np.ndarray, rng: np.random.Generator, rows: list[tuple[R.TextPatch, R.TextPatch]],
-    glyph: float, color: R.Color, xy: tuple[int, int],
-) -> tuple[R.Box, list[R.PlacedText]]:
+    glyph: float, color: R.Color, xy: tuple[int, int], tilt: float = 0.0,
+) -> tuple[R.Box, list[tuple[R.Box, np.ndarray]]]:
     """Draw a sticker (plate, tiny barcode, field names and codes) with its top-left at ``xy``.
 
-    Returns the sticker's box and the placed codes, one per row.
+    The sticker is drawn flat on its own patch, then pasted through a homography seen at up to
+    ``tilt`` of :func:`m3gym.tasks.render.perspective_quad`'s strength (0: flat). Returns the
+    sticker's box and, per row, the code's pixel box and ink mask (mask shape = box shape).
     """
     (w, h), pad, bar_w, value_x, step = sticker_layout(rows, glyph)
-    x, y = xy
-    cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), color, -1)
-    cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), tuple(int(c * 0.7) for c in color), 1)
+    patch = R.solid_image(h, w, color)
+    cv2.rectangle(patch, (0, 0), (w - 1, h - 1), tuple(int(c * 0.7) for c in color), 1)
     ink = R.ink_for(color)
-    bx = x + pad
+    bx = pad
     for i, bw in enumerate(rng.integers(1, 3, size=max(2, bar_w // 2))):
-        if bx + int(bw) > x + pad + bar_w:
+        if bx + int(bw) > pad + bar_w:
             break
         if i % 2 == 0:
-            cv2.rectangle(img, (bx, y + pad), (bx + int(bw) - 1, y + h - pad - 1), ink, -1)
+            cv2.rectangle(patch, (bx, pad), (bx + int(bw) - 1, h - pad - 1), ink, -1)
         bx += int(bw)
-    placed = []
+    values = []
     for k, (name, value) in enumerate(rows):
-        ly = y + pad + k * step
+        ly = pad + k * step
         line_h = max(name.size[1], value.size[1])
-        R.paste_text(img, name, x + 2 * pad + bar_w, ly + line_h - name.size[1], ink)
-        placed.append(R.paste_text(img, value, x + value_x, ly + line_h - value.size[1], ink))
-    return (x, y, x + w, y + h), placed
+        R.paste_text(patch, name, 2 * pad + bar_w, ly + line_h - name.size[1], ink)
+        values.append(R.paste_text(patch, value, value_x, ly + line_h - value.size[1], ink))
+    quad = R.perspective_quad(rng, w, h, tilt) + np.array(xy, np.float64)
+    box, _ = R.warp_patch(img, patch, None, quad)
+    placed = []
+    for v in values:
+        layer = np.zeros((h, w), np.uint8)
+        x0, y0, x1, y1 = v.box
+        layer[y0:y1, x0:x1] = v.mask.astype(np.uint8) * 255
+        ink_mask = R.warp_alpha(layer, quad, box) >= 128
+        ys, xs = np.nonzero(ink_mask)
+        vb = (box[0] + int(xs.min()), box[1] + int(ys.min()),
+              box[0] + int(xs.max()) + 1, box[1] + int(ys.max()) + 1)
+        placed.append((vb, ink_mask[vb[1] - box[1]:vb[3] - box[1], vb[0] - box[0]:vb[2] - box[0]]))
+    return box, placed
 
 
 def _draw_hosts(
@@ -190,17 +204,19 @@ class TinyTextFamily(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Finance", "Life")
     description: ClassVar[str] = "Zoom into a tiny sticker code in a cluttered scene (crop)."
 
-    width: int = 1600
-    height: int = 1200
+    width: int = 2400
+    height: int = 1800
     glyph_min: float = 8.0
     glyph_max: float = 11.0
     decoys: int = 2
     distractor_labels: tuple[int, int] = (4, 7)
     clutter: tuple[int, int] = (6, 12)
-    noise_sigma: tuple[float, float] = (1.0, 3.0)
+    camera: tuple[float, float] = (0.3, 0.7)
     scenes: tuple[str, ...] = ("shelf", "parcel", "device")
     choices: int = 6
-    fields: tuple[int, int] = (2, 3)
+    fields: tuple[int, int] = (4, 5)
+    faces: tuple[str, ...] = R.FONT_FACES
+    tilt: tuple[float, float] = (0.1, 0.5)
 
     def validate(self) -> None:
         """Check sizes, the illegibility of the glyphs at view size, and the scene names."""
@@ -230,7 +246,7 @@ class TinyTextFamily(FamilyConfig):
         colors = list(R.NAMED_COLORS)
         order = rng.permutation(len(colors))[: self.decoys + 1]
         sticker_colors = [colors[int(i)] for i in order]
-        face = R.pick(rng, R.READABLE_FACES)
+        face = R.pick_font(rng, self.faces)
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
         code, choices = view_lookalike_codes(rng, face, glyph, R.view_scale(h, w), self.choices)
         # the target sticker prints other options too, under other field names: at view size the
@@ -246,15 +262,16 @@ class TinyTextFamily(FamilyConfig):
         target: tuple[R.Box, R.PlacedText] | None = None
         for k, cname in enumerate(sticker_colors):
             if k:
-                face = R.pick(rng, R.READABLE_FACES)
+                face = R.pick_font(rng, self.faces)
                 glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
                 texts = [R.random_code(rng) for _ in range(n_rows)]
                 texts = [t for t in texts if t not in choices] or [R.random_code(rng)]
             else:
                 texts = printed
-            rows = [(R.render_text(n, glyph, face, 1), R.render_text(t, glyph, face, 1))
+            rows = [(text_patch(n, glyph, face), text_patch(t, glyph, face))
                     for n, t in zip(names if k == 0 else FIELD_NAMES, texts)]
-            size = sticker_layout(rows, glyph)[0]
+            fw, fh = sticker_layout(rows, glyph)[0]
+            size = (int(fw * 1.25) + 4, int(fh * 1.25) + 4)  # room for the perspective
             host = hosts[int(rng.integers(len(hosts)))]
             spot = R.find_free_spot(rng, size, host, [*stickers, *keep], margin=24)
             if spot is None:
@@ -264,14 +281,19 @@ class TinyTextFamily(FamilyConfig):
                 if k == 0:  # pragma: no cover - a 1600 px scene always has room
                     raise RuntimeError("no room for the target sticker")
                 continue
-            box, placed_rows = draw_sticker(img, rng, rows, glyph, R.NAMED_COLORS[cname], spot)
+            tilt = float(rng.uniform(*self.tilt))
+            box, placed_rows = draw_sticker(img, rng, rows, glyph, R.NAMED_COLORS[cname], spot,
+                                            tilt)
             stickers.append(box)
             if k == 0:
-                target = (box, placed_rows[printed.index(code)])
+                row = printed.index(code)
+                vbox, vmask = placed_rows[row]
+                seen = glyph * (vbox[3] - vbox[1]) / rows[row][1].size[1]
+                target = (box, vbox, vmask, seen)
             else:
-                decoy_codes += [p.text for p in placed_rows if p.text not in choices]
+                decoy_codes += [t for t in texts if t not in choices]
         assert target is not None
-        sticker_box, placed = target
+        sticker_box, code_box, code_mask, glyph_seen = target
 
         labels = R.add_distractor_labels(
             img, rng, int(rng.integers(*self.distractor_labels, endpoint=True)),
@@ -279,16 +301,15 @@ class TinyTextFamily(FamilyConfig):
         R.add_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
                       avoid=[*hosts, *keep, *stickers, *(lb.box for lb in labels)])
 
-        ev_box = R.grow_box(placed.box, 2, w, h)
-        mask = R.embed_mask(placed.mask, (placed.box[0] - ev_box[0], placed.box[1] - ev_box[1]),
+        ev_box = R.grow_box(code_box, 2, w, h)
+        mask = R.embed_mask(code_mask, (code_box[0] - ev_box[0], code_box[1] - ev_box[1]),
                             (ev_box[3] - ev_box[1], ev_box[2] - ev_box[0]))
         evidence = R.region_evidence("code", img, ev_box, mask, text=code,
-                                     glyph_height=placed.glyph_height)
-        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)),
-                                   inplace=True)
+                                     glyph_height=glyph_seen)
+        img = R.camera_pipeline(img, rng, float(rng.uniform(*self.camera)))
 
         sh = sticker_box[3] - sticker_box[1]
-        bbox, zoom = crop_for(sticker_box, max(12, int(sh * 0.8)), w, h, placed.glyph_height)
+        bbox, zoom = crop_for(sticker_box, max(12, int(sh * 0.8)), w, h, glyph_seen)
         call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": bbox, "zoom_scale": zoom})
         color_name = sticker_colors[0]
         where = R.position_phrase(sticker_box, w, h)
@@ -308,7 +329,8 @@ class TinyTextFamily(FamilyConfig):
         vs = R.view_scale(h, w)
         meta = {
             "scene": scene, "target_color": color_name, "position": where,
-            "decoy_codes": decoy_codes, "glyph_height_view": placed.glyph_height * vs,
+            "decoy_codes": decoy_codes, "glyph_height_view": glyph_seen * vs,
+            "target_field": target_field,
             "sticker_box": list(sticker_box),
         }
         return l1_task(self, domain, img, question, code, choices, call, evidence, checkpoints,
