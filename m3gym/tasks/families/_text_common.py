@@ -60,6 +60,8 @@ BRANDS: tuple[str, ...] = (
 NAMES: tuple[str, ...] = (
     "A. Marlow", "J. Okafor", "T. Lindqvist", "M. Haddad", "R. Castell", "E. Novak", "K. Mbeki",
 )
+FIELD_NAMES: tuple[str, ...] = ("REF", "LOT", "SN", "SKU", "PN", "BATCH")
+"""Field names printed before the codes of a sticker or label (the question names one)."""
 STREETS: tuple[str, ...] = (
     "12 Elm Row", "48 Quay St", "7 Harbour Rd", "230 Mill Ln", "5 Crescent Ave", "91 Rue Vert",
 )

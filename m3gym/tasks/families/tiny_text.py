@@ -11,6 +11,7 @@ import numpy as np
 from m3gym.tasks import render as R
 from m3gym.tasks.families._text_common import (
     BRANDS,
+    FIELD_NAMES,
     MIN_VIEW_HEIGHT,
     NAMES,
     STREETS,
@@ -20,27 +21,8 @@ from m3gym.tasks.families._text_common import (
     view_lookalike_codes,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import text_scenes as TS
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
-
-FIELD_NAMES: tuple[str, ...] = ("REF", "LOT", "SN", "SKU", "PN", "BATCH")
-"""Field names printed before the codes of a sticker (the question names one of them)."""
-
-
-def sticker_layout(rows: list[tuple[R.TextPatch, R.TextPatch]], glyph: float,
-                   ) -> tuple[tuple[int, int], int, int, int, int]:
-    """Return ``((w, h), pad, bar_w, value_x, line_step)`` of a sticker holding ``rows``.
-
-    The rows (field name, code) are stacked tightly: one line every ``1.2`` glyph heights, so at
-    view size the codes of one sticker blur into one block.
-    """
-    pad = max(3, int(glyph * 0.5))
-    bar_w = int(glyph * 1.6)
-    name_w = max(n.size[0] for n, _ in rows)
-    value_x = 2 * pad + bar_w + name_w + max(3, int(glyph * 0.6))
-    line_step = max(max(n.size[1], v.size[1]) for n, v in rows) + max(1, round(glyph * 0.2))
-    w = value_x + max(v.size[0] for _, v in rows) + pad
-    h = line_step * len(rows) - max(1, round(glyph * 0.2)) + 2 * pad
-    return (w, h), pad, bar_w, value_x, line_step
 
 
 def draw_sticker(
@@ -49,40 +31,22 @@ def draw_sticker(
 ) -> tuple[R.Box, list[tuple[R.Box, np.ndarray]]]:
     """Draw a sticker (plate, tiny barcode, field names and codes) with its top-left at ``xy``.
 
-    The sticker is drawn flat on its own patch, then pasted through a homography seen at up to
-    ``tilt`` of :func:`m3gym.tasks.render.perspective_quad`'s strength (0: flat). Returns the
-    sticker's box and, per row, the code's pixel box and ink mask (mask shape = box shape).
+    Drawn flat (:func:`~m3gym.tasks.render.text_scenes.draw_field_plate`), then pasted seen at
+    ``tilt`` (:func:`m3gym.tasks.render.perspective_quad` strength; 0: flat). Returns the
+    sticker's box and, per row, the code's pixel box and ink mask.
     """
-    (w, h), pad, bar_w, value_x, step = sticker_layout(rows, glyph)
-    patch = R.solid_image(h, w, color)
-    cv2.rectangle(patch, (0, 0), (w - 1, h - 1), tuple(int(c * 0.7) for c in color), 1)
     ink = R.ink_for(color)
-    bx = pad
-    for i, bw in enumerate(rng.integers(1, 3, size=max(2, bar_w // 2))):
-        if bx + int(bw) > pad + bar_w:
-            break
-        if i % 2 == 0:
-            cv2.rectangle(patch, (bx, pad), (bx + int(bw) - 1, h - pad - 1), ink, -1)
-        bx += int(bw)
-    values = []
-    for k, (name, value) in enumerate(rows):
-        ly = pad + k * step
-        line_h = max(name.size[1], value.size[1])
-        R.paste_text(patch, name, 2 * pad + bar_w, ly + line_h - name.size[1], ink)
-        values.append(R.paste_text(patch, value, value_x, ly + line_h - value.size[1], ink))
+    flat, lay = TS.draw_field_plate(rows, glyph, color, ink, strip_w=int(glyph * 1.6))
+    w, h = lay.size
+    TS.draw_barcode(flat.rgb, rng, (lay.pad, lay.pad, lay.pad + lay.strip_w, h - lay.pad), ink)
     quad = R.perspective_quad(rng, w, h, tilt) + np.array(xy, np.float64)
-    box, _ = R.warp_patch(img, patch, None, quad)
-    placed = []
-    for v in values:
-        layer = np.zeros((h, w), np.uint8)
-        x0, y0, x1, y1 = v.box
-        layer[y0:y1, x0:x1] = v.mask.astype(np.uint8) * 255
-        ink_mask = R.warp_alpha(layer, quad, box) >= 128
-        ys, xs = np.nonzero(ink_mask)
-        vb = (box[0] + int(xs.min()), box[1] + int(ys.min()),
-              box[0] + int(xs.max()) + 1, box[1] + int(ys.max()) + 1)
-        placed.append((vb, ink_mask[vb[1] - box[1]:vb[3] - box[1], vb[0] - box[0]:vb[2] - box[0]]))
-    return box, placed
+    return TS.paste_plate(img, flat, quad)
+
+
+def sticker_size(rows: list[tuple[R.TextPatch, R.TextPatch]], glyph: float) -> tuple[int, int]:
+    """Return the room a sticker of ``rows`` needs, with a margin for its perspective."""
+    w, h = TS.plate_layout(rows, glyph, int(glyph * 1.6)).size
+    return int(w * 1.25) + 4, int(h * 1.25) + 4
 
 
 def _draw_hosts(
@@ -270,8 +234,7 @@ class TinyTextFamily(FamilyConfig):
                 texts = printed
             rows = [(text_patch(n, glyph, face), text_patch(t, glyph, face))
                     for n, t in zip(names if k == 0 else FIELD_NAMES, texts)]
-            fw, fh = sticker_layout(rows, glyph)[0]
-            size = (int(fw * 1.25) + 4, int(fh * 1.25) + 4)  # room for the perspective
+            size = sticker_size(rows, glyph)
             host = hosts[int(rng.integers(len(hosts)))]
             spot = R.find_free_spot(rng, size, host, [*stickers, *keep], margin=24)
             if spot is None:
@@ -306,7 +269,7 @@ class TinyTextFamily(FamilyConfig):
                             (ev_box[3] - ev_box[1], ev_box[2] - ev_box[0]))
         evidence = R.region_evidence("code", img, ev_box, mask, text=code,
                                      glyph_height=glyph_seen)
-        img = R.camera_pipeline(img, rng, float(rng.uniform(*self.camera)))
+        img = R.camera_pipeline(img, rng, float(rng.uniform(*self.camera)), keep=stickers)
 
         sh = sticker_box[3] - sticker_box[1]
         bbox, zoom = crop_for(sticker_box, max(12, int(sh * 0.8)), w, h, glyph_seen)
