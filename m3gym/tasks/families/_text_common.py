@@ -172,6 +172,12 @@ def text_patch(text: str, glyph_height: float, face: Face, thickness: int = 1) -
     return R.render_text(text, glyph_height, face, thickness)
 
 
+def bold_face(face: str) -> str:
+    """Return the bold variant of TrueType face ``face`` (itself when bold or without one)."""
+    bold = face if face.endswith("-bold") else f"{face}-bold"
+    return bold if bold in R.FONT_FACES else face
+
+
 def view_render(text: str, glyph_height: float, face: Face, scale: float, width: int,
                 phase: float = 0.0, thickness: int = 1) -> np.ndarray:
     """Return ``text``'s coverage (0..1) left-aligned on a canvas ``width`` px wide, downscaled.

@@ -9,7 +9,15 @@ import cv2
 import numpy as np
 
 from m3gym.tasks import render as R
-from m3gym.tasks.families._text_common import MIN_CONTRAST, MIN_VIEW_HEIGHT, l1_task, shading_field
+from m3gym.tasks.families._text_common import (
+    MIN_CONTRAST,
+    MIN_VIEW_HEIGHT,
+    bold_face,
+    l1_task,
+    shading_field,
+    text_patch,
+    view_lookalike_codes,
+)
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS
@@ -63,6 +71,7 @@ class FaintTextFamily(FamilyConfig):
     docs: tuple[str, ...] = tuple(FAINT_DOCS)
     choices: int = 6
     shading: tuple[float, float] = (2.5, 3.5)
+    faces: tuple[str, ...] = R.FONT_FACES
 
     def validate(self) -> None:
         """Check sizes, that the ink is invisible at first and restorable by the op."""
@@ -104,22 +113,28 @@ class FaintTextFamily(FamilyConfig):
         span = float(rng.uniform(*self.span))
         c_target = float(rng.uniform(*self.ink_contrast))
         strong = R.faded_color(paper, 200.0)
-        face, _ = R.random_font(rng)
+        face = R.pick_font(rng, self.faces)
         y = dy + 18
-        head = R.render_text(title, float(rng.uniform(24, 32)), face, 2)
+        head = text_patch(title, float(rng.uniform(24, 32)), bold_face(face))
         if head.size[0] < dw - 24:
             R.paste_text(img, head, dx + 14, y, R.faded_color(paper, rng.uniform(120, 200)))
         y += head.size[1] + 24
         chosen = [labels[int(i)] for i in rng.permutation(len(labels))]
         target_label = chosen[0]
-        rows = [(lb, R.random_code(rng)) for lb in chosen]
-        rows = [rows[int(i)] for i in rng.permutation(len(rows))]
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
+        code, choices = view_lookalike_codes(rng, bold_face(face), glyph, R.view_scale(H, W),
+                                             self.choices)
+        rows = [(target_label, code)]
+        while len(rows) < len(chosen):
+            other = R.random_code(rng)
+            if other not in choices and other not in dict(rows).values():
+                rows.append((chosen[len(rows)], other))
+        rows = [rows[int(i)] for i in rng.permutation(len(rows))]
         target: R.PlacedText | None = None
         clean_region: np.ndarray | None = None
         for label, value in rows:
-            lab = R.render_text(f"{label}:", glyph, face, 1)
-            val = R.render_text(value, glyph, face, 2)
+            lab = text_patch(f"{label}:", glyph, face)
+            val = text_patch(value, glyph, bold_face(face))
             line_h = max(lab.size[1], val.size[1])
             if y + line_h > dy + dh - 12:
                 break
@@ -139,7 +154,6 @@ class FaintTextFamily(FamilyConfig):
             y += int(line_h + glyph * 1.0)
         if target is None or clean_region is None:  # pragma: no cover - the page fits 4 rows
             raise RuntimeError("target field did not fit on the page")
-        code = dict(rows)[target_label]
 
         ev_box = R.grow_box(target.box, 3, W, H)
         mask = R.embed_mask(target.mask, (target.box[0] - ev_box[0], target.box[1] - ev_box[1]),
@@ -161,8 +175,6 @@ class FaintTextFamily(FamilyConfig):
             f"The photo shows a faded {doc}. What is the {target_label}? Answer with the value "
             "exactly as printed."
         )
-        choices = R.code_choices(rng, code, self.choices,
-                                 exclude=[v for lb, v in rows if lb != target_label])
         tools = list(CONTRAST_TOOLS)
         checkpoints = (
             Checkpoint("s_contrast", "S", "contrast_op", {"evidence": "field", "tools": tools},

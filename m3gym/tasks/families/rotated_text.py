@@ -12,12 +12,14 @@ from m3gym.tasks import render as R
 from m3gym.tasks.families._text_common import (
     EVIDENCE_ORIENTATION,
     MIN_VIEW_HEIGHT,
-    NAMES,
     TRANSFORMS,
     apply_transform,
+    bold_face,
     l1_task,
+    text_patch,
     transform_box,
     upright_call,
+    view_lookalike_codes,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Task
@@ -34,14 +36,13 @@ ROTATED_DOCS: dict[str, tuple[str, str, tuple[str, ...], tuple[int, int]]] = {
 
 
 def _field_value(rng: np.random.Generator, label: str) -> str:
-    """Return a plausible non-code value for a document field (dates, amounts, names)."""
+    """Return a plausible non-code value for a document field (a date, an amount or a name)."""
     kind = int(rng.integers(3))
     if kind == 0:
-        day, month = int(rng.integers(1, 29)), int(rng.integers(1, 13))
-        return f"{day:02d}.{month:02d}.20{int(rng.integers(10, 30))}"
+        return R.fake_date(rng, "%d.%m.%Y")
     if kind == 1:
         return f"{int(rng.integers(2, 900))}.{int(rng.integers(0, 100)):02d}"
-    return R.pick(rng, NAMES)
+    return R.fake_person(rng, R.pick(rng, R.FAKER_LOCALES), ascii_only=True)
 
 
 @register_family
@@ -69,8 +70,9 @@ class RotatedTextFamily(FamilyConfig):
     docs: tuple[str, ...] = ("receipt", "form", "sign")
     code_fields: tuple[int, int] = (3, 4)
     clutter: tuple[int, int] = (4, 9)
-    noise_sigma: tuple[float, float] = (1.0, 3.0)
+    camera: tuple[float, float] = (0.2, 0.6)
     choices: int = 6
+    faces: tuple[str, ...] = R.FONT_FACES
 
     def validate(self) -> None:
         """Check sizes, transforms, documents, and that upright glyphs are legible at view size."""
@@ -108,26 +110,31 @@ class RotatedTextFamily(FamilyConfig):
                       avoid=[R.grow_box(doc_box, 10, W, H)])
 
         ink = R.jitter_color(rng, (25, 25, 35), 15)
-        face, _ = R.random_font(rng)
+        face = R.pick_font(rng, self.faces)
         y = dy + 20
-        head = R.render_text(title, float(rng.uniform(26, 36)), face, 2)
+        head = text_patch(title, float(rng.uniform(26, 36)), bold_face(face))
         R.paste_text(img, head, dx + (dw - head.size[0]) // 2, y, ink)
         y += head.size[1] + 18
         cv2.line(img, (dx + 16, y), (dx + dw - 16, y), ink, 2)
         y += 18
+        glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
+        code, choices = view_lookalike_codes(rng, face, glyph, R.view_scale(H, W), self.choices)
         n_codes = int(rng.integers(self.code_fields[0], self.code_fields[1], endpoint=True))
         chosen = [labels[int(i)] for i in rng.permutation(len(labels))[:n_codes + 2]]
         code_labels, other_labels = chosen[:n_codes], chosen[n_codes:]
         target_label = code_labels[0]
-        rows = [(lb, R.random_code(rng)) for lb in code_labels]
+        rows = [(target_label, code)]
+        while len(rows) < n_codes:
+            other = R.random_code(rng)
+            if other not in choices and other not in dict(rows).values():
+                rows.append((code_labels[len(rows)], other))
         rows += [(lb, _field_value(rng, lb)) for lb in other_labels]
         rows = [rows[int(i)] for i in rng.permutation(len(rows))]
-        glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
         target: R.PlacedText | None = None
         region_before: np.ndarray | None = None
         for label, value in rows:
-            lab = R.render_text(f"{label}:", glyph, face, 1)
-            val = R.render_text(value, glyph, face, 2 if doc == "sign" else 1)
+            lab = text_patch(f"{label}:", glyph, face)
+            val = text_patch(value, glyph, bold_face(face) if doc == "sign" else face)
             line_h = max(lab.size[1], val.size[1])
             if y + line_h > dy + dh - 16:
                 break
@@ -145,16 +152,13 @@ class RotatedTextFamily(FamilyConfig):
                      R.jitter_color(rng, (190, 190, 190), 20), 1)
         if target is None or region_before is None:  # pragma: no cover - docs fit >= 4 rows
             raise RuntimeError("target field did not fit on the document")
-        code = dict(rows)[target_label]
-        others = [v for lb, v in rows if lb != target_label]
 
         ev_up = R.grow_box(target.box, 2, W, H)
         clean_up = img[ev_up[1]:ev_up[3], ev_up[0]:ev_up[2]].copy()
         mask_up = R.embed_mask(target.mask, (target.box[0] - ev_up[0], target.box[1] - ev_up[1]),
                                (ev_up[3] - ev_up[1], ev_up[2] - ev_up[0]))
         transform = R.pick(rng, self.transforms)
-        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)),
-                                   inplace=True)
+        img = R.camera_pipeline(img, rng, float(rng.uniform(*self.camera)), keep=[doc_box])
         img = apply_transform(img, transform)
         box0 = transform_box(ev_up, transform, W, H)
         # clean/mask show the region as it appears in image 0 (rotated/mirrored with it)
@@ -169,7 +173,6 @@ class RotatedTextFamily(FamilyConfig):
             f"What is the {target_label} on the {doc} in the image? Answer with the value "
             "exactly as printed."
         )
-        choices = R.code_choices(rng, code, self.choices, exclude=others)
         checkpoints = (
             Checkpoint("s_upright", "S", "rotate_upright", {"evidence": "field"},
                        "a rotate/flip made the document upright"),

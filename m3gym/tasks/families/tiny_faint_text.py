@@ -80,7 +80,7 @@ class TinyFaintText(FamilyConfig):
     rotate_prob: float = 0.4
     decoys: tuple[int, int] = (1, 3)
     fields: tuple[int, int] = (4, 5)
-    tilt: tuple[float, float] = (0.0, 0.4)
+    tilt: tuple[float, float] = (0.1, 0.5)
     scene_long: tuple[int, int] = (2300, 2600)
     faces: tuple[str, ...] = R.FONT_FACES
     choices: int = 6
