@@ -53,18 +53,19 @@ def l1_task(
     )
 
 
-BRANDS: tuple[str, ...] = (
-    "NORDA", "Velmo", "KRISP", "Alturo", "PIXEL+", "Oaklea", "Brio", "ZENTA", "Mareo", "Fjell",
-    "QUADRA", "Lumo", "Torvik", "Sunnie", "HEXA", "Corva",
-)
-NAMES: tuple[str, ...] = (
-    "A. Marlow", "J. Okafor", "T. Lindqvist", "M. Haddad", "R. Castell", "E. Novak", "K. Mbeki",
-)
+BOLD_FACES: tuple[str, ...] = tuple(f for f in R.FONT_FACES if f.endswith("-bold"))
+"""The bold TrueType faces (titles, prices, brands)."""
+
+
+def fake_brand(rng: np.random.Generator) -> str:
+    """Return a fictional brand: the first word of a faker company in a random locale."""
+    company = R.fake_company(rng, R.pick(rng, R.FAKER_LOCALES), ascii_only=True)
+    word = company.replace(",", " ").replace("-", " ").split()[0]
+    return word.upper() if rng.random() < 0.4 else word
+
+
 FIELD_NAMES: tuple[str, ...] = ("REF", "LOT", "SN", "SKU", "PN", "BATCH")
 """Field names printed before the codes of a sticker or label (the question names one)."""
-STREETS: tuple[str, ...] = (
-    "12 Elm Row", "48 Quay St", "7 Harbour Rd", "230 Mill Ln", "5 Crescent Ave", "91 Rue Vert",
-)
 
 
 def crop_for(

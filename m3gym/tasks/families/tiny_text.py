@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
 
 from m3gym.tasks import render as R
 from m3gym.tasks.families._text_common import (
-    BRANDS,
+    BOLD_FACES,
     FIELD_NAMES,
     MIN_VIEW_HEIGHT,
-    NAMES,
-    STREETS,
     crop_for,
+    fake_brand,
     l1_task,
     text_patch,
     view_lookalike_codes,
 )
+from m3gym.tasks.families.l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
@@ -72,8 +72,8 @@ def _draw_hosts(
                 cv2.rectangle(img, (x, y0), (x + pw - 1, board_y - 1), col, -1)
                 cv2.rectangle(img, (x, y0), (x + pw - 1, board_y - 1),
                               tuple(int(c * 0.6) for c in col), 2)
-                brand = R.render_text(R.pick(rng, BRANDS), float(rng.uniform(14, 26)),
-                                      R.pick(rng, R.ALL_FACES), int(rng.integers(1, 3)))
+                brand = text_patch(fake_brand(rng), float(rng.uniform(14, 26)),
+                                   R.pick_font(rng))
                 top = y0 + 4
                 if brand.size[0] < pw - 8:
                     keep.append(R.paste_text(img, brand, x + (pw - brand.size[0]) // 2, y0 + 8,
@@ -84,8 +84,8 @@ def _draw_hosts(
             wood = R.jitter_color(rng, (150, 110, 70), 25)
             cv2.rectangle(img, (0, board_y), (w - 1, board_y + board_h), wood, -1)
             for px in rng.integers(20, w - 120, size=int(rng.integers(2, 5))):
-                price = R.render_text(f"${int(rng.integers(1, 40))}.{int(rng.integers(10, 99))}",
-                                      float(rng.uniform(14, 22)), cv2.FONT_HERSHEY_DUPLEX, 2)
+                price = text_patch(f"${int(rng.integers(1, 40))}.{int(rng.integers(10, 99))}",
+                                   float(rng.uniform(14, 22)), R.pick_font(rng, BOLD_FACES))
                 pad = 4
                 if price.size[1] + 2 * pad < board_h + 30 and int(px) + price.size[0] < w - 8:
                     y = board_y + 2
@@ -110,9 +110,12 @@ def _draw_hosts(
             cv2.rectangle(img, (lx, ly), (lx + lw, ly + lh), (248, 248, 244), -1)
             keep.append((lx, ly, lx + lw, ly + lh))
             ty = ly + 8
-            for line in ("SHIP TO", R.pick(rng, NAMES), R.pick(rng, STREETS), "PRIORITY"):
-                t = R.render_text(line, float(rng.uniform(14, 24)), R.pick(rng, R.READABLE_FACES),
-                                  2 if line.isupper() else 1)
+            locale = R.pick(rng, R.FAKER_LOCALES)
+            lines = ("SHIP TO", R.fake_person(rng, locale, ascii_only=True),
+                     R.fake_address(rng, locale, ascii_only=True).split(",")[0], "PRIORITY")
+            for line in lines:
+                t = text_patch(line, float(rng.uniform(14, 24)),
+                               R.pick_font(rng, BOLD_FACES if line.isupper() else R.FONT_FACES))
                 if ty + t.size[1] < ly + lh - 4 and t.size[0] < lw - 12:
                     R.paste_text(img, t, lx + 8, ty, (15, 15, 15))
                 ty += t.size[1] + 8
@@ -134,8 +137,8 @@ def _draw_hosts(
                            cv2.LINE_AA)
             for vx in range(x + pw // 2, x + pw - 16, 10):
                 cv2.line(img, (vx, y + 14), (vx, y + ph // 3), tuple(int(c * .5) for c in col), 3)
-            brand = R.render_text(R.pick(rng, BRANDS), float(rng.uniform(18, 30)),
-                                  R.pick(rng, R.READABLE_FACES), 2)
+            brand = text_patch(fake_brand(rng), float(rng.uniform(18, 30)),
+                               R.pick_font(rng, BOLD_FACES))
             if brand.size[0] < pw // 2 - 20:
                 keep.append(R.paste_text(img, brand, x + 14, y + 14, R.ink_for(col)).box)
             hosts.append((x + 6, y + 6, x + pw - 6, y + ph - 30))
@@ -154,13 +157,39 @@ TINY_SCENES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 @register_family
 @dataclass
 class TinyTextFamily(FamilyConfig):
-    """Read a tiny code on a coloured sticker in a large, cluttered scene.
+    """Read one field's code on a tiny coloured sticker in a large, cluttered scene.
 
-    The agent must find the sticker the question names (by colour, what it is stuck on and where
-    it is) and read its code. WHY a tool: the code's glyphs are ``glyph_min``–``glyph_max`` px tall
-    in a ``width`` x ``height`` image, so at the agent's view (longest side 768 px) they shrink
-    below :attr:`Evidence.min_view_height`; one ``crop`` with zoom around the sticker makes them
-    legible. Larger readable labels and decoy stickers of other colours are distractors.
+    Scene:
+        A shelf, parcels or devices (``scenes``) photographed at ``width`` x ``height`` with
+        readable brand labels, clutter, and ``decoys`` + 1 stickers of different colours. Each
+        sticker carries a tiny barcode and ``fields`` rows ``NAME  CODE`` (REF, LOT, SN, ...)
+        stacked one line every 1.2 glyph heights in one TrueType face (``faces``),
+        ``glyph_min``-``glyph_max`` px tall, pasted in perspective (``tilt``); the photo goes
+        through a sampled camera chain (``camera``: lighting, shadow, blur off the stickers,
+        noise, JPEG).
+    Question:
+        "What LOT code is printed in small type on the red sticker on a parcel in the top-left
+        part of the image?" Six choices: codes that differ only in characters that look alike
+        at view resolution (:func:`~m3gym.tasks.families._text_common.view_lookalike_codes`);
+        the target sticker's other rows print other choices.
+    Why a tool is needed:
+        At the agent's view (longest side 768) the glyphs are about 3 px tall, far below
+        :attr:`Evidence.min_view_height`; the sticker's rows of look-alike codes blur into one
+        block and the field names are unreadable, so the view does not tell which option is
+        printed next to the named field (the view-only leak probe stays near chance). One
+        zoomed ``crop`` of the sticker shows every row legibly.
+    Reference trajectory:
+        One ``crop`` of the target sticker (grown by a margin) with the smallest zoom that shows
+        the code at 1.5x the legible height.
+    Checkpoints:
+        ``s_crop`` (a crop contains and magnifies the code), ``v_tool`` (crop applied to a
+        region holding the code), ``v_true`` (some image shows the code legibly).
+    Difficulty:
+        ``difficulty_knobs``: at 0 glyphs 10-13 px, 3 rows, tilt up to 0.3, camera 0.1-0.3,
+        1 decoy sticker; at 1 glyphs 7-9 px, 5 rows, tilt up to 0.6, camera 0.5-0.9, 4 decoys.
+    Config:
+        ``width``, ``height``, ``glyph_min``, ``glyph_max``, ``decoys``, ``distractor_labels``,
+        ``clutter``, ``camera``, ``scenes``, ``choices``, ``fields``, ``faces``, ``tilt``.
     """
 
     name: ClassVar[str] = "tiny_text"
@@ -182,20 +211,39 @@ class TinyTextFamily(FamilyConfig):
     faces: tuple[str, ...] = R.FONT_FACES
     tilt: tuple[float, float] = (0.1, 0.5)
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Smaller glyphs, more stacked rows, more tilt and camera, more decoys as ``d`` rises."""
+        d = float(difficulty)
+        return {
+            "glyph_min": 10.0 - 3.0 * d, "glyph_max": 13.0 - 4.0 * d,
+            "fields": (3 + round(d), 3 + round(2 * d)),
+            "tilt": (0.3 * d, 0.3 + 0.3 * d),
+            "camera": (0.1 + 0.4 * d, 0.3 + 0.6 * d),
+            "decoys": 1 + round(3 * d),
+        }
+
     def validate(self) -> None:
-        """Check sizes, the illegibility of the glyphs at view size, and the scene names."""
+        """Check sizes, the illegibility of the glyphs at view size, and the option names."""
         if min(self.width, self.height) < 400 or max(self.width, self.height) > 4096:
             raise ValueError("image sides must lie in 400..4096 px")
-        if not 4 <= self.glyph_min <= self.glyph_max:
-            raise ValueError("need 4 <= glyph_min <= glyph_max")
+        if not 6 <= self.glyph_min <= self.glyph_max:
+            raise ValueError("need 6 <= glyph_min <= glyph_max")
         if self.glyph_max * R.view_scale(self.height, self.width) >= MIN_VIEW_HEIGHT:
             raise ValueError("glyph_max is legible at view size: the task would not need a crop")
         if not 0 <= self.decoys <= len(R.NAMED_COLORS) - 1:
             raise ValueError("decoys must be 0..len(NAMED_COLORS)-1")
         if not self.scenes or any(s not in TINY_SCENES for s in self.scenes):
             raise ValueError(f"scenes must be among {sorted(TINY_SCENES)}")
-        if self.choices < 2:
-            raise ValueError("choices must be >= 2")
+        if not 2 <= self.choices <= 12:
+            raise ValueError("choices must lie in 2..12")
+        check_range("fields", *self.fields, 1, min(len(FIELD_NAMES), self.choices))
+        check_range("distractor_labels", *self.distractor_labels, 0, 20)
+        check_range("clutter", *self.clutter, 0, 40)
+        check_range("camera", *self.camera, 0.0, 1.0)
+        check_range("tilt", *self.tilt, 0.0, 0.6)
+        if not self.faces or any(f not in R.FONT_FACES for f in self.faces):
+            raise ValueError(f"faces must be among {R.FONT_FACES}")
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one tiny-text task."""
