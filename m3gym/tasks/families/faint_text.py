@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
@@ -18,6 +18,7 @@ from m3gym.tasks.families._text_common import (
     text_patch,
     view_lookalike_codes,
 )
+from m3gym.tasks.families.l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS
@@ -40,18 +41,43 @@ FAINT_DOCS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 class FaintTextFamily(FamilyConfig):
     """Read a faded code in a washed-out, unevenly lit, low-dynamic-range photo of a document.
 
-    The photo spans only ``span`` gray levels and the named field's ink lies just
-    ``ink_contrast`` = c levels from its paper (below :attr:`Evidence.min_contrast`). On top lie
-    soft bands of light and shade (:func:`shading_field`) ``shading`` x c levels deep, so the
-    paper on one part of the page is darker than the ink on another: no single global
-    threshold (Tesseract's Otsu, a viewer's eye at this contrast) separates ink from paper, and
-    OCR of the photo as shown reads the code in well under 10 % of seeds. WHY a tool: one
-    ``autocontrast`` (cutoff ``cutoff`` %) stretches the ``span + shading`` levels to the full
-    range, multiplying the LOCAL ink contrast (ink vs the paper right around it, what
-    ``v_true`` measures) by about ``255 / (span + shading)``: ``validate`` requires at least
-    1.3x the visibility threshold at the worst corner of the ranges; the tests measure it
-    through PIL's own autocontrast. The shading stays in the stretched photo but is smooth at
-    glyph scale, so the code is plainly visible in it.
+    Scene:
+        A lab sheet, specimen record, catalogue card or museum label (``docs``) on a textured
+        table with clutter, in one TrueType face (``faces``; values in its bold variant),
+        ``glyph_min``-``glyph_max`` px tall in a ``width`` x ``height`` photo. The photo spans
+        only ``span`` gray levels and the named field's ink lies just ``ink_contrast`` = c
+        levels from its paper; soft bands of light and shade (:func:`shading_field`)
+        ``shading`` x c levels deep lie on top, so the paper on one part of the page is darker
+        than the ink on another (no global threshold separates them); sensor noise
+        ``noise_sigma``.
+    Question:
+        "The photo shows a faded lab sheet. What is the Batch?" Six choices: codes that differ
+        only in look-alike characters drawn at view scale in the value's face
+        (:func:`~m3gym.tasks.families._text_common.view_lookalike_codes`); the other fields hold
+        other codes.
+    Why a tool is needed:
+        The ink contrast is far below :attr:`Evidence.min_contrast` (a viewer, or Tesseract's
+        Otsu threshold, does not see it). One ``autocontrast`` (cutoff ``cutoff`` %) stretches
+        the ``span + shading`` levels to the full range, multiplying the local ink contrast by
+        about ``255 / (span + shading)``; ``validate`` requires 1.3x the visibility threshold
+        at the worst corner of the ranges. Known limit (issue 10's view-only probe):
+        autocontrast is a monotone map of gray levels, so the reset view holds what the
+        stretched view shows; a contrast-invariant matcher (normalized correlation, what the
+        probe uses) reads the code before the tool. Choice design cannot close that without
+        making the stretched view illegible too; the leak test keeps this family as a known
+        exception.
+    Reference trajectory:
+        One ``autocontrast`` of the whole photo (cutoff ``cutoff`` %).
+    Checkpoints:
+        ``s_contrast`` (a contrast op on an image holding the field), ``v_tool`` (a contrast
+        tool on a region holding the field), ``v_true`` (some image shows the value with
+        visible contrast).
+    Difficulty:
+        ``difficulty_knobs``: at 0 ink 7-10 levels, glyphs 20-28 px, shading 2-3 x c,
+        clutter 2-5; at 1 ink 5-6.5 levels, glyphs 15-22 px, shading 2.5-3.5 x c, clutter 5-9.
+    Config:
+        ``width``, ``height``, ``glyph_min``, ``glyph_max``, ``ink_contrast``, ``span``,
+        ``noise_sigma``, ``cutoff``, ``clutter``, ``docs``, ``choices``, ``shading``, ``faces``.
     """
 
     name: ClassVar[str] = "faint_text"
@@ -73,10 +99,27 @@ class FaintTextFamily(FamilyConfig):
     shading: tuple[float, float] = (2.5, 3.5)
     faces: tuple[str, ...] = R.FONT_FACES
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Fainter ink, deeper shading, smaller glyphs and more clutter as ``d`` rises."""
+        d = float(difficulty)
+        return {
+            "ink_contrast": (7.0 - 2.0 * d, 10.0 - 3.5 * d),
+            "glyph_min": 20.0 - 5.0 * d, "glyph_max": 28.0 - 6.0 * d,
+            "shading": (2.0 + 0.5 * d, 3.0 + 0.5 * d),
+            "clutter": (2 + round(3 * d), 5 + round(4 * d)),
+        }
+
     def validate(self) -> None:
         """Check sizes, that the ink is invisible at first and restorable by the op."""
         if min(self.width, self.height) < 400 or max(self.width, self.height) > 2048:
             raise ValueError("image sides must lie in 400..2048 px")
+        if not 8 <= self.glyph_min <= self.glyph_max <= 48:
+            raise ValueError("need 8 <= glyph_min <= glyph_max <= 48")
+        check_range("noise_sigma", *self.noise_sigma, 0.0, 3.0)
+        check_range("clutter", *self.clutter, 0, 30)
+        if not self.faces or any(f not in R.FONT_FACES for f in self.faces):
+            raise ValueError(f"faces must be among {R.FONT_FACES}")
         if self.glyph_min * R.view_scale(self.height, self.width) < 1.2 * MIN_VIEW_HEIGHT:
             raise ValueError("glyph_min must be legible by size at view resolution")
         if not 1 <= self.ink_contrast[0] <= self.ink_contrast[1] < MIN_CONTRAST / 2:
@@ -93,8 +136,8 @@ class FaintTextFamily(FamilyConfig):
             raise ValueError("cutoff must lie in 0..10 %")
         if not self.docs or any(d not in FAINT_DOCS for d in self.docs):
             raise ValueError(f"docs must be among {sorted(FAINT_DOCS)}")
-        if self.choices < 2:
-            raise ValueError("choices must be >= 2")
+        if not 2 <= self.choices <= 12:
+            raise ValueError("choices must lie in 2..12")
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one faint-text task."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
@@ -20,6 +20,7 @@ from m3gym.tasks.families._glyph_common import (
 from m3gym.tasks.families._text_common import (
     shading_field,
 )
+from m3gym.tasks.families.l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS
@@ -30,11 +31,35 @@ from m3gym.tools.catalogue import CONTRAST_TOOLS
 class GlyphFaintFamily(FamilyConfig):
     """Read a digit printed a few gray levels from its paper in a washed-out photo (classic).
 
-    WHY a tool: the photo spans ``span`` gray levels, the digit's ink lies ``ink_contrast``
-    levels from its paper (far below the 28-level visibility threshold) and a smooth shading
-    ``shading`` x that deep lies on top; one ``autocontrast`` stretches the range to 0..255 and
-    multiplies the local ink contrast by about ``255 / (span + shading)``, which ``validate``
-    requires to clear the threshold with a 1.3x margin.
+    Scene:
+        A ``side`` px square of texture with clutter and a paper card holding one digit of
+        ``glyphs`` (Hershey face, ``glyph_min``-``glyph_max`` px); the photo spans ``span`` gray
+        levels, the digit's ink lies ``ink_contrast`` = c levels from its paper, and a smooth
+        shading ``shading`` x c deep lies on top; sensor noise ``noise_sigma``.
+    Question:
+        "The photo of a card is badly washed out. Which digit is printed on the card? Answer
+        with one of: 0, 1, ..., 7." Fixed choices ``glyphs`` in order.
+    Why a tool is needed:
+        The ink is far below the 28-level visibility threshold; one ``autocontrast`` stretches
+        the range to 0..255 and multiplies the local ink contrast by about ``255 / (span +
+        shading)``, which ``validate`` requires to clear the threshold with a 1.3x margin. Known
+        limit (issue 10's view-only probe): the answer set is eight fixed digits, so a pixel
+        classifier that sees the view (a CNN, or the probe's template matcher) can learn to read
+        the faint digit (contrast-invariantly) before the tool; the classic-RL training runs use
+        these default images, so they stay as they are and the leak test keeps this family as a
+        known exception.
+    Reference trajectory:
+        One ``autocontrast`` of the photo (cutoff ``cutoff`` %).
+    Checkpoints:
+        ``s_contrast`` (a contrast op on an image holding the digit), ``v_tool`` (a contrast
+        tool on a region holding it), ``v_true`` (some image shows it with visible contrast).
+    Difficulty:
+        ``difficulty_knobs`` (the default config is the classic suite's, not difficulty 0): at
+        0 ink 6-8 levels, glyphs 36-48 px, shading 0.8-1.2 x c; at 1 ink 3.5-4.5 levels,
+        glyphs 28-36 px, shading 1.5-2.2 x c.
+    Config:
+        ``side``, ``glyph_min``, ``glyph_max``, ``ink_contrast``, ``span``, ``shading``,
+        ``noise_sigma``, ``cutoff``, ``glyphs``.
     """
 
     name: ClassVar[str] = "glyph_faint"
@@ -54,9 +79,20 @@ class GlyphFaintFamily(FamilyConfig):
     cutoff: float = 1.0
     glyphs: tuple[str, ...] = GLYPHS
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Fainter ink, smaller digits and deeper shading as ``d`` rises."""
+        d = float(difficulty)
+        return {
+            "ink_contrast": (6.0 - 2.5 * d, 8.0 - 3.5 * d),
+            "glyph_min": 36.0 - 8.0 * d, "glyph_max": 48.0 - 12.0 * d,
+            "shading": (0.8 + 0.7 * d, 1.2 + 1.0 * d),
+        }
+
     def validate(self) -> None:
         """Check sizes, that the ink starts invisible, and that autocontrast restores it."""
         check_common(self.side, self.glyphs)
+        check_range("noise_sigma", *self.noise_sigma, 0.0, 10.0)
         if self.glyph_min * CLASSIC_VIEW / self.side < 1.5 * CLASSIC_MIN_VIEW_HEIGHT:
             raise ValueError("glyph_min would not be legible by size in the view")
         if not self.glyph_min <= self.glyph_max <= self.side * 0.3:

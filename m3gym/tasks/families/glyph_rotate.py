@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
@@ -25,6 +25,7 @@ from m3gym.tasks.families._text_common import (
     transform_box,
     upright_call,
 )
+from m3gym.tasks.families.l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Task
 
@@ -34,10 +35,34 @@ from m3gym.tasks.spec import Checkpoint, Task
 class GlyphRotateFamily(FamilyConfig):
     """Read the digit on a card photographed rotated or mirrored (classic suite).
 
-    WHY a tool: the evidence counts as read only upright (``v_true`` requires the upright
-    orientation); one ``rotate`` or ``flip`` makes the card upright. The digit
-    (``glyph_min``–``glyph_max`` px, a third of that in the view) is legible by size, and a bar
-    under it marks the card's bottom so every orientation is distinct.
+    Scene:
+        A ``side`` px square of texture with clutter and a paper card holding one digit of
+        ``glyphs`` (Hershey face, ``glyph_min``-``glyph_max`` px) with a bar under it that marks
+        the card's bottom; sensor noise ``noise_sigma``; then the whole image is turned or
+        mirrored by one of ``transforms``.
+    Question:
+        "The card in the image was photographed rotated or mirrored. Which digit is printed on
+        it? Answer with one of: 0, 1, ..., 7." Fixed choices ``glyphs`` in order.
+    Why a tool is needed:
+        ``v_true`` counts the evidence as read only upright; one ``rotate`` or ``flip`` makes
+        the card upright, and the digit is legible by size (a third of its size in the 96 px
+        view). Known limit (issue 10's view-only probe): the answer set is eight fixed digits,
+        so a pixel classifier that sees the view (a CNN, or the probe's template matcher) can
+        learn to read the turned digit before the tool; the classic-RL training runs use these
+        default images, so they stay as they are and the leak test keeps this family as a known
+        exception.
+    Reference trajectory:
+        One ``rotate`` by the inverse angle (``expand``) or one ``flip``.
+    Checkpoints:
+        ``s_upright`` (a rotate/flip made the card upright), ``v_tool`` (applied to an image
+        holding the digit), ``v_true`` (some image shows it upright and legibly).
+    Difficulty:
+        ``difficulty_knobs`` (the default config is the classic suite's, not difficulty 0): at
+        0 glyphs 48-56 px, turns only, clutter 1-3; at 1 glyphs 30-38 px, every transform
+        (mirrors too), clutter 6-10, noise 2-3.5.
+    Config:
+        ``side``, ``glyph_min``, ``glyph_max``, ``transforms``, ``clutter``, ``noise_sigma``,
+        ``glyphs``.
     """
 
     name: ClassVar[str] = "glyph_rotate"
@@ -55,9 +80,22 @@ class GlyphRotateFamily(FamilyConfig):
     noise_sigma: tuple[float, float] = (1.0, 2.5)
     glyphs: tuple[str, ...] = GLYPHS
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Smaller digits, mirrors, more clutter and noise as ``d`` rises."""
+        d = float(difficulty)
+        return {
+            "glyph_min": 48.0 - 18.0 * d, "glyph_max": 56.0 - 18.0 * d,
+            "transforms": TRANSFORMS if d >= 0.5 else ("rot90", "rot180", "rot270"),
+            "clutter": (1 + round(5 * d), 3 + round(7 * d)),
+            "noise_sigma": (0.5 + 1.5 * d, 1.5 + 2.0 * d),
+        }
+
     def validate(self) -> None:
         """Check sizes and transforms."""
         check_common(self.side, self.glyphs)
+        check_range("clutter", *self.clutter, 0, 30)
+        check_range("noise_sigma", *self.noise_sigma, 0.0, 10.0)
         if self.glyph_min * CLASSIC_VIEW / self.side < 1.5 * CLASSIC_MIN_VIEW_HEIGHT:
             raise ValueError("glyph_min would not be legible in the view once upright")
         if not self.glyph_min <= self.glyph_max <= self.side * 0.3:

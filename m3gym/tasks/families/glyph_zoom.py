@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from m3gym.tasks.families._glyph_common import (
     grid_cell,
     tag_size,
 )
+from m3gym.tasks.families.l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
 
@@ -31,10 +32,34 @@ from m3gym.tasks.spec import Checkpoint, RefCall, Task
 class GlyphZoomFamily(FamilyConfig):
     """Read the digit on the red-framed tag in a small cluttered scene (classic suite).
 
-    WHY a tool: the digit is ``glyph_min``–``glyph_max`` px tall in a ``side`` px square, a third
-    of that in the 96-px view, below the 6-px legibility threshold; a ``crop`` of the tag's
-    3x3 grid cell (or a quadrant holding it) shows it at 1x or 0.67x, legible. Decoy tags
-    without the red frame carry other digits.
+    Scene:
+        A ``side`` px square of texture with clutter and ``decoys`` + 1 small tags, one per
+        cell of a 3x3 grid; the target tag has a red frame, decoys none. Each carries one digit
+        of ``glyphs`` (Hershey face), ``glyph_min``-``glyph_max`` px tall; sensor noise
+        ``noise_sigma``.
+    Question:
+        "Which digit is printed on the small tag with the red frame in the top-left part of
+        the image? Answer with one of: 0, 1, ..., 7." The choices are ``glyphs`` in a fixed
+        order (a choice index means one digit in every episode).
+    Why a tool is needed:
+        In the 96 px view the digit is a third of its size, below the 6 px legibility bar; a
+        ``crop`` of the tag's grid cell (or a quadrant holding it) shows it legibly. Known limit
+        (issue 10's view-only probe): the answer set is eight fixed digits, so a pixel
+        classifier that sees the view (a CNN, or the probe's template matcher) can learn to read
+        a 4 px digit before the tool; the classic-RL training runs use these default images, so
+        they stay as they are and the leak test keeps this family as a known exception.
+    Reference trajectory:
+        One ``crop`` of the tag's 3x3 grid cell at zoom 1.
+    Checkpoints:
+        ``s_crop`` (a crop contains and magnifies the digit), ``v_tool`` (crop applied to a
+        region holding it), ``v_true`` (some image shows it legibly).
+    Difficulty:
+        ``difficulty_knobs`` (the default config is the classic suite's, not difficulty 0): at
+        0 glyphs 12-15 px, 0-1 decoys, clutter 2-4, noise 0.5-1.5; at 1 glyphs 9.5-11 px, 3-4
+        decoys, clutter 8-12, noise 2-3.5.
+    Config:
+        ``side``, ``glyph_min``, ``glyph_max``, ``decoys``, ``clutter``, ``noise_sigma``,
+        ``glyphs``.
     """
 
     name: ClassVar[str] = "glyph_zoom"
@@ -52,9 +77,24 @@ class GlyphZoomFamily(FamilyConfig):
     noise_sigma: tuple[float, float] = (1.0, 2.5)
     glyphs: tuple[str, ...] = GLYPHS
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Smaller digits, more decoy tags, clutter and noise as ``d`` rises."""
+        d = float(difficulty)
+        return {
+            "glyph_min": 12.0 - 2.5 * d, "glyph_max": 15.0 - 4.0 * d,
+            "decoys": (round(3 * d), 1 + round(3 * d)),
+            "clutter": (2 + round(6 * d), 4 + round(8 * d)),
+            "noise_sigma": (0.5 + 1.5 * d, 1.5 + 2.0 * d),
+        }
+
     def validate(self) -> None:
         """Check sizes: illegible in the full view, legible in a quadrant crop."""
         check_common(self.side, self.glyphs)
+        if self.glyph_min > self.glyph_max:
+            raise ValueError("need glyph_min <= glyph_max")
+        check_range("clutter", *self.clutter, 0, 30)
+        check_range("noise_sigma", *self.noise_sigma, 0.0, 10.0)
         scale = CLASSIC_VIEW / self.side
         if self.glyph_max * scale >= CLASSIC_MIN_VIEW_HEIGHT:
             raise ValueError("glyph_max is legible in the full view: no crop would be needed")

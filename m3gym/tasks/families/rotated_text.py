@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
@@ -21,6 +21,7 @@ from m3gym.tasks.families._text_common import (
     upright_call,
     view_lookalike_codes,
 )
+from m3gym.tasks.families.l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Task
 
@@ -50,12 +51,39 @@ def _field_value(rng: np.random.Generator, label: str) -> str:
 class RotatedTextFamily(FamilyConfig):
     """Read a field of a document photographed rotated by 90/180/270 degrees or mirrored.
 
-    The question names a field (e.g. "Receipt No") whose value is a code; other fields hold
-    other codes of the same shape. WHY a tool: text that is sideways, upside down or mirrored is
-    not reliably readable (and the pixel-level legibility check requires upright evidence); one
-    ``rotate`` (counter-clockwise positive, ``expand`` true) or ``flip`` makes it upright, and
-    the glyphs (``glyph_min``–``glyph_max`` px in an image of longest side ``longest``) are
-    large enough once upright.
+    Scene:
+        A receipt, form or site plan (``docs``) on a textured table with clutter, in one
+        TrueType face (``faces``), fields ``glyph_min``-``glyph_max`` px tall in an image of
+        longest side ``longest``: ``code_fields`` fields hold codes, two more hold faker dates,
+        amounts or names. The photo goes through a camera chain (``camera``: lighting, shadow,
+        blur off the document, noise, JPEG), then the whole image is turned or mirrored by one
+        of ``transforms``.
+    Question:
+        "What is the Receipt No on the receipt in the image?" Six choices: codes that differ
+        only in look-alike characters (drawn at view scale in the document's face,
+        :func:`~m3gym.tasks.families._text_common.view_lookalike_codes`).
+    Why a tool is needed:
+        Sideways, upside-down or mirrored text is not reliably read, and ``v_true`` requires
+        upright evidence; one ``rotate`` (counter-clockwise positive, ``expand``) or ``flip``
+        makes it upright, and the glyphs are legible by size once upright. Known limit (issue
+        10's view-only probe): a rotation by a multiple of 90 degrees and a flip only permute
+        pixels, so the reset view holds every pixel the upright view shows; a matcher that
+        knows the orientation (the probe does) reads the code before the tool. Choice design
+        cannot close that without making the upright view illegible too; the leak test keeps
+        this family as a known exception.
+    Reference trajectory:
+        One ``rotate`` by the inverse angle (``expand`` true) or one ``flip`` in the mirrored
+        direction.
+    Checkpoints:
+        ``s_upright`` (a rotate/flip made the document upright), ``v_tool`` (applied to an image
+        holding the field), ``v_true`` (some image shows the value upright and legibly).
+    Difficulty:
+        ``difficulty_knobs``: at 0 glyphs 20-26 px, turns only (no mirrors), 2-3 code fields,
+        camera 0.1-0.3, clutter 2-5; at 1 glyphs 15-18 px, every transform, 4-5 code fields,
+        camera 0.5-0.9, clutter 8-14.
+    Config:
+        ``longest``, ``glyph_min``, ``glyph_max``, ``transforms``, ``docs``, ``code_fields``,
+        ``clutter``, ``camera``, ``choices``, ``faces``.
     """
 
     name: ClassVar[str] = "rotated_text"
@@ -74,6 +102,18 @@ class RotatedTextFamily(FamilyConfig):
     choices: int = 6
     faces: tuple[str, ...] = R.FONT_FACES
 
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Smaller glyphs, mirrors, more code fields, clutter and camera as ``d`` rises."""
+        d = float(difficulty)
+        return {
+            "glyph_min": 20.0 - 5.0 * d, "glyph_max": 26.0 - 8.0 * d,
+            "transforms": TRANSFORMS if d >= 0.5 else ("rot90", "rot180", "rot270"),
+            "code_fields": (2 + round(2 * d), 3 + round(2 * d)),
+            "camera": (0.1 + 0.4 * d, 0.3 + 0.6 * d),
+            "clutter": (2 + round(6 * d), 5 + round(9 * d)),
+        }
+
     def validate(self) -> None:
         """Check sizes, transforms, documents, and that upright glyphs are legible at view size."""
         if not 800 <= self.longest <= 2048:
@@ -88,8 +128,12 @@ class RotatedTextFamily(FamilyConfig):
             raise ValueError(f"docs must be among {sorted(ROTATED_DOCS)}")
         if not 1 <= self.code_fields[0] <= self.code_fields[1] <= 5:
             raise ValueError("code_fields must satisfy 1 <= lo <= hi <= 5")
-        if self.choices < 2:
-            raise ValueError("choices must be >= 2")
+        if not 2 <= self.choices <= 12:
+            raise ValueError("choices must lie in 2..12")
+        check_range("clutter", *self.clutter, 0, 40)
+        check_range("camera", *self.camera, 0.0, 1.0)
+        if not self.faces or any(f not in R.FONT_FACES for f in self.faces):
+            raise ValueError(f"faces must be among {R.FONT_FACES}")
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one rotated-text task."""
