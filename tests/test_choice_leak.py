@@ -42,12 +42,12 @@ Z = 3.09
 FAMILIES = m3gym.family_names(suite=None)
 
 VIEW_LEAKS_KNOWN = {
-    "tiny_text": "glyphs 4-5 px tall in the view: a font-aware template matcher still reads the "
-                 "code (the answer beats even the 5 most look-alike one-character edits in 55 %)",
-    "tiny_faint_text": "small faint code: the view keeps it for a font-aware matcher",
-    "faint_text": "legible-size glyphs at 5-8 levels of contrast over 0.3-0.6 levels of noise: "
-                  "autocontrast is invertible, so the view holds what the tool shows",
-    "rotated_text": "legible-size glyphs, only rotated: a rotated template reads them",
+    "faint_text": "autocontrast is a monotone map of gray levels: the reset view holds what the "
+                  "stretched view shows, and the probe's normalized correlation is blind to "
+                  "contrast (structural for a one-op contrast task; see the family docstring)",
+    "rotated_text": "rotations by 90 degrees and flips only permute pixels: a template turned like "
+                    "the evidence reads the legible-size code (structural for a one-op rotation "
+                    "task; see the family docstring)",
     "glyph_faint": "classic suite: fixed digit choices, the digit is legible to a matcher",
     "glyph_rotate": "classic suite: fixed digit choices, the digit is legible to a matcher",
     "glyph_zoom": "classic suite: fixed digit choices, the digit is legible to a matcher",

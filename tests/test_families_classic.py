@@ -12,7 +12,7 @@ import m3gym
 from m3gym.agents.base import OracleAgent
 from m3gym.rollout import run_episode
 from m3gym.scoring.checkpoints import measure_evidence
-from m3gym.tasks.families.classic import CLASSIC_VIEW, GLYPHS, grid_cell
+from m3gym.tasks.families._glyph_common import CLASSIC_VIEW, GLYPHS, grid_cell
 from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.wrappers import CLASSIC_DISCRETE_ID, CLASSIC_DISCRETE_KWARGS
 

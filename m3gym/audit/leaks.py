@@ -11,8 +11,9 @@ split's seed range, so in the test world):
   (cross-fitted on the training set so the classifier cannot memorize them). It is trained on
   ``train_tasks`` training-range seeds of the family.
 * **view-only** (:func:`view_only_probe`) — for families whose answer is text drawn in the image,
-  each choice is rendered in every readable face at the evidence's glyph height (rotated and
-  mirrored like the evidence), downscaled to view resolution and template-matched
+  each choice is rendered in every readable Hershey and every TrueType face at the evidence's
+  glyph height (rotated and mirrored like the evidence), downscaled to view resolution and
+  template-matched
   (``TM_CCOEFF_NORMED``, both ink polarities) in the reset view around the evidence box; the
   best-matching choice is picked. It knows where the evidence is and how it was drawn, so it is
   an upper bound on what a policy could read from the view without a tool.
@@ -331,12 +332,23 @@ def drawn_answer_evidence(task: Task) -> Evidence | None:
     return None
 
 
-def choice_template(text: str, glyph_height: float, face: int, scale: float, angle: float,
-                    mirrored: bool) -> np.ndarray:
-    """Return ``text`` rendered like evidence (white ink on black), oriented, at view scale."""
+def template_faces() -> tuple[int | str, ...]:
+    """Return every face evidence text may be drawn in: readable Hershey faces, then TrueType."""
     from m3gym.tasks import render as R
 
-    alpha = R.render_text(text, glyph_height, face, 1).alpha
+    return (*R.READABLE_FACES, *R.FONT_FACES)
+
+
+def choice_template(text: str, glyph_height: float, face: int | str, scale: float, angle: float,
+                    mirrored: bool) -> np.ndarray:
+    """Return ``text`` rendered like evidence (white ink on black), oriented, at view scale.
+
+    ``face`` is a Hershey face id (stroke 1) or a TrueType face name (:data:`R.FONT_FACES`).
+    """
+    from m3gym.tasks import render as R
+
+    alpha = (R.truetype_text(text, max(glyph_height, 2.0), face) if isinstance(face, str)
+             else R.render_text(text, glyph_height, face, 1)).alpha
     if mirrored:
         alpha = alpha[:, ::-1]
     alpha = np.rot90(alpha, int(round(angle / 90.0)) % 4)
@@ -347,8 +359,6 @@ def choice_template(text: str, glyph_height: float, face: int, scale: float, ang
 
 def view_match_scores(task: Task, view_size: int | None = None, pad: int = 4) -> np.ndarray | None:
     """Return each choice's best template-match score against the reset view (None: no text)."""
-    from m3gym.tasks import render as R
-
     ev = drawn_answer_evidence(task)
     if ev is None or ev.glyph_height <= 0:
         return None
@@ -364,7 +374,7 @@ def view_match_scores(task: Task, view_size: int | None = None, pad: int = 4) ->
     angle = ev.angle if abs(ev.angle / 90.0 - round(ev.angle / 90.0)) < 1e-6 else 0.0
     scores = np.full(len(task.choices), -np.inf)
     for i, choice in enumerate(task.choices):
-        for face in R.READABLE_FACES:
+        for face in template_faces():
             tpl = choice_template(choice, ev.glyph_height, face, s, angle, ev.mirrored)
             tpl = tpl.astype(np.float32)
             if tpl.shape[0] > window.shape[0] or tpl.shape[1] > window.shape[1] or tpl.std() == 0:
