@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -72,6 +73,24 @@ def box_union(a: Sequence[float], b: Sequence[float]) -> Box:
     """Return the smallest integer box covering boxes ``a`` and ``b``."""
     return (int(min(a[0], b[0])), int(min(a[1], b[1])), int(math.ceil(max(a[2], b[2]))),
             int(math.ceil(max(a[3], b[3]))))
+
+
+def lerp(difficulty: float, easy: float, hard: float) -> float:
+    """Return the knob value at ``difficulty`` in [0, 1] between its ``easy`` and ``hard`` ends."""
+    return float(easy + (hard - easy) * difficulty)
+
+
+def lerp_range(difficulty: float, easy: tuple[float, float], hard: tuple[float, float],
+               integer: bool = False) -> tuple[Any, Any]:
+    """Return a ``(low, high)`` range interpolated between ``easy`` and ``hard`` (rounded ints).
+
+    Both ends move linearly; ``integer`` rounds them half-up and keeps ``low <= high``.
+    """
+    lo, hi = lerp(difficulty, easy[0], hard[0]), lerp(difficulty, easy[1], hard[1])
+    if not integer:
+        return (round(lo, 3), round(hi, 3))
+    ilo, ihi = int(math.floor(lo + 0.5)), int(math.floor(hi + 0.5))
+    return (min(ilo, ihi), max(ilo, ihi))
 
 
 def check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
@@ -252,6 +271,19 @@ def render_dial(size: int, radius: float, face: Color | None, rim: Color | None,
     rgb = cv2.resize(canvas, (size, size), interpolation=cv2.INTER_AREA)
     alpha = cv2.resize(cover, (size, size), interpolation=cv2.INTER_AREA)
     return DialRender(rgb=rgb, alpha=alpha, clean=render.to_gray(rgb))
+
+
+TICK_RADIUS: float = 0.85
+"""Radius (fraction of the dial radius) at which tick spacing is measured."""
+
+
+def disk_alpha(size: int, radius: float) -> np.ndarray:
+    """Return the ``float32`` anti-aliased coverage (0..1) of a centred disk in a square patch."""
+    big = np.zeros((size * SUPERSAMPLE, size * SUPERSAMPLE), np.uint8)
+    c = size * SUPERSAMPLE / 2.0
+    cv2.circle(big, (int(round(c * 16)), int(round(c * 16))),
+               int(round(radius * SUPERSAMPLE * 16)), 255, -1, cv2.LINE_AA, 4)
+    return cv2.resize(big, (size, size), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
 
 
 def paste_patch(img: np.ndarray, patch: np.ndarray, at: tuple[int, int]) -> Box:
