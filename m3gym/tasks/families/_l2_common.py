@@ -220,15 +220,40 @@ def dial_direction(theta_deg: float, angle_deg: float) -> tuple[float, float]:
     return (math.cos(a) * ux + math.sin(a) * uy, -math.sin(a) * ux + math.cos(a) * uy)
 
 
+def bezel_shading(size: int, radius: float, rim_width: float, strength: float) -> np.ndarray:
+    """Return a ``float32`` brightness factor for a ``size`` px square holding a centred dial.
+
+    The rim annulus (``radius - rim_width`` .. ``radius``) is a raised ring lit from the top
+    left: its outer half brighter towards the light, its inner half brighter away from it. The
+    face within ``radius - rim_width`` darkens near the rim on the lit side (the shadow the
+    bezel casts). ``strength`` scales both (0 gives ones). The light is fixed on screen, so a
+    tilted dial keeps its shading where the light is.
+    """
+    c = size / 2.0
+    coords = np.arange(size, dtype=np.float32) + 0.5 - c
+    dx, dy = coords[None, :], coords[:, None]
+    d = np.sqrt(dx * dx + dy * dy)
+    lam = -(dx + dy) / np.maximum(d, 1e-3) * np.float32(math.sqrt(0.5))  # 1 facing top-left
+    inner = radius - rim_width
+    t = np.clip((d - inner) / max(rim_width, 1e-3), 0.0, 1.0)
+    ring = (d >= inner) & (d <= radius + 1.0)
+    ring_f = 1.0 + strength * lam * np.where(t > 0.5, 1.0, -0.6)
+    near = np.clip((d / max(inner, 1e-3) - 0.8) / 0.2, 0.0, 1.0)
+    face_f = 1.0 - 0.45 * strength * near * np.maximum(lam, 0.0)
+    return np.where(ring, ring_f, np.where(d < inner, face_f, 1.0)).astype(np.float32)
+
+
 def render_dial(size: int, radius: float, face: Color | None, rim: Color | None,
                 rim_width: float, strokes: Sequence[Stroke], angle_deg: float,
                 background: Color, marker: tuple[float, Color] | None = None,
-                cap: Color | None = None) -> DialRender:
+                cap: Color | None = None, bezel: float = 0.0) -> DialRender:
     """Render a ``size x size`` dial centred in its patch, supersampled for anti-aliasing.
 
     ``face``/``rim`` may be ``None`` (flat plate). ``marker`` = ``(theta, colour)`` draws a small
-    triangle just inside the rim at that position (the orientation cue). Returns the RGB patch,
-    the coverage of the decisive strokes and a clean gray render (no degradations).
+    triangle just inside the rim at that position (the orientation cue). ``bezel`` > 0 shades
+    the rim as a raised ring lit from the top left and lets it cast a soft shadow onto the face
+    (:func:`bezel_shading`). Returns the RGB patch, the coverage of the decisive strokes and a
+    clean gray render (no degradations).
     """
     ss = SUPERSAMPLE
     big = size * ss
@@ -247,6 +272,9 @@ def render_dial(size: int, radius: float, face: Color | None, rim: Color | None,
     if rim is not None and rim_width > 0:
         cv2.circle(canvas, pt(c, c), int(round((r - rim_width * ss / 2) * one)), rim,
                    max(1, int(round(rim_width * ss))), cv2.LINE_AA, shift)
+    if bezel > 0 and rim is not None and rim_width > 0:
+        shading = bezel_shading(big, r, rim_width * ss, bezel)
+        canvas = np.clip(canvas * shading[..., None] + 0.5, 0, 255).astype(np.uint8)
     if marker is not None:
         theta, col = marker
         ux, uy = dial_direction(theta, angle_deg)
@@ -284,6 +312,29 @@ def disk_alpha(size: int, radius: float) -> np.ndarray:
     cv2.circle(big, (int(round(c * 16)), int(round(c * 16))),
                int(round(radius * SUPERSAMPLE * 16)), 255, -1, cv2.LINE_AA, 4)
     return cv2.resize(big, (size, size), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
+
+
+def drop_shadow(img: np.ndarray, centre: tuple[float, float], radius: float,
+                offset: tuple[float, float], blur: float, strength: float) -> None:
+    """Darken ``img`` (in place) under a soft disk: the shadow a round object casts on a wall.
+
+    The disk of ``radius`` is centred at ``centre + offset``, blurred with a Gaussian of sigma
+    ``blur`` and darkens by at most ``strength`` (0–1). Clipped at the image edges.
+    """
+    h, w = img.shape[:2]
+    cx, cy = centre[0] + offset[0], centre[1] + offset[1]
+    pad = int(math.ceil(radius + 3 * blur + 2))
+    x0, y0 = max(0, int(cx) - pad), max(0, int(cy) - pad)
+    x1, y1 = min(w, int(cx) + pad + 1), min(h, int(cy) + pad + 1)
+    if x1 <= x0 or y1 <= y0:
+        return
+    mask = np.zeros((y1 - y0, x1 - x0), np.float32)
+    cv2.circle(mask, (int(round((cx - x0) * 16)), int(round((cy - y0) * 16))),
+               int(round(radius * 16)), 1.0, -1, cv2.LINE_AA, 4)
+    if blur > 0:
+        mask = cv2.GaussianBlur(mask, (0, 0), blur)
+    region = img[y0:y1, x0:x1]
+    region[:] = (region * (1.0 - strength * mask[..., None]) + 0.5).astype(np.uint8)
 
 
 def paste_patch(img: np.ndarray, patch: np.ndarray, at: tuple[int, int]) -> Box:

@@ -159,7 +159,11 @@ class ClockReading(FamilyConfig):
         rim = render.rand_color(rng, 20, 200)
         dial = c2.render_dial(size, radius, face, rim, max(2.0, radius / 10),
                               clock_strokes(hour, minute, radius, ink, hand), angle,
-                              wall, marker=(0.0, render.NAMED_COLORS["red"]), cap=hand)
+                              wall, marker=(0.0, render.NAMED_COLORS["red"]), cap=hand,
+                              bezel=float(rng.uniform(0.35, 0.5)))
+        # the clock hangs off the wall: a soft shadow below and to the right of it
+        c2.drop_shadow(img, (x + size / 2.0, y + size / 2.0), radius,
+                       (radius * 0.06, radius * 0.1), radius * 0.06, float(rng.uniform(0.3, 0.45)))
         a = c2.disk_alpha(size, radius)[..., None]
         region = img[y:y + size, x:x + size].astype(np.float32)
         img[y:y + size, x:x + size] = (region * (1 - a) + dial.rgb.astype(np.float32) * a
