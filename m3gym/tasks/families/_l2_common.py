@@ -337,6 +337,28 @@ def drop_shadow(img: np.ndarray, centre: tuple[float, float], radius: float,
     region[:] = (region * (1.0 - strength * mask[..., None]) + 0.5).astype(np.uint8)
 
 
+def draw_screws(img: np.ndarray, box: Box, inset: float, radius: float,
+                rng: np.random.Generator) -> None:
+    """Draw four slotted screw heads ``inset`` px inside the corners of ``box`` (in place).
+
+    Each head is a metal disk lit from the top left with a dark rim and a slot at a random
+    angle.
+    """
+    x0, y0, x1, y1 = box
+    metal = int(rng.integers(150, 196))
+    for cx, cy in ((x0 + inset, y0 + inset), (x1 - inset, y0 + inset), (x0 + inset, y1 - inset),
+                   (x1 - inset, y1 - inset)):
+        c = (int(round(cx * 16)), int(round(cy * 16)))
+        cv2.circle(img, c, int(round(radius * 16)), (metal - 70,) * 3, -1, cv2.LINE_AA, 4)
+        cv2.circle(img, (c[0] - 4, c[1] - 4), int(round((radius - 0.6) * 16)), (metal,) * 3, -1,
+                   cv2.LINE_AA, 4)
+        a = float(rng.uniform(0, math.pi))
+        dx, dy = math.cos(a) * radius * 0.8, math.sin(a) * radius * 0.8
+        cv2.line(img, (int(round((cx - dx) * 16)), int(round((cy - dy) * 16))),
+                 (int(round((cx + dx) * 16)), int(round((cy + dy) * 16))), (metal - 90,) * 3,
+                 1, cv2.LINE_AA, 4)
+
+
 def paste_patch(img: np.ndarray, patch: np.ndarray, at: tuple[int, int]) -> Box:
     """Copy ``patch`` into ``img`` (in place) with its top-left at ``at``; return its box."""
     x, y = at

@@ -150,18 +150,24 @@ class CompareLabels(FamilyConfig):
                 render.NAMED_COLORS["red"] if needle == "red" else (15, 15, 18))
             face = None if is_faint else render.jitter_color(rng, (248, 248, 244), 4)
             rim = ink if is_faint else render.rand_color(rng, 20, 160)
+            # a printed (faint) gauge stays flat: shading would lend it contrast
+            bezel = 0.0 if is_faint else float(rng.uniform(0.3, 0.45))
 
             def draw(ink_c: tuple[int, int, int], needle_c: tuple[int, int, int],
                      rim_c: tuple[int, int, int], value: float = value,
                      radius: float = radius, size: int = size,
                      face: tuple[int, int, int] | None = face,
-                     plate: tuple[int, int, int] = plate) -> c2.DialRender:
+                     plate: tuple[int, int, int] = plate,
+                     bezel: float = bezel) -> c2.DialRender:
                 return c2.render_dial(size, radius, face, rim_c, max(1.5, radius / 12),
                                       gauge_strokes(value, radius, ink_c, needle_c), 0.0, plate,
-                                      cap=needle_c)
+                                      cap=needle_c, bezel=bezel)
 
             dial = draw(ink, needle_col, rim)
             c2.paste_patch(img, dial.rgb, (gx, by))
+            if not is_faint:  # a panel instrument: screwed to the board at its corners
+                c2.draw_screws(img, (gx, by, gx + size, by + size), 3.5, max(1.6, size / 36),
+                               rng)
             clean_dial = dial if not is_faint else draw(strong, strong, strong)
             render.paste_text(img, name_patch, bx + (block[0] - nw) // 2, by + size + 10,
                               render.ink_for(tuple(int(v) for v in img[by + size + 4, bx])))
