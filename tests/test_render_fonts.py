@@ -1,0 +1,116 @@
+"""TrueType text: shipped fonts, exact glyph height, TextPatch semantics, determinism."""
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from m3gym.tasks import render as R
+from m3gym.tasks.render import fonts as F
+
+ROOT = Path(__file__).resolve().parents[1]
+FONT_DIR = ROOT / "m3gym" / "data" / "fonts"
+
+
+def test_faces_and_shipped_files_with_licence():
+    for face in ("sans", "sans-bold", "serif", "serif-bold", "mono", "mono-bold", "condensed",
+                 "condensed-bold"):
+        assert face in R.FONT_FACES
+    licence = (FONT_DIR / "LICENSE").read_text()
+    for face in R.FONT_FACES:
+        path = F.font_path(face)
+        assert path.is_file() and path.parent == FONT_DIR
+        assert path.name in licence
+    assert "Bitstream Vera" in licence and "SIL OPEN FONT LICENSE Version 1.1" in licence
+
+
+@pytest.mark.parametrize("face", F.FONT_FACES)
+def test_glyph_height_within_one_pixel_from_3_to_200(face):
+    for target in range(3, 201):
+        size = F.size_for_glyph_height(face, float(target))
+        assert abs(F._h_height(face, size) - target) <= 1, (face, target)
+
+
+@pytest.mark.parametrize("face", ["sans", "serif-bold", "mono", "condensed", "stix"])
+@pytest.mark.parametrize("target", [3, 4, 7, 12, 25, 60, 200])
+def test_glyph_height_is_the_measured_ink_height_of_h(face, target):
+    patch = R.truetype_text("H", target, face)
+    rows = np.flatnonzero(patch.mask.any(axis=1))
+    assert patch.glyph_height == rows[-1] - rows[0] + 1
+    assert abs(patch.glyph_height - target) <= 1
+
+
+def test_patch_is_tight_and_pastes_like_hershey():
+    patch = R.truetype_text("Invoice 2024 gyp", 18.0, "serif")
+    a = patch.alpha
+    assert a.dtype == np.uint8 and a.ndim == 2
+    assert a[0].any() and a[-1].any() and a[:, 0].any() and a[:, -1].any()
+    assert np.array_equal(patch.mask, a >= 128)
+    img = np.full((60, a.shape[1] + 10, 3), 240, np.uint8)
+    placed = R.paste_text(img, patch, 5, 7, (0, 0, 0))
+    assert placed.box == (5, 7, 5 + a.shape[1], 7 + a.shape[0])
+    region = img[7:7 + a.shape[0], 5:5 + a.shape[1]]
+    assert (region[patch.alpha == 255] == 0).all()
+    assert (region[patch.alpha == 0] == 240).all()
+
+
+def test_baseline_aligns_strings():
+    h = R.truetype_text("H", 20, "sans")
+    hg = R.truetype_text("Hg", 20, "sans")
+    assert h.baseline is not None and hg.baseline is not None
+    assert h.alpha.shape[0] - 1 <= h.baseline <= h.alpha.shape[0]
+    assert hg.baseline == h.baseline  # same top (the H), the g's descender below
+    assert hg.alpha.shape[0] > hg.baseline
+    assert R.render_text("H", 20).baseline is None
+
+
+def test_pick_font_and_errors():
+    picks = [R.pick_font(np.random.default_rng(s)) for s in range(40)]
+    assert set(picks) <= set(R.FONT_FACES) and len(set(picks)) > 3
+    assert picks == [R.pick_font(np.random.default_rng(s)) for s in range(40)]
+    assert R.pick_font(np.random.default_rng(1), ["mono"]) == "mono"
+    with pytest.raises(ValueError, match="unknown font face 'comic'"):
+        R.pick_font(np.random.default_rng(1), ["comic"])
+    with pytest.raises(ValueError, match="at least one"):
+        R.pick_font(np.random.default_rng(1), [])
+    with pytest.raises(ValueError, match="unknown font face"):
+        R.truetype_text("A", 10, "comic")
+    with pytest.raises(ValueError, match="non-blank"):
+        R.truetype_text("  ", 10)
+    with pytest.raises(ValueError, match="glyph_height"):
+        R.truetype_text("A", 1.0)
+    with pytest.raises(ValueError, match="glyph_height"):
+        R.truetype_text("A", float("nan"))
+    with pytest.raises(ValueError, match="one line"):
+        R.truetype_text("A\nB", 10)
+
+
+def test_coverage_of_latin_text():
+    for face in R.FONT_FACES:
+        assert R.font_covers("Müller Straße, Façade Ñandú Øre Œuvre €12,50", face)
+        assert not R.font_covers("東京", face)
+
+
+SCRIPT = """
+import hashlib
+from m3gym.tasks import render as R
+h = hashlib.sha256()
+for i, face in enumerate(R.FONT_FACES):
+    p = R.truetype_text("Qty 3 x Oat Milk 1 L  12,50 EUR", 6 + 5 * i, face)
+    h.update(p.alpha.tobytes()); h.update(str(p.glyph_height).encode())
+print(h.hexdigest())
+"""
+
+
+def test_bytes_identical_in_and_across_processes():
+    local = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.strip()
+    h = hashlib.sha256()
+    for i, face in enumerate(R.FONT_FACES):
+        p = R.truetype_text("Qty 3 x Oat Milk 1 L  12,50 EUR", 6 + 5 * i, face)
+        h.update(p.alpha.tobytes())
+        h.update(str(p.glyph_height).encode())
+    assert h.hexdigest() == local
