@@ -164,19 +164,21 @@ def text_patch(text: str, glyph_height: float, face: int, thickness: int,
 
 
 def draw_label(img: np.ndarray, patch: render.TextPatch, at: tuple[int, int], pad: int,
-               plate: Color, ink: Color, extra_left: int = 0) -> PlacedLabel:
+               plate: Color, ink: Color, extra_left: int = 0, extra_top: int = 0,
+               extra_right: int = 0) -> PlacedLabel:
     """Draw a plate of colour ``plate`` with ``patch`` in ``ink`` at ``at`` (plate top-left).
 
-    ``extra_left`` widens the plate on the left (room for a tab or dot). The clean render shows
-    the same text in full-contrast ink on the same plate, so V_true fidelity is judged against
-    the legible version while visibility is judged on the pixels.
+    ``extra_left``/``extra_top``/``extra_right`` widen the plate (room for a tab, a dot or a
+    line of small print). The clean render shows the same text in full-contrast ink on the same
+    plate, so V_true fidelity is judged against the legible version while visibility is judged
+    on the pixels.
     """
     pw, ph = patch.size
     x, y = at
-    plate_box = (x, y, x + extra_left + pw + 2 * pad, y + ph + 2 * pad)
+    plate_box = (x, y, x + extra_left + pw + 2 * pad + extra_right, y + extra_top + ph + 2 * pad)
     cv2.rectangle(img, (plate_box[0], plate_box[1]), (plate_box[2] - 1, plate_box[3] - 1),
                   plate, -1)
-    tx, ty = x + extra_left + pad, y + pad
+    tx, ty = x + extra_left + pad, y + pad + extra_top
     placed = render.paste_text(img, patch, tx, ty, ink)
     a = patch.alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
     strong = np.asarray(render.ink_for(plate), np.float32)

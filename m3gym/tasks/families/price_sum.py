@@ -20,6 +20,11 @@ _SHELF_SCENES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+PRICE_FACES: tuple[str, ...] = ("sans-bold", "condensed-bold", "mono-bold", "serif-bold", "sans",
+                                "condensed")
+"""TrueType faces a price is printed in."""
+
+
 def _price_text(rng: np.random.Generator) -> tuple[int, str]:
     """Return a random price in cents (50–4999) and its tag text."""
     cents = int(rng.integers(50, 5000))
@@ -55,8 +60,11 @@ class PriceSum(FamilyConfig):
 
     Scene:
         A shop shelf, market stall or notice board (1700–2200 px) with shelf edges, clutter,
-        distractor labels and ``tags`` price tags, each a light plate with a coloured dot (large
-        enough to see at view size) and a price in ``glyph_range`` px glyphs.
+        distractor labels and ``tags`` price tags: light cards casting a soft shadow, each with a
+        coloured dot (large enough to see at view size), the product's name in small print
+        (faker) and a price in ``glyph_range`` px TrueType glyphs. The photo goes through the
+        camera pipeline (uneven light, a cast shadow, blur outside the target tags, sensor
+        noise, JPEG) at a strength drawn from ``camera_range``.
     Question:
         "What is the total of the prices on the tag with the <colour> dot and the tag with the
         <colour> dot?" — six sums to choose from (digit-slip misreadings of the true one).
@@ -73,11 +81,13 @@ class PriceSum(FamilyConfig):
         autocontrast when faded) and a ``v_true`` (an artifact shows the price legibly).
     Difficulty:
         ``glyph_range`` (12–14 px at 0 → 7.5–9 px at 1: smaller prices need more zoom and are
-        harder to place), ``faint_prob`` (0 → 0.8), ``contrast_range`` (16–19 → 6–10 gray
-        levels) and ``tags`` (3–4 → 8 tags: more look-alike tags to tell apart by colour).
+        harder to place), ``faint_prob`` (0 → 0.8), ``contrast_range`` (16–19 → 8–12 gray
+        levels), ``tags`` (3–4 → 8 tags: more look-alike tags to tell apart by colour) and
+        ``camera_range`` (0–0.15 → 0.4–0.6).
     Config:
         ``glyph_range`` (px, within 7–19), ``faint_prob`` ([0, 1]), ``contrast_range`` (gray
-        levels, within 4–20), ``tags`` (number of tags, 2–10; at most 8 get a dot colour).
+        levels, within 4–20), ``tags`` (number of tags, 2–10; at most 8 get a dot colour),
+        ``camera_range`` (camera-pipeline strength, within 0–1).
     """
 
     name: ClassVar[str] = "price_sum"
@@ -89,6 +99,7 @@ class PriceSum(FamilyConfig):
     faint_prob: float = 0.4
     contrast_range: tuple[float, float] = (9.0, 15.0)
     tags: tuple[int, int] = (5, 8)
+    camera_range: tuple[float, float] = (0.2, 0.5)
 
     @classmethod
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
@@ -96,8 +107,9 @@ class PriceSum(FamilyConfig):
         return {
             "glyph_range": c2.lerp_range(difficulty, (12.0, 14.0), (7.5, 9.0)),
             "faint_prob": c2.lerp(difficulty, 0.0, 0.8),
-            "contrast_range": c2.lerp_range(difficulty, (16.0, 19.0), (6.0, 10.0)),
+            "contrast_range": c2.lerp_range(difficulty, (16.0, 19.0), (8.0, 12.0)),
             "tags": c2.lerp_range(difficulty, (3, 4), (8, 8), integer=True),
+            "camera_range": c2.lerp_range(difficulty, (0.0, 0.15), (0.4, 0.6)),
         }
 
     def validate(self) -> None:
@@ -105,6 +117,7 @@ class PriceSum(FamilyConfig):
         c2.check_range("glyph_range", *self.glyph_range, 7.0, 19.0)
         c2.check_range("contrast_range", *self.contrast_range, 4.0, 20.0)
         c2.check_range("tags", *self.tags, 2, 10)
+        c2.check_range("camera_range", *self.camera_range, 0.0, 1.0)
         if not 0.0 <= self.faint_prob <= 1.0:
             raise ValueError("faint_prob must lie in [0, 1]")
 
@@ -113,10 +126,16 @@ class PriceSum(FamilyConfig):
         scene_name, kinds = _SHELF_SCENES[int(rng.integers(len(_SHELF_SCENES)))]
         w, h = c2.scene_size(rng, (1700, 2200))
         img = render.background(rng, h, w, kind=c2.pick(rng, kinds))
-        for _ in range(int(rng.integers(2, 5))):  # shelf edges
+        for _ in range(int(rng.integers(2, 5))):  # shelf edges: lit lip, dark underside, shadow
             y = int(rng.integers(h // 8, h - h // 8))
             col = render.rand_color(rng, 40, 200)
-            cv2.rectangle(img, (0, y), (w - 1, y + int(rng.integers(10, 30))), col, -1)
+            depth = int(rng.integers(10, 30))
+            img = render.soft_shadow(img, rng, (0, y, w, y + depth), 0.5)
+            cv2.rectangle(img, (0, y), (w - 1, y + depth), col, -1)
+            cv2.rectangle(img, (0, y), (w - 1, y + 1), tuple(min(255, int(v * 1.25) + 12)
+                                                           for v in col), -1)
+            cv2.rectangle(img, (0, y + depth - 2), (w - 1, y + depth),
+                          tuple(int(v * 0.6) for v in col), -1)
         faint = bool(rng.random() < self.faint_prob)
         n_tags = int(rng.integers(self.tags[0], self.tags[1] + 1))
         colors = [c2.TAB_COLORS[int(i)] for i in rng.permutation(len(c2.TAB_COLORS))[:n_tags]]
@@ -127,15 +146,22 @@ class PriceSum(FamilyConfig):
         decoration = c2.decorate(img, rng, (8, 15), (3, 6), texts=words)
         occupied: list[tuple[int, int, int, int]] = []
         tags: list[tuple[c2.PlacedLabel, int]] = []
+        keep: list[tuple[int, int, int, int]] = []
         for i, color in enumerate(colors):
             cents, text = _price_text(rng)
             glyph = float(rng.uniform(*self.glyph_range))
-            face, _ = render.random_font(rng)
-            patch = c2.text_patch(text, glyph, face, 1)
+            patch = render.truetype_text(text, glyph, render.pick_font(rng, PRICE_FACES))
+            # the product's name in small print above the price (decoration, never evidence)
+            name = render.truetype_text(render.fake_product(rng, ascii_only=True),
+                                        max(3.5, 0.5 * glyph),
+                                        render.pick_font(rng, ("sans", "condensed")))
             pad = int(max(9, round(glyph * 0.8)))
             dot = int(max(10, round(glyph * 1.1)))
             pw, ph = patch.size
-            size = (dot + 8 + pw + 2 * pad, ph + 2 * pad)
+            nw, nh = name.size
+            top = nh + max(3, pad // 2)
+            right = max(0, nw - (dot + 8 + pw))
+            size = (dot + 8 + pw + 2 * pad + right, top + ph + 2 * pad)
             bounds = halves[i] if i < 2 else (40, 40, w - 40, h - 40)
             spot = c2.place(rng, size, bounds, occupied, decoration, margin=30)
             if spot is None:
@@ -147,13 +173,23 @@ class PriceSum(FamilyConfig):
             is_faint = faint if i < 2 else bool(rng.random() < 0.5)
             ink = (render.faded_color(plate, float(rng.uniform(*self.contrast_range)))
                    if is_faint else render.ink_for(plate))
-            label = c2.draw_label(img, patch, spot, pad, plate, ink, extra_left=dot + 8)
-            x0, y0, _, y1 = label.plate_box
-            cv2.circle(img, (x0 + pad // 2 + dot // 2 + 2, (y0 + y1) // 2), dot // 2,
+            # the card stands off the shelf: its soft shadow first, then the card on top
+            tag_box = (spot[0], spot[1], spot[0] + size[0], spot[1] + size[1])
+            img = render.soft_shadow(img, rng, tag_box, float(rng.uniform(0.4, 0.8)))
+            label = c2.draw_label(img, patch, spot, pad, plate, ink, extra_left=dot + 8,
+                                  extra_top=top, extra_right=right)
+            x0, y0, x1, y1 = label.plate_box
+            cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), render.jitter_color(
+                rng, tuple(int(v * 0.8) for v in plate), 4), 1)  # type: ignore[arg-type]
+            render.paste_text(img, name, x0 + pad, y0 + max(3, pad // 2), ink)
+            cy = (label.ink_box[1] + label.ink_box[3]) // 2
+            cv2.circle(img, (x0 + pad // 2 + dot // 2 + 2, cy), dot // 2,
                        render.NAMED_COLORS[color], -1, cv2.LINE_AA)
             occupied.append(label.plate_box)
             tags.append((label, cents))
-        img = c2.degrade(img, rng)
+            if i < 2:
+                keep.append(label.plate_box)
+        img = render.camera_pipeline(img, rng, float(rng.uniform(*self.camera_range)), keep)
 
         (la, a), (lb, b) = tags[0], tags[1]
         ev = (la.evidence("price_a"), lb.evidence("price_b"))
