@@ -17,6 +17,7 @@ from m3gym.tasks import render as R
 from m3gym.tasks.families import _analysis_common as ac
 from m3gym.tasks.families._l2_common import lerp, lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import maps
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 from m3gym.web.names import make_word
 from m3gym.web.world import World, build_world
@@ -36,6 +37,11 @@ MAP_PALETTE: tuple[R.Color, ...] = (
     (236, 226, 200), (214, 232, 206), (230, 214, 226), (210, 224, 238), (240, 232, 196),
     (226, 226, 226), (244, 220, 204), (206, 230, 226),
 )
+MAP_FACES: tuple[str, ...] = ("sans", "condensed", "serif", "sans-bold", "condensed-bold")
+"""TrueType faces of the district names."""
+MAP_TITLES: tuple[str, ...] = ("CITY MAP", "DISTRICTS", "TOWN PLAN", "MUNICIPAL MAP")
+PARK: R.Color = (150, 200, 140)
+WATER: R.Color = (150, 190, 230)
 PLATE_COLORS: tuple[R.Color, ...] = ((24, 96, 56), (28, 60, 130), (110, 60, 30), (40, 40, 44),
                                      (150, 30, 30), (232, 232, 226))
 
@@ -82,7 +88,7 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
     """
     w, h = int(rng.integers(1500, 1801)), int(rng.integers(1050, 1251))
     cols, rows = int(rng.integers(3, 5)), int(rng.integers(2, 4))
-    img = R.background(rng, h, w, kind=R.pick(rng, ("paper", "noise", "gradient")),
+    img = R.background(rng, h, w, kind=R.pick(rng, ("paper", "paper", "noise")),
                        lighting=float(rng.uniform(0, 0.15)), vignette=float(rng.uniform(0, 0.2)))
     top = int(rng.integers(60, 110))
     xs = np.linspace(30, w - 30, cols + 1)
@@ -92,26 +98,28 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
     street = R.jitter_color(rng, (252, 250, 244), 4)
     casing = R.jitter_color(rng, (170, 164, 150), 15)
     sw = int(rng.integers(14, 24))
-    face, italic = R.random_font(rng)
+    font = R.pick_font(rng, MAP_FACES)
     glyph = float(rng.uniform(*glyph_range))
     ink = R.jitter_color(rng, (40, 40, 48), 12)
     palette_order = rng.permutation(len(MAP_PALETTE))
-    R.draw_text(img, R.pick(rng, ("CITY MAP", "DISTRICTS", "TOWN PLAN", "MUNICIPAL MAP")),
-                (40, top // 2 - 12), float(rng.uniform(20, 28)), ink,
-                R.pick(rng, R.READABLE_FACES), 2)
+    faker = R.fake(rng)
+    title = f"{R.ascii_fold(faker.city()).upper()} - {R.pick(rng, MAP_TITLES)}"
+    R.paste_text(img, R.truetype_text(title, float(rng.uniform(20, 28)), "serif-bold"), 40,
+                 max(4, top // 2 - 14), ink)
     target_label: _MapLabel | None = None
     crop_box: R.Box | None = None
     number = 0
+    fills: list[R.Color] = []
     for r in range(rows):
         for c in range(cols):
             k = r * cols + c
             bx0, by0 = int(xs[c]) + sw // 2 + 2, int(ys[r]) + sw // 2 + 2
             bx1, by1 = int(xs[c + 1]) - sw // 2 - 2, int(ys[r + 1]) - sw // 2 - 2
             fill = R.jitter_color(rng, MAP_PALETTE[int(palette_order[k % len(MAP_PALETTE)])], 8)
+            fills.append(fill)
             cv2.rectangle(img, (bx0, by0), (bx1, by1), fill, -1)
             occupied: list[R.Box] = []
-            num_patch = R.render_text(str(k + 1), float(rng.uniform(24, 34)),
-                                      R.pick(rng, R.READABLE_FACES), 2)
+            num_patch = R.truetype_text(str(k + 1), float(rng.uniform(24, 34)), "sans-bold")
             nx, ny = bx0 + 10, by0 + 10
             R.paste_text(img, num_patch, nx, ny, R.jitter_color(rng, (90, 90, 100), 20))
             occupied.append((nx - 4, ny - 4, nx + num_patch.size[0] + 4,
@@ -121,11 +129,13 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
                                                                        rng.uniform(0.15, 0.3))
                 spot = R.find_free_spot(rng, (pw, ph), (bx0, by0, bx1, by1), occupied, 10, 10)
                 if spot is not None:
-                    col = R.pick(rng, ((150, 200, 140), (150, 190, 230)))
+                    col = R.pick(rng, (PARK, WATER))
                     cv2.ellipse(img, (spot[0] + pw // 2, spot[1] + ph // 2), (pw // 2, ph // 2),
                                 0, 0, 360, col, -1, cv2.LINE_AA)
+                    cv2.ellipse(img, (spot[0] + pw // 2, spot[1] + ph // 2), (pw // 2, ph // 2),
+                                0, 0, 360, tuple(int(v * 0.75) for v in col), 1, cv2.LINE_AA)
                     occupied.append((spot[0], spot[1], spot[0] + pw, spot[1] + ph))
-            patch = R.render_text(names[k], glyph, face, 1, italic)
+            patch = R.truetype_text(names[k], glyph, font)
             alpha = patch.alpha
             angle = 0.0
             if rotated:
@@ -139,6 +149,10 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
             if spot is None:  # the block is always large enough for this fallback position
                 spot = (bx0 + 8, by1 - lh - pin_room - 8)
             lx, ly = spot[0] + (pin_room if k == target else 0), spot[1] + pin_room
+            occupied.append((spot[0] - 4, spot[1] - 4, lx + lw + 4, ly + lh + 4))
+            # building footprints around the name (never under it or the pin)
+            maps.draw_footprints(img, rng, (bx0, by0, bx1, by1), fill, occupied,
+                                 int(rng.integers(3, 9)))
             _paste_alpha(img, alpha, lx, ly, ink)
             label = _MapLabel(names[k], (lx, ly, lx + lw, ly + lh), alpha >= 128, angle,
                               patch.glyph_height)
@@ -155,6 +169,24 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
     for y in ys:
         cv2.line(img, (20, int(y)), (w - 20, int(y)), casing, sw + 4)
         cv2.line(img, (20, int(y)), (w - 20, int(y)), street, sw)
+    # street names along the streets, between the crossings
+    street_ink = R.jitter_color(rng, (110, 104, 96), 10)
+    street_glyph = max(5.0, sw * 0.42)
+    for i, x in enumerate(xs):
+        gy = (ys[min(len(ys) - 1, 1 + i % (len(ys) - 1))] + ys[i % (len(ys) - 1)]) / 2
+        maps.draw_street_name(img, R.ascii_fold(faker.street_name()), (float(x), float(gy)),
+                              True, street_glyph, street_ink)
+    for j, y in enumerate(ys):
+        gx = (xs[min(len(xs) - 1, 1 + j % (len(xs) - 1))] + xs[j % (len(xs) - 1)]) / 2
+        maps.draw_street_name(img, R.ascii_fold(faker.street_name()), (float(gx), float(y)),
+                              False, street_glyph, street_ink)
+    # a legend in the header, right-aligned
+    entries = (("area", PARK, "Park"), ("area", WATER, "Water"), ("line", street, "Street"),
+               ("dot", (214, 36, 36), "Marked place"))
+    lg = float(rng.uniform(7.0, 9.0))
+    lw_, lh_ = maps.legend_size(entries, lg)
+    if lh_ <= top - 16:
+        maps.draw_legend(img, (w - 30 - lw_, max(4, (top - 12 - lh_) // 2)), entries, lg, ink)
     assert target_label is not None and crop_box is not None
     lx0, ly0, lx1, ly1 = target_label.box
     clean = R.to_gray(img[ly0:ly1, lx0:lx1]).copy()
