@@ -39,6 +39,8 @@ MAP_PALETTE: tuple[R.Color, ...] = (
 )
 MAP_FACES: tuple[str, ...] = ("sans", "condensed", "serif", "sans-bold", "condensed-bold")
 """TrueType faces of the district names."""
+SIGN_FACES: tuple[str, ...] = ("sans-bold", "condensed-bold", "sans", "condensed")
+"""TrueType faces of the signpost's plates."""
 MAP_TITLES: tuple[str, ...] = ("CITY MAP", "DISTRICTS", "TOWN PLAN", "MUNICIPAL MAP")
 PARK: R.Color = (150, 200, 140)
 WATER: R.Color = (150, 190, 230)
@@ -208,22 +210,20 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
     img[:horizon] = R.background(rng, horizon, w, kind="sky")
     img[horizon:] = R.background(rng, h - horizon, w, kind=R.pick(rng, ("asphalt", "brick",
                                                                         "noise")))
-    # buildings along the horizon
+    # buildings along the horizon: a lit facade, a shaded side wall, a cornice, framed windows
     x = int(rng.integers(-60, 0))
     while x < w:
         bw, bh = int(rng.integers(140, 320)), int(rng.integers(150, int(horizon * 0.95)))
-        col = R.rand_color(rng, 70, 220)
-        cv2.rectangle(img, (x, horizon - bh), (x + bw, horizon + 20), col, -1)
-        win = R.jitter_color(rng, (60, 80, 110), 30)
-        step = int(rng.integers(28, 44))
-        for wy in range(horizon - bh + 14, horizon - 20, step):
-            for wx in range(x + 12, x + bw - 20, step):
-                cv2.rectangle(img, (wx, wy), (wx + step // 2, wy + step // 2), win, -1)
+        maps.draw_building(img, rng, (x, horizon - bh, x + bw, horizon + 20))
         x += bw + int(rng.integers(0, 30))
-    face, italic = R.random_font(rng)
+    # the kerb between the street and the pavement
+    kerb = R.jitter_color(rng, (168, 166, 160), 10)
+    cv2.rectangle(img, (0, horizon + 20), (w - 1, horizon + 27), kerb, -1)
+    cv2.rectangle(img, (0, horizon + 27), (w - 1, horizon + 30),
+                  tuple(int(v * 0.6) for v in kerb), -1)
+    font = R.pick_font(rng, SIGN_FACES)
     glyph = float(rng.uniform(*glyph_range))
-    thickness = 1
-    patches = [R.render_text(s, glyph, face, thickness, italic) for s in lines]
+    patches = [R.truetype_text(s, glyph, font) for s in lines]
     pad = int(rng.integers(4, 8))
     plate_w = max(p.size[0] for p in patches) + 2 * pad
     plate_h = max(p.size[1] for p in patches) + 2 * pad
@@ -235,7 +235,11 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
         else h - 30
     top = base - pole_h
     pole_col = R.jitter_color(rng, (80, 84, 88), 15)
+    img = R.soft_shadow(img, rng, (px - 5, top, px + 5, base), 0.6)
     cv2.rectangle(img, (px - 5, top), (px + 5, base), pole_col, -1)
+    cv2.rectangle(img, (px - 4, top), (px - 2, base), tuple(min(255, int(v * 1.5)) for v in
+                                                            pole_col), -1)
+    cv2.rectangle(img, (px + 3, top), (px + 5, base), tuple(int(v * 0.6) for v in pole_col), -1)
     plate = R.pick(rng, PLATE_COLORS)
     ink = R.ink_for(plate)
     signs_box = [px - 8, top + 10, px + plate_w + 2, top + 10 + stack_h]
@@ -243,18 +247,22 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
     for i, patch in enumerate(patches):
         y0 = top + 10 + i * (plate_h + gap)
         cv2.rectangle(img, (px, y0), (px + plate_w, y0 + plate_h), plate, -1)
+        # a road sign's reflective border, just inside the plate's edge
+        cv2.rectangle(img, (px + 1, y0 + 1), (px + plate_w - 1, y0 + plate_h - 1), ink, 1)
         placed.append(R.paste_text(img, patch, px + pad, y0 + pad, ink))
     crop_box = R.grow_box(signs_box, 12, w, h)
     # distractor shop signs and clutter away from the signpost
-    shade = R.grow_box(crop_box, 40, w, h)
+    shade = R.grow_box(crop_box, 110, w, h)
     R.add_distractor_labels(img, rng, int(rng.integers(3, 7)), avoid=[shade],
                             glyph_range=(18.0, 34.0))
     R.add_clutter(img, rng, int(rng.integers(3, 7)), avoid=[shade], size_range=(0.03, 0.08),
                   bounds=(0, horizon, w, h))
     tx0, ty0, tx1, ty1 = placed[target].box
     clean = R.to_gray(img[ty0:ty1, tx0:tx1]).copy()
-    # deep shade: compress the dynamic range around the signpost (feathered edge)
-    sx0, sy0, sx1, sy1 = shade
+    # deep shade: an awning's cast shadow, a slanted band with a soft edge, compresses the
+    # dynamic range over the signpost
+    sx0, sy0, sx1, _ = shade
+    sy1 = h  # the shadow reaches the ground at the bottom of the photo
     span = float(rng.uniform(*span_range))
     low = float(rng.uniform(20.0, 60.0))
     region = img[sy0:sy1, sx0:sx1]
@@ -263,6 +271,13 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
     m = np.zeros(region.shape[:2], np.float32)
     cx0, cy0, cx1, cy1 = (crop_box[0] - sx0, crop_box[1] - sy0, crop_box[2] - sx0,
                           crop_box[3] - sy0)
+    slant = float(rng.uniform(-0.5, 0.5)) * (sy1 - sy0)  # the band's drift top to bottom
+    reach = abs(slant) / 2 + float(rng.uniform(14.0, 40.0))
+    left, right = cx0 - 8 - reach, cx1 + 8 + reach
+    edge = min(30.0, max(0.0, cy0 - 12.0))  # a soft top edge above the signs
+    band = np.array([[left - slant / 2, edge], [right - slant / 2, edge],
+                     [right + slant / 2, sy1 - sy0 + 40], [left + slant / 2, sy1 - sy0 + 40]])
+    cv2.fillPoly(m, [np.round(band * 16).astype(np.int32)], 1.0, cv2.LINE_AA, 4)
     m[max(0, cy0 - 8):cy1 + 8, max(0, cx0 - 8):cx1 + 8] = 1.0
     m = np.maximum(cv2.GaussianBlur(m, (0, 0), 10.0), 0.0)
     m[max(0, cy0 - 4):cy1 + 4, max(0, cx0 - 4):cx1 + 4] = 1.0

@@ -109,3 +109,35 @@ def draw_legend(img: np.ndarray, at: tuple[int, int], entries: Sequence[tuple[st
         paste_text(img, patch, sx + sw + 10, cy - patch.size[1] // 2, ink)
         sx += wid + 18
     return box
+
+
+def draw_building(img: np.ndarray, rng: np.random.Generator, box: Box) -> None:
+    """Draw a building seen from the street in ``box``: facade, side wall, cornice, windows.
+
+    The facade is lit, a narrow side wall on its right is in shade, a lighter cornice caps the
+    roof line, and the windows (a regular grid) have light frames and a sky reflection that
+    fades downwards.
+    """
+    x0, y0, x1, y1 = box
+    col = tuple(int(v) for v in rng.integers(70, 221, 3))
+    side = max(4, (x1 - x0) // 9)
+    cv2.rectangle(img, (x0, y0), (x1 - side, y1), col, -1)
+    cv2.rectangle(img, (x1 - side, y0 + 4), (x1, y1), _shade(col, 0.68), -1)
+    cv2.rectangle(img, (x0 - 2, y0 - 5), (x1 - side + 2, y0 + 2), _shade(col, 1.22), -1)
+    cv2.line(img, (x0 - 2, y0 + 3), (x1 - side + 2, y0 + 3), _shade(col, 0.7), 1)
+    glass = np.array([60, 80, 110]) + rng.integers(-30, 31, 3)
+    frame = _shade(col, 1.3)
+    step = int(rng.integers(28, 44))
+    win = step // 2
+    for wy in range(y0 + 14, y1 - 40, step):
+        for wx in range(x0 + 12, x1 - side - 20, step):
+            cv2.rectangle(img, (wx - 2, wy - 2), (wx + win + 2, wy + win + 2), frame, -1)
+            top = np.clip(glass + 55, 0, 255).astype(np.float32)
+            ramp = np.linspace(0.0, 1.0, win + 1, dtype=np.float32)[:, None, None]
+            pane = top * (1.0 - ramp) + glass.astype(np.float32) * ramp
+            full = np.broadcast_to(pane, (win + 1, win + 1, 3)).astype(np.uint8)
+            cx0, cx1 = max(0, wx), min(img.shape[1], wx + win + 1)
+            cy0, cy1 = max(0, wy), min(img.shape[0], wy + win + 1)
+            if cx1 > cx0 and cy1 > cy0:
+                img[cy0:cy1, cx0:cx1] = full[cy0 - wy:cy1 - wy, cx0 - wx:cx1 - wx]
+            cv2.line(img, (wx, wy + win // 2), (wx + win, wy + win // 2), frame, 1)
