@@ -145,10 +145,11 @@ class KnowledgeCount(FamilyConfig):
         run_off = R.grow_box((fx0, fy0, fx1, fy1), gap, w, h)
         base = R.jitter_color(rng, SURFACES[surface], 10)
         cv2.rectangle(img, run_off[:2], (run_off[2] - 1, run_off[3] - 1), draw.shade(base, 0.9), -1)
-        draw.draw_boards(img, rng, (fx0, fy0, fx1, fy1), gap, depth)
+        sponsors = [R.fake_company(rng, ascii_only=True) for _ in range(5)]
+        draw.draw_boards(img, rng, (fx0, fy0, fx1, fy1), gap, depth, sponsors)
         line = (240, 240, 236) if surface != "ice" else (200, 40, 40)
-        draw.draw_pitch(img, rng, (fx0, fy0, fx1, fy1), base, line, float(rng.uniform(3, 5)))
-        light = R.lighting_field(rng, h // 8 + 1, w // 8 + 1, float(rng.uniform(0.05, 0.18)))
+        draw.draw_pitch(img, rng, (fx0, fy0, fx1, fy1), base, line, float(rng.uniform(2.0, 3.4)))
+        light = R.lighting_field(rng, h // 8 + 1, w // 8 + 1, float(rng.uniform(0.02, 0.08)))
         img = (img * cv2.resize(light, (w, h))[..., None] + 0.5).astype(np.uint8)
 
         half_long = max(fw / 2, fh)
@@ -183,7 +184,7 @@ class KnowledgeCount(FamilyConfig):
             if spot is not None:
                 cv2.circle(img, (spot[0] + 4, spot[1] + 4), max(3, size // 6), (250, 250, 250),
                            -1, cv2.LINE_AA)
-        img = R.add_sensor_noise(img, rng, float(rng.uniform(1.0, 3.0)))
+        img = R.camera_pipeline(img, rng, float(rng.uniform(0.05, 0.15)), [(fx0, fy0, fx1, fy1)])
         answer = counts[0]
 
         ev_left = Evidence("left_half", 0, (float(fx0), float(fy0), float(mid), float(fy1)),

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import cv2
 import numpy as np
 
+from m3gym.tasks.render.fonts import truetype_text
+
 Color = tuple[int, int, int]
 Box = tuple[int, int, int, int]
 
@@ -102,11 +104,13 @@ def draw_stands(img: np.ndarray, rng: np.random.Generator, keep_out: Box) -> Non
 
 
 def draw_boards(img: np.ndarray, rng: np.random.Generator, pitch: Box, gap: int,
-                depth: int) -> list[Box]:
+                depth: int, names: Sequence[str] = ()) -> list[Box]:
     """Draw advertising boards in a ring ``gap`` px outside ``pitch``, ``depth`` px deep.
 
-    Returns the boards' panel boxes (for text). Each panel is a coloured rectangle with a
-    lighter top edge, a dark bottom edge and a thin shadow cast onto the ground below it.
+    Each panel is a coloured rectangle with a dark frame and, on the long sides, a lighter top
+    edge; panel ``k`` advertises ``names[k % len(names)]`` in bold TrueType (turned a quarter
+    on the end boards; shortened to its first word, or left off, when too long). Returns the
+    panel boxes.
     """
     h, w = img.shape[:2]
     x0, y0, x1, y1 = pitch
@@ -131,8 +135,30 @@ def draw_boards(img: np.ndarray, rng: np.random.Generator, pitch: Box, gap: int,
             cv2.rectangle(img, box[:2], (box[2] - 1, box[3] - 1), shade(col, 0.55), 1)
             if horizontal:
                 cv2.line(img, (box[0], box[1]), (box[2] - 1, box[1]), shade(col, 1.3), 2)
+            if names:
+                _board_text(img, names[len(panels) % len(names)], box, horizontal, col)
             panels.append(box)
     return panels
+
+
+def _board_text(img: np.ndarray, name: str, box: Box, horizontal: bool, color: Color) -> None:
+    """Print ``name`` centred on a board panel (in place), in the panel's contrasting ink."""
+    x0, y0, x1, y1 = box
+    length, depth = (x1 - x0, y1 - y0) if horizontal else (y1 - y0, x1 - x0)
+    glyph = max(4.0, depth * 0.42)
+    for text in (name, name.split()[0].strip(",")):
+        patch = truetype_text(text.upper(), glyph, "sans-bold")
+        if patch.size[0] <= length - 12 and patch.size[1] <= depth - 4:
+            break
+    else:
+        return
+    alpha = patch.alpha if horizontal else np.ascontiguousarray(np.rot90(patch.alpha, 1))
+    h, w = alpha.shape
+    x, y = x0 + (x1 - x0 - w) // 2, y0 + (y1 - y0 - h) // 2
+    ink = np.asarray((250, 250, 250) if sum(color) / 3 < 140 else (20, 20, 24), np.float32)
+    region = img[y:y + h, x:x + w]
+    a = alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
+    region[:] = (region * (1.0 - a) + ink * a + 0.5).astype(np.uint8)
 
 
 def pitch_markings(box: Box) -> tuple[float, float, float, float, float, float]:
@@ -200,8 +226,8 @@ def draw_pitch(img: np.ndarray, rng: np.random.Generator, box: Box, surface: Col
         span = mesh.shape[1]
         t = -float(span)
         while t < mesh.shape[0]:  # a diagonal mesh, clipped to the net by the sub-image
-            cv2.line(mesh, _p(0, t), _p(span, t + span), (225, 225, 225), 1, aa, sh)
-            cv2.line(mesh, _p(0, t + span), _p(span, t), (200, 200, 200), 1, aa, sh)
+            cv2.line(mesh, _p(0, t), _p(span, t + span), (178, 178, 178), 1, aa, sh)
+            cv2.line(mesh, _p(0, t + span), _p(span, t), (160, 160, 160), 1, aa, sh)
             t += step
         cv2.rectangle(img, _p(net[0], net[1]), _p(net[2], net[3]), (245, 245, 245), lw, aa, sh)
     return int(x0), int(y0), int(math.ceil(x1)), int(math.ceil(y1))
@@ -256,11 +282,12 @@ def draw_player(img: np.ndarray, x: int, y: int, size: int, kit: Color,
     shirt = [(cx - arm_x, shoulder + 0.6), (cx + arm_x, shoulder + 0.6), (cx + arm_x, sleeve),
              (cx + torso, sleeve), (cx + torso, waist), (cx - torso, waist),
              (cx - torso, sleeve), (cx - arm_x, sleeve)]
+    light = sum(kit) / 3 > 200  # a white kit: gentler shading keeps it white
     cv2.fillPoly(img, [_poly(shirt)], shade(kit, 1.06), aa, sh)
     right = [(cx + 0.5, shoulder + 0.6), (cx + arm_x, shoulder + 0.6), (cx + arm_x, sleeve),
              (cx + torso, sleeve), (cx + torso, waist), (cx + 0.5, waist)]
-    cv2.fillPoly(img, [_poly(right)], shade(kit, 0.88), aa, sh)
-    cv2.polylines(img, [_poly(shirt)], True, shade(kit, 0.78), 1, aa, sh)
+    cv2.fillPoly(img, [_poly(right)], shade(kit, 0.93 if light else 0.88), aa, sh)
+    cv2.polylines(img, [_poly(shirt)], True, shade(kit, 0.88 if light else 0.78), 1, aa, sh)
     cv2.circle(img, _p(cx, y + head_r), int(round(head_r * 16)), skin, -1, aa, sh)
     cv2.ellipse(img, _p(cx, y + head_r * 0.9), _p(head_r, head_r * 0.9), 0, 180, 360, hair, -1,
                 aa, sh)
