@@ -12,6 +12,7 @@ from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import smallobjects as objects
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 
 _CONFUSABLE: dict[str, frozenset[str]] = {
@@ -110,6 +111,10 @@ class RegionCount(FamilyConfig):
                   and abs(render.luminance(render.NAMED_COLORS[n]) - bg_lum) >= 30] or [
             n for n in render.NAMED_COLORS if n != target and n not in _CONFUSABLE[target]]
 
+        if cars:  # the lot's worn bay markings: a grey a little lighter than the asphalt
+            paint = tuple(int(min(255, bg_lum + 40 + v)) for v in rng.integers(-4, 5, 3))
+            objects.draw_parking_lines(img, rng, (0, 0, w, h), int(round(d * 3.4)),
+                                       int(round(d * 2.4)), paint)  # type: ignore[arg-type]
         frame_w = int(rng.integers(3, 5))
         max_side = int(render.VIEW_SIZE * d / (c2.LEGIBILITY_MARGIN * c2.MIN_VIEW_HEIGHT + 0.5)
                        ) - 2 * frame_w - 16
@@ -126,12 +131,11 @@ class RegionCount(FamilyConfig):
                      ) -> None:
             ow, oh = shape
             if cars:
-                cv2.rectangle(img, (x, y), (x + ow - 1, y + oh - 1), color, -1, cv2.LINE_AA)
+                objects.draw_car(img, x, y, ow, oh, color)
                 if mask is not None:
                     mask[y - ry:y - ry + oh, x - rx:x - rx + ow] = True
             else:
-                cv2.circle(img, (x * 16 + ow * 8, y * 16 + oh * 8), d * 8, color, -1,
-                           cv2.LINE_AA, 4)
+                objects.draw_colony(img, (x * 16 + ow * 8, y * 16 + oh * 8), d * 8, color)
                 if mask is not None:
                     cv2.circle(mask_u8, ((x - rx) * 16 + ow * 8, (y - ry) * 16 + oh * 8),
                                d * 8 - 4, 1, -1, cv2.LINE_8, 4)
