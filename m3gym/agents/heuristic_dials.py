@@ -70,12 +70,15 @@ def gauge_box_above(label: tuple[int, int, int, int], scale: float,
 
 
 def gauge_reading(rgb: np.ndarray, k: float) -> float | None:
-    """Return the reading (0–100) of the gauge in a crop zoomed ``k`` output px per full px."""
-    cands = hv.dial_candidates(rgb, GAUGE_RADIUS_FULL[0] * k, GAUGE_RADIUS_FULL[1] * k, None)
-    if not cands:
-        return None
+    """Return the reading (0–100) of the gauge near the centre of a crop zoomed ``k`` px/px.
+
+    The dial is found from a guess at the crop's centre (Hough near it, then the centroid of
+    the light face), and the needle's direction read on it.
+    """
+    h, w = rgb.shape[:2]
     gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
-    dial = hv.refine_circle(gray, cands[0], 0.2)
+    guess = hv.Circle(w / 2.0, h / 2.0, 0.5 * (GAUGE_RADIUS_FULL[0] + GAUGE_RADIUS_FULL[1]) * k)
+    dial = hv.tick_centre(gray, hv.tick_centre(gray, hv.refine_circle(gray, guess, 0.35)))
     angle = hv.needle_angle(rgb, dial)
     if angle is None:
         return None

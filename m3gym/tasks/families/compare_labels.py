@@ -16,6 +16,9 @@ from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
 GAUGE_SWEEP: float = 270.0
 """Degrees of arc a gauge scale spans (0 at -135°, 100 at +135° clockwise from 12)."""
 
+LABEL_FACES: tuple[str, ...] = ("sans-bold", "condensed-bold", "mono-bold", "serif-bold")
+"""TrueType faces of the gauge names."""
+
 GAUGE_NAMES: tuple[str, ...] = (
     "PUMP A", "PUMP B", "TANK 1", "TANK 2", "LINE 3", "BOILER", "VALVE 7", "MIXER", "CHILLER",
     "FAN 2", "HEATER", "INLET", "OUTLET", "COOLANT", "REACTOR", "STEAM", "BYPASS", "DRYER",
@@ -127,8 +130,8 @@ class CompareLabels(FamilyConfig):
             radius = float(rng.uniform(*self.radius_range))
             pad = 9
             size = 2 * math.ceil(radius) + 2 * pad
-            face_, italic = render.random_font(rng)
-            name_patch = render.render_text(label, label_glyph, face_, 2, italic)
+            name_patch = render.truetype_text(label, label_glyph,
+                                              render.pick_font(rng, LABEL_FACES))
             nw, nh = name_patch.size
             block = (max(size, nw), size + 10 + nh)
             spot = c2.place(rng, block, (40, 40, w - 40, h - 40), occupied, decoration,
@@ -164,6 +167,8 @@ class CompareLabels(FamilyConfig):
                                       cap=needle_c, bezel=bezel)
 
             dial = draw(ink, needle_col, rim)
+            if not is_faint:  # an instrument stands off the panel: its shadow first
+                img = render.soft_shadow(img, rng, (gx, by, gx + size, by + size), 0.5)
             c2.paste_patch(img, dial.rgb, (gx, by))
             if not is_faint:  # a panel instrument: screwed to the board at its corners
                 c2.draw_screws(img, (gx, by, gx + size, by + size), 3.5, max(1.6, size / 36),
