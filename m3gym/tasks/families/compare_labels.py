@@ -168,7 +168,7 @@ class CompareLabels(FamilyConfig):
 
             dial = draw(ink, needle_col, rim)
             if not is_faint:  # an instrument stands off the panel: its shadow first
-                img = render.soft_shadow(img, rng, (gx, by, gx + size, by + size), 0.5)
+                img = c2.local_soft_shadow(img, rng, (gx, by, gx + size, by + size), 0.5)
             c2.paste_patch(img, dial.rgb, (gx, by))
             if not is_faint:  # a panel instrument: screwed to the board at its corners
                 c2.draw_screws(img, (gx, by, gx + size, by + size), 3.5, max(1.6, size / 36),

@@ -141,7 +141,7 @@ class KnowledgeCount(FamilyConfig):
         # back to front: terraces of spectators, advertising boards, the pitch and its markings
         img = np.empty((h, w, 3), np.uint8)
         gap, depth = int(rng.integers(8, 16)), int(rng.integers(16, 26))
-        draw.draw_stands(img, rng, R.grow_box((fx0, fy0, fx1, fy1), gap + depth + 4, w, h))
+        draw.draw_stands(img, rng)
         run_off = R.grow_box((fx0, fy0, fx1, fy1), gap, w, h)
         base = R.jitter_color(rng, SURFACES[surface], 10)
         cv2.rectangle(img, run_off[:2], (run_off[2] - 1, run_off[3] - 1), draw.shade(base, 0.9), -1)
@@ -149,8 +149,6 @@ class KnowledgeCount(FamilyConfig):
         draw.draw_boards(img, rng, (fx0, fy0, fx1, fy1), gap, depth, sponsors)
         line = (240, 240, 236) if surface != "ice" else (200, 40, 40)
         draw.draw_pitch(img, rng, (fx0, fy0, fx1, fy1), base, line, float(rng.uniform(2.0, 3.4)))
-        light = R.lighting_field(rng, h // 8 + 1, w // 8 + 1, float(rng.uniform(0.02, 0.08)))
-        img = (img * cv2.resize(light, (w, h))[..., None] + 0.5).astype(np.uint8)
 
         half_long = max(fw / 2, fh)
         p_lo = 1.5 * ac.MIN_VIEW_HEIGHT * half_long / R.VIEW_SIZE + 0.5

@@ -130,7 +130,10 @@ class PriceSum(FamilyConfig):
             y = int(rng.integers(h // 8, h - h // 8))
             col = render.rand_color(rng, 40, 200)
             depth = int(rng.integers(10, 30))
-            img = render.soft_shadow(img, rng, (0, y, w, y + depth), 0.5)
+            fall = min(h - 1, y + depth + int(rng.integers(8, 18)))  # the shadow under the lip
+            ramp = np.linspace(0.55, 1.0, max(1, fall - y - depth), dtype=np.float32)
+            band = img[y + depth:fall]
+            band[:] = (band * ramp[:len(band), None, None] + 0.5).astype(np.uint8)
             cv2.rectangle(img, (0, y), (w - 1, y + depth), col, -1)
             cv2.rectangle(img, (0, y), (w - 1, y + 1), tuple(min(255, int(v * 1.25) + 12)
                                                            for v in col), -1)
@@ -175,7 +178,7 @@ class PriceSum(FamilyConfig):
                    if is_faint else render.ink_for(plate))
             # the card stands off the shelf: its soft shadow first, then the card on top
             tag_box = (spot[0], spot[1], spot[0] + size[0], spot[1] + size[1])
-            img = render.soft_shadow(img, rng, tag_box, float(rng.uniform(0.4, 0.8)))
+            img = c2.local_soft_shadow(img, rng, tag_box, float(rng.uniform(0.4, 0.8)))
             label = c2.draw_label(img, patch, spot, pad, plate, ink, extra_left=dot + 8,
                                   extra_top=top, extra_right=right)
             x0, y0, x1, y1 = label.plate_box

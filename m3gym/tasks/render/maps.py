@@ -23,7 +23,7 @@ FOOTPRINT_SHADE: float = 0.82
 
 def _shade(color: Sequence[int], factor: float) -> Color:
     """Return ``color`` scaled by ``factor`` (clipped to 0–255)."""
-    return tuple(int(np.clip(round(c * factor), 0, 255)) for c in color)  # type: ignore[return-value]
+    return tuple(min(255, max(0, int(round(c * factor)))) for c in color)  # type: ignore[return-value]
 
 
 def draw_footprints(img: np.ndarray, rng: np.random.Generator, block: Box, fill: Color,

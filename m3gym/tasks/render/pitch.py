@@ -49,7 +49,7 @@ def _poly(points: Sequence[tuple[float, float]]) -> np.ndarray:
 
 def shade(color: Sequence[int], factor: float) -> Color:
     """Return ``color`` scaled by ``factor`` (clipped to 0–255)."""
-    return tuple(int(np.clip(round(c * factor), 0, 255)) for c in color)  # type: ignore[return-value]
+    return tuple(min(255, max(0, int(round(c * factor)))) for c in color)  # type: ignore[return-value]
 
 
 def blend_rect(img: np.ndarray, box: Box, color: Sequence[int], alpha: float) -> None:
@@ -62,45 +62,63 @@ def blend_rect(img: np.ndarray, box: Box, color: Sequence[int], alpha: float) ->
     cv2.addWeighted(region, 1.0 - alpha, np.full_like(region, color), alpha, 0.0, dst=region)
 
 
-def draw_stands(img: np.ndarray, rng: np.random.Generator, keep_out: Box) -> None:
-    """Fill ``img`` outside ``keep_out`` with terraces of seated spectators.
-
-    Rows of concrete steps (each a little darker towards its front edge) run horizontally; on
-    them sit spectators — shoulders in a clothing colour, a head in a skin tone with hair —
-    with a few empty seats. The band inside ``keep_out`` is left untouched.
-    """
-    h, w = img.shape[:2]
-    concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
-    row_h = int(rng.integers(13, 18))
-    pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
-    kx0, ky0, kx1, ky1 = keep_out
-    for y in range(0, h, row_h):
+def _crowd_tile(rng: np.random.Generator, rows: int, row_h: int, pitch_x: int, width: int,
+                concrete: np.ndarray) -> np.ndarray:
+    """Return ``rows`` terrace steps of seated spectators, ``width`` px wide (wraps around)."""
+    tile = np.empty((rows * row_h, width, 3), np.uint8)
+    sw, sh, hr = pitch_x * 0.42, row_h * 0.32, row_h * 0.2
+    for r in range(rows):
+        y = r * row_h
         # one step: a lit tread and a dark riser
-        cv2.rectangle(img, (0, y), (w - 1, y + row_h - 1), shade(concrete, 1.0), -1)
-        cv2.rectangle(img, (0, y + row_h - 3), (w - 1, y + row_h - 1), shade(concrete, 0.6), -1)
-        offset = int(rng.integers(pitch_x))
-        xs = np.arange(-offset, w, pitch_x)
+        cv2.rectangle(tile, (0, y), (width - 1, y + row_h - 1), shade(concrete, 1.0), -1)
+        cv2.rectangle(tile, (0, y + row_h - 3), (width - 1, y + row_h - 1),
+                      shade(concrete, 0.6), -1)
+        xs = np.arange(0, width, pitch_x)
         seated = rng.random(xs.size) < 0.86
         clothes = rng.integers(25, 235, (xs.size, 3))
         skins = rng.integers(len(SKIN), size=xs.size)
         hairs = rng.integers(len(HAIR), size=xs.size)
         jitter = rng.uniform(-1.5, 1.5, xs.size)
         for k, x in enumerate(xs.tolist()):
-            cx = x + pitch_x / 2 + jitter[k]
-            if not seated[k] or (kx0 - pitch_x < cx < kx1 + pitch_x and
-                                 ky0 - row_h < y + row_h < ky1 + row_h):
+            if not seated[k]:
                 continue
+            cx = x + pitch_x / 2 + jitter[k]
             body = clothes[k].tolist()
-            sw, sh = pitch_x * 0.42, row_h * 0.32
-            cv2.ellipse(img, _p(cx, y + row_h * 0.78), _p(sw, sh), 0, 180, 360,
+            cv2.ellipse(tile, _p(cx, y + row_h * 0.78), _p(sw, sh), 0, 180, 360,
                         shade(body, 0.95), -1, cv2.LINE_AA, SHIFT)
-            cv2.ellipse(img, _p(cx + sw * 0.35, y + row_h * 0.78), _p(sw * 0.6, sh * 0.9), 0,
+            cv2.ellipse(tile, _p(cx + sw * 0.35, y + row_h * 0.78), _p(sw * 0.6, sh * 0.9), 0,
                         180, 360, shade(body, 0.75), -1, cv2.LINE_AA, SHIFT)
-            hr = row_h * 0.2
-            cv2.circle(img, _p(cx, y + row_h * 0.38), int(round(hr * 16)), SKIN[int(skins[k])],
-                       -1, cv2.LINE_AA, SHIFT)
-            cv2.ellipse(img, _p(cx, y + row_h * 0.36), _p(hr, hr), 0, 180, 360,
+            cv2.circle(tile, _p(cx, y + row_h * 0.38), int(round(hr * 16)),
+                       SKIN[int(skins[k])], -1, cv2.LINE_AA, SHIFT)
+            cv2.ellipse(tile, _p(cx, y + row_h * 0.36), _p(hr, hr), 0, 180, 360,
                         HAIR[int(hairs[k])], -1, cv2.LINE_AA, SHIFT)
+    return tile
+
+
+def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows: int = 6,
+                width: int = 640) -> None:
+    """Fill ``img`` with terraces of seated spectators (the pitch is drawn over them later).
+
+    Rows of concrete steps (a lit tread, a dark riser) carry spectators — shoulders in a
+    clothing colour, a head in a skin tone with hair — with a few empty seats. ``tiles``
+    different bands of ``rows`` steps are drawn once and laid across the image, each band
+    picked at random, shifted by a random amount and sometimes mirrored, which costs a few
+    hundred drawing calls instead of one per spectator of the crowd.
+    """
+    h, w = img.shape[:2]
+    concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
+    row_h = int(rng.integers(13, 18))
+    pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
+    width = pitch_x * max(1, width // pitch_x)  # a whole number of seats: the tile wraps
+    bands = [_crowd_tile(rng, rows, row_h, pitch_x, width, concrete) for _ in range(tiles)]
+    reps = -(-w // width) + 1
+    band_h = rows * row_h
+    for y in range(0, h, band_h):
+        band = bands[int(rng.integers(tiles))]
+        if rng.random() < 0.5:
+            band = band[:, ::-1]
+        strip = np.tile(np.roll(band, int(rng.integers(width)), axis=1), (1, reps, 1))
+        img[y:y + band_h] = strip[:h - y, :w]
 
 
 def draw_boards(img: np.ndarray, rng: np.random.Generator, pitch: Box, gap: int,

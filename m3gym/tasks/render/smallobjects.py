@@ -18,7 +18,7 @@ from m3gym.tasks.render.util import Box, Color
 
 def _shade(color: Sequence[int], factor: float) -> Color:
     """Return ``color`` scaled by ``factor`` (clipped to 0–255)."""
-    return tuple(int(np.clip(round(c * factor), 0, 255)) for c in color)  # type: ignore[return-value]
+    return tuple(min(255, max(0, int(round(c * factor)))) for c in color)  # type: ignore[return-value]
 
 
 def draw_car(img: np.ndarray, x: int, y: int, w: int, h: int, color: Color) -> None:
