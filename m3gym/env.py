@@ -109,7 +109,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         family_weights: per-family draw weights within the level.
         family_config: keyword overrides for the family config dataclass (with ``family``).
         suite: ``"m3bench"`` (the benchmark levels) or ``"classic"`` (the low-resolution
-            classic-RL families, :mod:`m3gym.tasks.families.classic`); ignored with ``family``.
+            classic-RL families, the ``glyph_*`` family modules); ignored with ``family``.
         view_size: longest side of images in observations (and of the view ``v_true``
             checkpoints are measured in); tools work at full resolution. ``None``: the families'
             own view size (768 for the benchmark levels, 96 for the classic suite).

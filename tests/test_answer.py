@@ -11,7 +11,7 @@ from m3gym.scoring.answer import (
     quantity_targets,
     single_quantity,
 )
-from m3gym.tasks.families.l2_dials import format_time, time_variants
+from m3gym.tasks.families.clock_reading import format_time, time_variants
 from m3gym.tasks.spec import AnswerSpec
 
 FAMILIES = m3gym.family_names(suite=None)

@@ -145,8 +145,8 @@ def test_grid_shape_counts_rows_and_columns() -> None:
                                                       (12, 5, -135.0), (6, 31, 40.0)])
 def test_clock_hands_read_a_rendered_tilted_clock(hour: int, minute: int, tilt: float) -> None:
     from m3gym.agents import heuristic_vision as hv
-    from m3gym.tasks.families import l2_common as c2
-    from m3gym.tasks.families.l2_dials import clock_strokes
+    from m3gym.tasks.families import _l2_common as c2
+    from m3gym.tasks.families.clock_reading import clock_strokes
 
     radius, size = 190.0, 420
     dial = c2.render_dial(size, radius, (245, 245, 240), (90, 90, 90), radius / 10,
@@ -190,7 +190,7 @@ def test_page_reading_helpers() -> None:
 
 def test_shirt_count_counts_rendered_players() -> None:
     from m3gym.agents import heuristic_lookup as hl
-    from m3gym.tasks.families.l3_analysis import _draw_player
+    from m3gym.tasks.families.knowledge_count import _draw_player
 
     rng = np.random.default_rng(0)
     img = np.full((300, 500, 3), (62, 128, 58), np.uint8)

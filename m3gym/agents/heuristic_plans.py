@@ -573,7 +573,7 @@ def plan_clock_reading(view: EpisodeView) -> Plan:
     dial = yield from find_dial(view, CLOCK_RADIUS_FULL, where)
     if dial is None:
         return None
-    out = yield [dial_crop_call(0, dial, full_size(view, 0))]
+    out = yield [dial_crop_call(0, dial, full_size(view, 0), margin=0.45)]
     if not out.images or out.images[0] is None or out.indices[0] is None:
         return None
     zimg, zidx = out.images[0], int(out.indices[0])

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from m3gym.agents import heuristic_dials as hg
 from m3gym.agents import heuristic_documents as hd
 from m3gym.agents import heuristic_lookup as hl
 from m3gym.agents import heuristic_plans as hp
@@ -50,6 +51,7 @@ PLAN_TABLE: tuple[PlanRule, ...] = (
     _rule("clock_reading", r"^what time does the small|12 o'clock|answer as h:mm",
           hp.plan_clock_reading),
     _rule("region_count", r"^how many .+ are inside the .+\?", hp.plan_region_count),
+    _rule("compare_labels", r"which reads higher", hg.plan_compare_gauges),
     _rule("tiny_faint_text", r"small, faded .*tab on its left edge", hp.plan_tiny_faint_text),
     _rule("faint_text", r"\bfaded\b.*what is the .+exactly as printed", hp.plan_faint_text),
     _rule("tiny_text", r"\bsticker\b", hp.plan_tiny_text),

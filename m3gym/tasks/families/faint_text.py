@@ -18,7 +18,7 @@ from m3gym.tasks.families._text_common import (
     text_patch,
     view_lookalike_codes,
 )
-from m3gym.tasks.families.l2_common import check_range
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS

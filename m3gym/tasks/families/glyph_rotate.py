@@ -25,7 +25,7 @@ from m3gym.tasks.families._text_common import (
     transform_box,
     upright_call,
 )
-from m3gym.tasks.families.l2_common import check_range
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Task
 

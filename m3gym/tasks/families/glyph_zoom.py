@@ -22,7 +22,7 @@ from m3gym.tasks.families._glyph_common import (
     grid_cell,
     tag_size,
 )
-from m3gym.tasks.families.l2_common import check_range
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
 

@@ -19,7 +19,7 @@ from m3gym.tasks.families._text_common import (
     text_patch,
     view_lookalike_codes,
 )
-from m3gym.tasks.families.l2_common import check_range
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
 from m3gym.tasks.spec import Checkpoint, RefCall, Task

@@ -1,8 +1,9 @@
 """Shared helpers of the Level-2 families (multi-step visual chains).
 
-Scene sizing, labelled plates with (optionally faint, optionally quarter-turned) text, anti-aliased
-dial rendering (clocks, gauges) with exact decisive-stroke masks, reference-call builders whose
-zoom is computed from the crop tool's own pixel rounding, and small choice helpers.
+Scene sizing, labelled plates with (optionally faint, optionally quarter-turned) text, the dial
+drawing of :mod:`m3gym.tasks.render.dials` (re-exported), reference-call builders whose zoom is
+computed from the crop tool's own pixel rounding, difficulty-knob interpolation and small choice
+helpers.
 
 Every helper draws its randomness from the ``np.random.Generator`` it is given.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -19,6 +21,19 @@ import numpy as np
 from m3gym.scoring.checkpoints import evidence_checkpoints
 from m3gym.tasks import render
 from m3gym.tasks.render import pick, shuffled  # noqa: F401 (c2.pick / c2.shuffled)
+from m3gym.tasks.render.dials import (  # noqa: F401 (the dial drawing, re-exported as c2.*)
+    SUPERSAMPLE,
+    TICK_RADIUS,
+    DialRender,
+    Stroke,
+    bezel_shading,
+    dial_direction,
+    disk_alpha,
+    draw_screws,
+    drop_shadow,
+    paste_patch,
+    render_dial,
+)
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall
 from m3gym.tools.visual import crop_pixel_box, rotated_size
 
@@ -30,9 +45,6 @@ MIN_VIEW_HEIGHT: float = 9.0
 
 LEGIBILITY_MARGIN: float = 1.5
 """The reference zoom makes the decisive detail this many times ``MIN_VIEW_HEIGHT`` tall."""
-
-SUPERSAMPLE: int = 4
-"""Dials are drawn at this many times their size and area-downsampled (anti-aliasing)."""
 
 PLATE_COLORS: dict[str, Color] = {
     "white": (238, 236, 228),
@@ -72,6 +84,24 @@ def box_union(a: Sequence[float], b: Sequence[float]) -> Box:
     """Return the smallest integer box covering boxes ``a`` and ``b``."""
     return (int(min(a[0], b[0])), int(min(a[1], b[1])), int(math.ceil(max(a[2], b[2]))),
             int(math.ceil(max(a[3], b[3]))))
+
+
+def lerp(difficulty: float, easy: float, hard: float) -> float:
+    """Return the knob value at ``difficulty`` in [0, 1] between its ``easy`` and ``hard`` ends."""
+    return float(easy + (hard - easy) * difficulty)
+
+
+def lerp_range(difficulty: float, easy: tuple[float, float], hard: tuple[float, float],
+               integer: bool = False) -> tuple[Any, Any]:
+    """Return a ``(low, high)`` range interpolated between ``easy`` and ``hard`` (rounded ints).
+
+    Both ends move linearly; ``integer`` rounds them half-up and keeps ``low <= high``.
+    """
+    lo, hi = lerp(difficulty, easy[0], hard[0]), lerp(difficulty, easy[1], hard[1])
+    if not integer:
+        return (round(lo, 3), round(hi, 3))
+    ilo, ihi = int(math.floor(lo + 0.5)), int(math.floor(hi + 0.5))
+    return (min(ilo, ihi), max(ilo, ihi))
 
 
 def check_range(name: str, lo: float, hi: float, floor: float, ceil: float) -> None:
@@ -134,19 +164,21 @@ def text_patch(text: str, glyph_height: float, face: int, thickness: int,
 
 
 def draw_label(img: np.ndarray, patch: render.TextPatch, at: tuple[int, int], pad: int,
-               plate: Color, ink: Color, extra_left: int = 0) -> PlacedLabel:
+               plate: Color, ink: Color, extra_left: int = 0, extra_top: int = 0,
+               extra_right: int = 0) -> PlacedLabel:
     """Draw a plate of colour ``plate`` with ``patch`` in ``ink`` at ``at`` (plate top-left).
 
-    ``extra_left`` widens the plate on the left (room for a tab or dot). The clean render shows
-    the same text in full-contrast ink on the same plate, so V_true fidelity is judged against
-    the legible version while visibility is judged on the pixels.
+    ``extra_left``/``extra_top``/``extra_right`` widen the plate (room for a tab, a dot or a
+    line of small print). The clean render shows the same text in full-contrast ink on the same
+    plate, so V_true fidelity is judged against the legible version while visibility is judged
+    on the pixels.
     """
     pw, ph = patch.size
     x, y = at
-    plate_box = (x, y, x + extra_left + pw + 2 * pad, y + ph + 2 * pad)
+    plate_box = (x, y, x + extra_left + pw + 2 * pad + extra_right, y + extra_top + ph + 2 * pad)
     cv2.rectangle(img, (plate_box[0], plate_box[1]), (plate_box[2] - 1, plate_box[3] - 1),
                   plate, -1)
-    tx, ty = x + extra_left + pad, y + pad
+    tx, ty = x + extra_left + pad, y + pad + extra_top
     placed = render.paste_text(img, patch, tx, ty, ink)
     a = patch.alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
     strong = np.asarray(render.ink_for(plate), np.float32)
@@ -154,112 +186,6 @@ def draw_label(img: np.ndarray, patch: render.TextPatch, at: tuple[int, int], pa
     clean = render.to_gray((clean_rgb + 0.5).astype(np.uint8))
     return PlacedLabel(text=patch.text, ink_box=placed.box, mask=patch.mask, clean=clean,
                        plate_box=plate_box, glyph_height=patch.glyph_height, quarter=0)
-
-
-# --------------------------------------------------------------------------------------------
-# dials (clocks and gauges)
-
-
-@dataclass(frozen=True)
-class Stroke:
-    """A straight stroke of a dial, in dial-relative polar form (clockwise from 12, upright).
-
-    ``r0``/``r1`` are radii as fractions of the dial radius; ``width`` is in output pixels.
-    """
-
-    theta_deg: float
-    r0: float
-    r1: float
-    width: float
-    color: Color
-    decisive: bool = True
-
-
-@dataclass(frozen=True)
-class DialRender:
-    """A rendered dial patch: RGB pixels, coverage of the decisive strokes, clean gray render."""
-
-    rgb: np.ndarray
-    alpha: np.ndarray
-    clean: np.ndarray
-
-    @property
-    def mask(self) -> np.ndarray:
-        """Boolean mask of the decisive strokes (coverage >= 50 %)."""
-        return self.alpha >= 128
-
-
-def dial_direction(theta_deg: float, angle_deg: float) -> tuple[float, float]:
-    """Return the image-space unit vector of dial position ``theta`` for a dial turned ``angle``.
-
-    ``theta`` is clockwise from 12 o'clock on the upright dial; ``angle`` turns the whole dial
-    counter-clockwise on screen (image y points down).
-    """
-    t = math.radians(theta_deg)
-    ux, uy = math.sin(t), -math.cos(t)
-    a = math.radians(angle_deg)
-    return (math.cos(a) * ux + math.sin(a) * uy, -math.sin(a) * ux + math.cos(a) * uy)
-
-
-def render_dial(size: int, radius: float, face: Color | None, rim: Color | None,
-                rim_width: float, strokes: Sequence[Stroke], angle_deg: float,
-                background: Color, marker: tuple[float, Color] | None = None,
-                cap: Color | None = None) -> DialRender:
-    """Render a ``size x size`` dial centred in its patch, supersampled for anti-aliasing.
-
-    ``face``/``rim`` may be ``None`` (flat plate). ``marker`` = ``(theta, colour)`` draws a small
-    triangle just inside the rim at that position (the orientation cue). Returns the RGB patch,
-    the coverage of the decisive strokes and a clean gray render (no degradations).
-    """
-    ss = SUPERSAMPLE
-    big = size * ss
-    c = big / 2.0
-    r = radius * ss
-    canvas = render.solid_image(big, big, background)
-    cover = np.zeros((big, big), np.uint8)
-    shift = 4
-    one = 1 << shift
-
-    def pt(x: float, y: float) -> tuple[int, int]:
-        return int(round(x * one)), int(round(y * one))
-
-    if face is not None:
-        cv2.circle(canvas, pt(c, c), int(round(r * one)), face, -1, cv2.LINE_AA, shift)
-    if rim is not None and rim_width > 0:
-        cv2.circle(canvas, pt(c, c), int(round((r - rim_width * ss / 2) * one)), rim,
-                   max(1, int(round(rim_width * ss))), cv2.LINE_AA, shift)
-    if marker is not None:
-        theta, col = marker
-        ux, uy = dial_direction(theta, angle_deg)
-        px, py = -uy, ux
-        tip = 0.70 * r
-        base = 0.86 * r
-        half = 0.07 * r
-        tri = np.array([[c + ux * tip, c + uy * tip],
-                        [c + ux * base + px * half, c + uy * base + py * half],
-                        [c + ux * base - px * half, c + uy * base - py * half]])
-        cv2.fillPoly(canvas, [np.round(tri * one).astype(np.int32)], col, cv2.LINE_AA, shift)
-    for s in strokes:
-        ux, uy = dial_direction(s.theta_deg, angle_deg)
-        p0 = pt(c + ux * s.r0 * r, c + uy * s.r0 * r)
-        p1 = pt(c + ux * s.r1 * r, c + uy * s.r1 * r)
-        wid = max(1, int(round(s.width * ss)))
-        cv2.line(canvas, p0, p1, s.color, wid, cv2.LINE_AA, shift)
-        if s.decisive:
-            cv2.line(cover, p0, p1, 255, wid, cv2.LINE_AA, shift)
-    if cap is not None:
-        cv2.circle(canvas, pt(c, c), int(round(0.07 * r * one)), cap, -1, cv2.LINE_AA, shift)
-    rgb = cv2.resize(canvas, (size, size), interpolation=cv2.INTER_AREA)
-    alpha = cv2.resize(cover, (size, size), interpolation=cv2.INTER_AREA)
-    return DialRender(rgb=rgb, alpha=alpha, clean=render.to_gray(rgb))
-
-
-def paste_patch(img: np.ndarray, patch: np.ndarray, at: tuple[int, int]) -> Box:
-    """Copy ``patch`` into ``img`` (in place) with its top-left at ``at``; return its box."""
-    x, y = at
-    h, w = patch.shape[:2]
-    img[y:y + h, x:x + w] = patch
-    return (x, y, x + w, y + h)
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,6 +278,23 @@ def decorate(img: np.ndarray, rng: np.random.Generator, clutter: tuple[int, int]
     grown = [render.grow_box(b, 8, w, h) for b in boxes]
     grown += [render.grow_box(p.box, 0.4 * p.glyph_height + 12, w, h) for p in placed]
     return grown
+
+
+def local_soft_shadow(img: np.ndarray, rng: np.random.Generator, box: Box,
+                      strength: float) -> np.ndarray:
+    """Return ``img`` with :func:`render.soft_shadow` of ``box`` drawn on a padded sub-image.
+
+    The same draws and pixels as the whole-image call for a small object, without copying the
+    whole image: the shadow's offset and blur stay within 0.45 of the box's size (+ 2 px).
+    """
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = box
+    pad = int(math.ceil(0.45 * max(x1 - x0, y1 - y0))) + 4
+    sx0, sy0, sx1, sy1 = max(0, x0 - pad), max(0, y0 - pad), min(w, x1 + pad), min(h, y1 + pad)
+    sub = np.ascontiguousarray(img[sy0:sy1, sx0:sx1])
+    img[sy0:sy1, sx0:sx1] = render.soft_shadow(sub, rng, (x0 - sx0, y0 - sy0, x1 - sx0,
+                                                          y1 - sy0), strength)
+    return img
 
 
 def place(rng: np.random.Generator, size: tuple[int, int], bounds: Box,

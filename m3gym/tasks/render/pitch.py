@@ -1,0 +1,311 @@
+"""Drawing of a sports ground seen from a broadcast camera: stands, boards, pitch, players.
+
+Shapes are anti-aliased (OpenCV ``LINE_AA`` with sub-pixel ``shift``), shaded (a lit and a
+shaded side), outlined and drawn back to front (stands, boards, pitch, markings, shadows,
+players), so a player reads as a small person in a shirt rather than a flat polygon.
+Every function draws in place into an RGB ``uint8`` image and takes its randomness from the
+``np.random.Generator`` it is given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from m3gym.tasks.render.fonts import truetype_text
+
+Color = tuple[int, int, int]
+Box = tuple[int, int, int, int]
+
+SHIFT: int = 4
+"""Sub-pixel bits of the OpenCV drawing calls (coordinates are multiplied by 16)."""
+
+SKIN: tuple[Color, ...] = ((236, 196, 160), (198, 150, 110), (140, 96, 64), (96, 64, 44))
+"""Skin tones of players and spectators."""
+
+HAIR: tuple[Color, ...] = ((30, 24, 20), (70, 48, 30), (120, 90, 50), (200, 170, 110),
+                           (40, 40, 40))
+"""Hair colours."""
+
+PITCH_LENGTH_M: float = 105.0
+"""Length of a football pitch in metres (the markings are scaled from it)."""
+
+PITCH_WIDTH_M: float = 68.0
+"""Width of a football pitch in metres."""
+
+
+def _p(x: float, y: float) -> tuple[int, int]:
+    """Return the fixed-point point of ``(x, y)`` for OpenCV calls with :data:`SHIFT`."""
+    return int(round(x * (1 << SHIFT))), int(round(y * (1 << SHIFT)))
+
+
+def _poly(points: Sequence[tuple[float, float]]) -> np.ndarray:
+    """Return a fixed-point ``int32`` polygon for ``cv2.fillPoly`` with :data:`SHIFT`."""
+    return np.array([_p(x, y) for x, y in points], np.int32)
+
+
+def shade(color: Sequence[int], factor: float) -> Color:
+    """Return ``color`` scaled by ``factor`` (clipped to 0–255)."""
+    return tuple(min(255, max(0, int(round(c * factor)))) for c in color)  # type: ignore[return-value]
+
+
+def blend_rect(img: np.ndarray, box: Box, color: Sequence[int], alpha: float) -> None:
+    """Blend ``color`` over ``box`` of ``img`` with opacity ``alpha`` (in place)."""
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = max(0, box[0]), max(0, box[1]), min(w, box[2]), min(h, box[3])
+    if x1 <= x0 or y1 <= y0:
+        return
+    region = img[y0:y1, x0:x1]
+    cv2.addWeighted(region, 1.0 - alpha, np.full_like(region, color), alpha, 0.0, dst=region)
+
+
+def _crowd_tile(rng: np.random.Generator, rows: int, row_h: int, pitch_x: int, width: int,
+                concrete: np.ndarray) -> np.ndarray:
+    """Return ``rows`` terrace steps of seated spectators, ``width`` px wide (wraps around)."""
+    tile = np.empty((rows * row_h, width, 3), np.uint8)
+    sw, sh, hr = pitch_x * 0.42, row_h * 0.32, row_h * 0.2
+    for r in range(rows):
+        y = r * row_h
+        # one step: a lit tread and a dark riser
+        cv2.rectangle(tile, (0, y), (width - 1, y + row_h - 1), shade(concrete, 1.0), -1)
+        cv2.rectangle(tile, (0, y + row_h - 3), (width - 1, y + row_h - 1),
+                      shade(concrete, 0.6), -1)
+        xs = np.arange(0, width, pitch_x)
+        seated = rng.random(xs.size) < 0.86
+        clothes = rng.integers(25, 235, (xs.size, 3))
+        skins = rng.integers(len(SKIN), size=xs.size)
+        hairs = rng.integers(len(HAIR), size=xs.size)
+        jitter = rng.uniform(-1.5, 1.5, xs.size)
+        for k, x in enumerate(xs.tolist()):
+            if not seated[k]:
+                continue
+            cx = x + pitch_x / 2 + jitter[k]
+            body = clothes[k].tolist()
+            cv2.ellipse(tile, _p(cx, y + row_h * 0.78), _p(sw, sh), 0, 180, 360,
+                        shade(body, 0.95), -1, cv2.LINE_AA, SHIFT)
+            cv2.ellipse(tile, _p(cx + sw * 0.35, y + row_h * 0.78), _p(sw * 0.6, sh * 0.9), 0,
+                        180, 360, shade(body, 0.75), -1, cv2.LINE_AA, SHIFT)
+            cv2.circle(tile, _p(cx, y + row_h * 0.38), int(round(hr * 16)),
+                       SKIN[int(skins[k])], -1, cv2.LINE_AA, SHIFT)
+            cv2.ellipse(tile, _p(cx, y + row_h * 0.36), _p(hr, hr), 0, 180, 360,
+                        HAIR[int(hairs[k])], -1, cv2.LINE_AA, SHIFT)
+    return tile
+
+
+def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows: int = 6,
+                width: int = 640) -> None:
+    """Fill ``img`` with terraces of seated spectators (the pitch is drawn over them later).
+
+    Rows of concrete steps (a lit tread, a dark riser) carry spectators — shoulders in a
+    clothing colour, a head in a skin tone with hair — with a few empty seats. ``tiles``
+    different bands of ``rows`` steps are drawn once and laid across the image, each band
+    picked at random, shifted by a random amount and sometimes mirrored, which costs a few
+    hundred drawing calls instead of one per spectator of the crowd.
+    """
+    h, w = img.shape[:2]
+    concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
+    row_h = int(rng.integers(13, 18))
+    pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
+    width = pitch_x * max(1, width // pitch_x)  # a whole number of seats: the tile wraps
+    bands = [_crowd_tile(rng, rows, row_h, pitch_x, width, concrete) for _ in range(tiles)]
+    reps = -(-w // width) + 1
+    band_h = rows * row_h
+    for y in range(0, h, band_h):
+        band = bands[int(rng.integers(tiles))]
+        if rng.random() < 0.5:
+            band = band[:, ::-1]
+        strip = np.tile(np.roll(band, int(rng.integers(width)), axis=1), (1, reps, 1))
+        img[y:y + band_h] = strip[:h - y, :w]
+
+
+def draw_boards(img: np.ndarray, rng: np.random.Generator, pitch: Box, gap: int,
+                depth: int, names: Sequence[str] = ()) -> list[Box]:
+    """Draw advertising boards in a ring ``gap`` px outside ``pitch``, ``depth`` px deep.
+
+    Each panel is a coloured rectangle with a dark frame and, on the long sides, a lighter top
+    edge; panel ``k`` advertises ``names[k % len(names)]`` in bold TrueType (turned a quarter
+    on the end boards; shortened to its first word, or left off, when too long). Returns the
+    panel boxes.
+    """
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = pitch
+    panels: list[Box] = []
+    sides = [
+        (x0 - gap - depth, y0 - gap - depth, x1 + gap + depth, y0 - gap, True),   # far side
+        (x0 - gap - depth, y1 + gap, x1 + gap + depth, y1 + gap + depth, True),   # near side
+        (x0 - gap - depth, y0 - gap, x0 - gap, y1 + gap, False),                  # left end
+        (x1 + gap, y0 - gap, x1 + gap + depth, y1 + gap, False),                  # right end
+    ]
+    for bx0, by0, bx1, by1, horizontal in sides:
+        bx0, by0, bx1, by1 = max(0, bx0), max(0, by0), min(w, bx1), min(h, by1)
+        if bx1 - bx0 < 4 or by1 - by0 < 4:
+            continue
+        length = (bx1 - bx0) if horizontal else (by1 - by0)
+        n = max(1, int(round(length / rng.uniform(220, 360))))
+        cuts = np.linspace(0, length, n + 1).astype(int)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            col = rng.integers(20, 236, 3).tolist()
+            box = ((bx0 + a, by0, bx0 + b, by1) if horizontal else (bx0, by0 + a, bx1, by0 + b))
+            cv2.rectangle(img, box[:2], (box[2] - 1, box[3] - 1), col, -1)
+            cv2.rectangle(img, box[:2], (box[2] - 1, box[3] - 1), shade(col, 0.55), 1)
+            if horizontal:
+                cv2.line(img, (box[0], box[1]), (box[2] - 1, box[1]), shade(col, 1.3), 2)
+            if names:
+                _board_text(img, names[len(panels) % len(names)], box, horizontal, col)
+            panels.append(box)
+    return panels
+
+
+def _board_text(img: np.ndarray, name: str, box: Box, horizontal: bool, color: Color) -> None:
+    """Print ``name`` centred on a board panel (in place), in the panel's contrasting ink."""
+    x0, y0, x1, y1 = box
+    length, depth = (x1 - x0, y1 - y0) if horizontal else (y1 - y0, x1 - x0)
+    glyph = max(4.0, depth * 0.42)
+    for text in (name, name.split()[0].strip(",")):
+        patch = truetype_text(text.upper(), glyph, "sans-bold")
+        if patch.size[0] <= length - 12 and patch.size[1] <= depth - 4:
+            break
+    else:
+        return
+    alpha = patch.alpha if horizontal else np.ascontiguousarray(np.rot90(patch.alpha, 1))
+    h, w = alpha.shape
+    x, y = x0 + (x1 - x0 - w) // 2, y0 + (y1 - y0 - h) // 2
+    ink = np.asarray((250, 250, 250) if sum(color) / 3 < 140 else (20, 20, 24), np.float32)
+    region = img[y:y + h, x:x + w]
+    a = alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
+    region[:] = (region * (1.0 - a) + ink * a + 0.5).astype(np.uint8)
+
+
+def pitch_markings(box: Box) -> tuple[float, float, float, float, float, float]:
+    """Return ``(x0, y0, x1, y1, sx, sy)``: the touchline box inside ``box`` and px per metre.
+
+    The markings sit 3.5 % of the ground's width inside ``box`` on every side (symmetric, so
+    the halfway line is the box's vertical centre line).
+    """
+    bx0, by0, bx1, by1 = box
+    inset = 0.035 * (bx1 - bx0)
+    x0, y0, x1, y1 = bx0 + inset, by0 + inset, bx1 - inset, by1 - inset
+    return x0, y0, x1, y1, (x1 - x0) / PITCH_LENGTH_M, (y1 - y0) / PITCH_WIDTH_M
+
+
+def draw_pitch(img: np.ndarray, rng: np.random.Generator, box: Box, surface: Color,
+               line: Color, line_width: float) -> Box:
+    """Draw a playing surface over ``box`` with mowing stripes and full football markings.
+
+    Markings: touchlines and goal lines, halfway line, centre circle and spot, penalty and goal
+    areas, penalty spots and arcs, corner arcs, and a goal with a net behind each goal line.
+    Returns the touchline box (pixels).
+    """
+    bx0, by0, bx1, by1 = box
+    fw = bx1 - bx0
+    cv2.rectangle(img, (bx0, by0), (bx1 - 1, by1 - 1), surface, -1)
+    bands = int(rng.integers(8, 16))
+    darker = shade(surface, 0.93)
+    for b in range(1, bands, 2):  # mowing stripes
+        cv2.rectangle(img, (bx0 + b * fw // bands, by0), (bx0 + (b + 1) * fw // bands - 1, by1 - 1),
+                      darker, -1)
+    x0, y0, x1, y1, sx, sy = pitch_markings(box)
+    lw = max(1, int(round(line_width)))
+    aa, sh = cv2.LINE_AA, SHIFT
+    cv2.rectangle(img, _p(x0, y0), _p(x1, y1), line, lw, aa, sh)
+    mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+    cv2.line(img, _p(mx, y0), _p(mx, y1), line, lw, aa, sh)
+    r = 9.15 * math.sqrt(sx * sy)  # circles stay round when the box is not 105:68
+    cv2.circle(img, _p(mx, my), int(round(r * 16)), line, lw, aa, sh)
+    cv2.circle(img, _p(mx, my), int(round(max(1.5, 0.15 * sx) * 16)), line, -1, aa, sh)
+    for side in (1, -1):
+        gx = x0 if side == 1 else x1
+        pa = (gx, my - 20.16 * sy, gx + side * 16.5 * sx, my + 20.16 * sy)
+        ga = (gx, my - 9.16 * sy, gx + side * 5.5 * sx, my + 9.16 * sy)
+        for a in (pa, ga):
+            cv2.rectangle(img, _p(min(a[0], a[2]), a[1]), _p(max(a[0], a[2]), a[3]), line, lw,
+                          aa, sh)
+        spot = gx + side * 11.0 * sx
+        cv2.circle(img, _p(spot, my), int(round(max(1.5, 0.12 * sx) * 16)), line, -1, aa, sh)
+        # the penalty arc: the part of the 9.15 m circle round the spot outside the area
+        half = math.degrees(math.acos(min(1.0, 5.5 * sx / r)))
+        start = -half if side == 1 else 180 - half
+        cv2.ellipse(img, _p(spot, my), _p(r, r), 0, start, start + 2 * half, line, lw, aa, sh)
+        for cy, a0 in ((y0, 0 if side == 1 else 90), (y1, 270 if side == 1 else 180)):
+            cv2.ellipse(img, _p(gx, cy), _p(1.2 * sx, 1.2 * sx), 0, a0, a0 + 90, line, lw,
+                        aa, sh)
+        # the goal: posts, a shaded net with a diagonal mesh behind the goal line
+        depth = max(6.0, 2.0 * sx) * side
+        top, bot = my - 3.66 * sy, my + 3.66 * sy
+        net = (min(gx, gx - depth), top, max(gx, gx - depth), bot)
+        cv2.rectangle(img, _p(net[0], net[1]), _p(net[2], net[3]), shade(surface, 0.8), -1,
+                      aa, sh)
+        nx0, ny0 = int(net[0]), int(net[1])
+        mesh = img[ny0:int(math.ceil(net[3])) + 1, nx0:int(math.ceil(net[2])) + 1]
+        step = max(2.5, 0.45 * sx)
+        span = mesh.shape[1]
+        t = -float(span)
+        while t < mesh.shape[0]:  # a diagonal mesh, clipped to the net by the sub-image
+            cv2.line(mesh, _p(0, t), _p(span, t + span), (178, 178, 178), 1, aa, sh)
+            cv2.line(mesh, _p(0, t + span), _p(span, t), (160, 160, 160), 1, aa, sh)
+            t += step
+        cv2.rectangle(img, _p(net[0], net[1]), _p(net[2], net[3]), (245, 245, 245), lw, aa, sh)
+    return int(x0), int(y0), int(math.ceil(x1)), int(math.ceil(y1))
+
+
+def draw_player(img: np.ndarray, x: int, y: int, size: int, kit: Color,
+                rng: np.random.Generator) -> None:
+    """Draw a small player seen from a high camera, its box's top-left at ``(x, y)``.
+
+    The box is ``max(6, size // 2)`` wide and ``size`` tall: a shadow on the ground, legs with
+    socks, shorts, a shirt with sleeves (lit left side, shaded right side, darker outline),
+    arms, and a head with hair. The shirt covers about the box's upper-middle third, as the
+    heuristic's shirt counter expects.
+    """
+    bw = max(6, int(size * 0.5))
+    cx = x + bw / 2.0
+    head_r = max(2.0, size * 0.13)
+    shoulder = y + 2 * head_r
+    waist = y + size * 0.62
+    foot = y + size - 0.5
+    skin = SKIN[int(rng.integers(len(SKIN)))]
+    hair = HAIR[int(rng.integers(len(HAIR)))]
+    dark_kit = sum(kit) / 3 < 90
+    shorts = (236, 236, 236) if dark_kit else (30, 30, 34)
+    aa, sh = cv2.LINE_AA, SHIFT
+    # shadow on the ground, cast to the lower right
+    h, w = img.shape[:2]
+    sx0, sy0 = int(cx - bw * 0.2), int(foot - size * 0.12)
+    sx1, sy1 = int(cx + bw * 1.1), int(foot + size * 0.1)
+    if 0 <= sx0 and sx1 < w and 0 <= sy0 and sy1 < h:
+        region = img[sy0:sy1 + 1, sx0:sx1 + 1]
+        mask = np.zeros(region.shape[:2], np.uint8)
+        cv2.ellipse(mask, _p(cx - sx0 + bw * 0.45, foot - sy0), _p(bw * 0.65, size * 0.08), -10,
+                    0, 360, 255, -1, aa, sh)
+        a = mask.astype(np.float32)[..., None] * (0.35 / 255.0)
+        region[:] = (region * (1.0 - a) + 0.5).astype(np.uint8)
+    leg = max(1.0, size / 9.0)
+    sock = shade(shorts, 0.9)
+    for dx in (-bw / 5.0, bw / 5.0):
+        cv2.line(img, _p(cx + dx, waist), _p(cx + dx, foot - size * 0.12), skin,
+                 max(1, int(round(leg))), aa, sh)
+        cv2.line(img, _p(cx + dx, foot - size * 0.14), _p(cx + dx, foot), sock,
+                 max(1, int(round(leg))), aa, sh)
+    cv2.rectangle(img, _p(cx - bw / 3.0, waist - 0.5), _p(cx + bw / 3.0, waist + size * 0.11),
+                  shorts, -1, aa, sh)
+    sleeve = shoulder + size * 0.25
+    arm_x = bw / 2.0 - 0.5
+    for dx in (-arm_x + 0.6, arm_x - 0.6):  # arms below the sleeves
+        cv2.line(img, _p(cx + dx, sleeve), _p(cx + dx * 0.95, waist + size * 0.04), skin,
+                 max(1, int(round(leg * 0.8))), aa, sh)
+    torso = bw * 0.4
+    shirt = [(cx - arm_x, shoulder + 0.6), (cx + arm_x, shoulder + 0.6), (cx + arm_x, sleeve),
+             (cx + torso, sleeve), (cx + torso, waist), (cx - torso, waist),
+             (cx - torso, sleeve), (cx - arm_x, sleeve)]
+    light = sum(kit) / 3 > 200  # a white kit: gentler shading keeps it white
+    cv2.fillPoly(img, [_poly(shirt)], shade(kit, 1.06), aa, sh)
+    right = [(cx + 0.5, shoulder + 0.6), (cx + arm_x, shoulder + 0.6), (cx + arm_x, sleeve),
+             (cx + torso, sleeve), (cx + torso, waist), (cx + 0.5, waist)]
+    cv2.fillPoly(img, [_poly(right)], shade(kit, 0.93 if light else 0.88), aa, sh)
+    cv2.polylines(img, [_poly(shirt)], True, shade(kit, 0.88 if light else 0.78), 1, aa, sh)
+    cv2.circle(img, _p(cx, y + head_r), int(round(head_r * 16)), skin, -1, aa, sh)
+    cv2.ellipse(img, _p(cx, y + head_r * 0.9), _p(head_r, head_r * 0.9), 0, 180, 360, hair, -1,
+                aa, sh)
