@@ -17,10 +17,10 @@ from m3gym.tasks.families._glyph_common import (
     classic_task,
     glyph_patch,
 )
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.families._text_common import (
     shading_field,
 )
-from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS

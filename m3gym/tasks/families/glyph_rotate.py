@@ -18,6 +18,7 @@ from m3gym.tasks.families._glyph_common import (
     classic_task,
     glyph_patch,
 )
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.families._text_common import (
     EVIDENCE_ORIENTATION,
     TRANSFORMS,
@@ -25,7 +26,6 @@ from m3gym.tasks.families._text_common import (
     transform_box,
     upright_call,
 )
-from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import Checkpoint, Task
 

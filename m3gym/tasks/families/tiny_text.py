@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 
 from m3gym.tasks import render as R
+from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.families._text_common import (
     BOLD_FACES,
     FIELD_NAMES,
@@ -19,7 +20,6 @@ from m3gym.tasks.families._text_common import (
     text_patch,
     view_lookalike_codes,
 )
-from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
 from m3gym.tasks.spec import Checkpoint, RefCall, Task
