@@ -1,0 +1,196 @@
+"""code_lookup: read a tiny faint product code on a tag, search it, answer a fact of its page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import ClassVar
+
+import cv2
+import numpy as np
+
+from m3gym.scoring.checkpoints import evidence_checkpoints, search_hit_checkpoint
+from m3gym.tasks import render as R
+from m3gym.tasks.families import _lookup_common as C
+from m3gym.tasks.families import _lookup_draw as S
+from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.spec import Evidence, RefCall, Task
+from m3gym.web.entities import Entity
+
+
+@lru_cache(maxsize=8)
+def code_pairs(seed: int, split: str) -> tuple[tuple[str, str], ...]:
+    """Return ``(target key, near-miss key)`` pairs of products whose codes nearly coincide.
+
+    A pair qualifies when the codes differ in at most two characters, searching the target's code
+    ranks the target first and searching the near-miss code ranks the near-miss first (so a
+    misread code leads to the wrong product page).
+    """
+    from rapidfuzz.distance import Levenshtein
+
+    world = C.world_for(seed, split)
+    products = [p for p in world.entities_of_kind("product")]
+    codes = [p.attributes["code"] for p in products]
+    pairs = []
+    for p, code in zip(products, codes):
+        best: Entity | None = None
+        best_d = 3
+        for q, other in zip(products, codes):
+            if q.key == p.key or len(other) != len(code):
+                continue
+            d = Levenshtein.distance(code, other)
+            if d < best_d:
+                best, best_d = q, d
+        if best is None:
+            continue
+        hit = world.search(code, 1)
+        miss = world.search(best.attributes["code"], 1)
+        if hit and hit[0].entity == p.key and miss and miss[0].entity == best.key:
+            pairs.append((p.key, best.key))
+    return tuple(pairs)
+
+
+CODE_QUESTIONS: dict[str, str] = {
+    "release_year": "In what year was this product first released?",
+    "price_usd": "What is the list price of this product in US dollars?",
+    "colour": "In which colour does this product come as standard?",
+    "maker.headquarters": "In which town is the maker of this product headquartered?",
+    "maker.founded": "In what year was the company that makes this product founded?",
+    "maker.industry": "In which industry does the maker of this product operate?",
+    "maker.ceo": "Who is the chief executive of the company that makes this product?",
+}
+"""Attribute (``rel.attr`` = attribute of a linked page) → question tail."""
+
+CODE_SCENES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "shelf": ("Finance", ("wood", "paper", "gradient")),
+    "package": ("Life", ("fabric", "noise", "asphalt")),
+    "crate": ("Life", ("wood", "brick", "noise")),
+}
+"""Scene → (domain, background kinds)."""
+
+
+@register_family
+@dataclass
+class CodeLookupFamily(FamilyConfig):
+    """Read a tiny, faint product code on a tag, look the product up, answer a fact of its page.
+
+    WHY the tools: the code's glyphs are ``glyph_min``–``glyph_max`` px tall in an image whose
+    longest side is ``width`` px, so at view size 768 they fall below
+    :attr:`Evidence.min_view_height`; the ink is only ``contrast_min``–``contrast_max`` gray
+    levels darker than the tag (below :attr:`Evidence.min_contrast`), so even a zoomed crop needs
+    ``autocontrast`` — on the crop, because the whole scene already spans the full range. The
+    answer is not in the image at all: the product (fictional) is only found by searching its
+    exact code, and the world holds a product whose code differs in one or two characters, so a
+    misread code leads to a wrong page. Some questions ask about the maker, one link further.
+    """
+
+    name: ClassVar[str] = "code_lookup"
+    level: ClassVar[int] = 3
+    domains: ClassVar[tuple[str, ...]] = ("Finance", "Life")
+    description: ClassVar[str] = ("Read a tiny faint product code (crop, autocontrast), search it, "
+                                  "fetch the product page, answer a fact.")
+
+    width: tuple[int, int] = (1400, 1800)
+    aspect: tuple[float, float] = (0.62, 0.8)
+    glyph_min: float = 7.0
+    glyph_max: float = 10.0
+    contrast_min: float = 9.0
+    contrast_max: float = 16.0
+    noise_sigma: tuple[float, float] = (0.8, 1.8)
+    clutter: tuple[int, int] = (5, 10)
+    labels: tuple[int, int] = (3, 6)
+    attributes: tuple[str, ...] = tuple(CODE_QUESTIONS)
+    choices: int = 6
+    split: str = "train"
+    world_seed: int = 0
+
+    def validate(self) -> None:
+        """Check the world, the illegibility of the code at view size, and the attributes."""
+        C.check_world_config(self.world_seed, self.split)
+        C.check_tiny_text_scene(self.width, self.aspect, self.glyph_min, self.glyph_max)
+        if not 4 <= self.contrast_min <= self.contrast_max < Evidence.min_contrast:
+            raise ValueError("contrast range must lie in 4..min_contrast (faint ink)")
+        if not self.attributes or any(a not in CODE_QUESTIONS for a in self.attributes):
+            raise ValueError(f"attributes must be among {sorted(CODE_QUESTIONS)}")
+        if self.choices < 2:
+            raise ValueError("choices must be >= 2")
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """Build one code-lookup task."""
+        world = C.world_for(self.world_seed, self.split)
+        pairs = code_pairs(self.world_seed, self.split)
+        target_key, miss_key = pairs[int(rng.integers(len(pairs)))]
+        product, near = world.entity(target_key), world.entity(miss_key)
+        code = product.attributes["code"]
+        attribute = R.pick(rng, self.attributes)
+        answer, owner = C.question_value(world, product, attribute)
+
+        w = int(rng.integers(self.width[0], self.width[1] + 1))
+        h = int(w * rng.uniform(*self.aspect))
+        scene = R.pick(rng, tuple(CODE_SCENES))
+        domain, kinds = CODE_SCENES[scene]
+        img = S.scene_base(rng, w, h, kinds)
+        keep: list[R.Box] = []
+        # the package / box the tag belongs to, with a big category word (not the name)
+        pw, ph = int(w * rng.uniform(0.25, 0.4)), int(h * rng.uniform(0.3, 0.5))
+        px, py = int(rng.integers(20, w - pw - 20)), int(rng.integers(20, h - ph - 20))
+        box_col = R.rand_color(rng, 40, 230)
+        cv2.rectangle(img, (px, py), (px + pw - 1, py + ph - 1), box_col, -1)
+        cv2.rectangle(img, (px, py), (px + pw - 1, py + ph - 1),
+                      tuple(int(c * 0.6) for c in box_col), 3)
+        category = product.name.split()[-1].upper()
+        big = R.render_text(category, float(rng.uniform(28, 48)), R.pick(rng, R.READABLE_FACES),
+                            int(rng.integers(2, 4)))
+        if big.size[0] < pw - 20:
+            R.paste_text(img, big, px + 10, py + 10, R.ink_for(box_col))
+        keep.append((px, py, px + pw, py + ph))
+
+        glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
+        patch = R.render_text(code, glyph, R.pick(rng, R.READABLE_FACES[:4]), 1)
+        size = S.label_size(patch)
+        plate_col = R.jitter_color(rng, R.pick(rng, S.PLATE_COLORS), 8)
+        inner = (px + 8, py + ph // 2, px + pw - 8, py + ph - 8)
+        spot = S.place(rng, size, inner, [], (20, 20, w - 20, h - 20))
+        label = S.draw_faint_label(img, rng, code, glyph, float(rng.uniform(self.contrast_min,
+                                                                          self.contrast_max)),
+                                 spot, plate_col, patch)
+        keep.append(label.plate)
+        S.finish_scene(img, rng, keep, self.clutter, self.labels)
+        evidence = C.text_evidence("code", img, label.text, code)
+        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
+
+        crop_bbox = C.inner_bbox1000(label.crop_box, w, h)
+        x0, y0, x1, y1 = R.bbox1000_to_box(crop_bbox, w, h)
+        zoom = R.crop_zoom_for((x1 - x0, y1 - y0), label.text.glyph_height, C.MIN_VIEW_HEIGHT)
+        assert zoom is not None
+        second = owner if owner.key != product.key else None
+        steps: list[tuple[RefCall, ...]] = [
+            (RefCall("c1", "crop", {"image_index": 0, "bbox_2d": crop_bbox, "zoom_scale": zoom}),),
+            (RefCall("c2", "autocontrast", {"image_index": 1}, ("c1",)),),
+            (RefCall("c3", "web_search", {"query": code}, ("c2",)),),
+        ]
+        more, fetch_cps = C.fetch_steps(product, second, "c3", 4)
+        steps += more
+        checkpoints = [
+            *evidence_checkpoints("code", [steps[0][0], steps[1][0]]),
+            search_hit_checkpoint("web_search", product.url, "s_search", C.SEARCH_MAX_RANK,
+                                  "a web search ranked the product page first"),
+            *fetch_cps,
+        ]
+        confusers = [near, *world.distractors(product)]
+        if second is not None:
+            confusers = [world.related(e, attribute.split(".")[0]) for e in confusers]
+        attr = attribute.split(".")[-1]
+        choices = C.lookup_choices(rng, world, owner, attr, confusers, self.choices)
+        where = R.position_phrase(label.plate, w, h)
+        question = (f"A small tag in the {where} part of the image shows a product code in faint "
+                    f"print. Look the product up by its code. {CODE_QUESTIONS[attribute]}")
+        caps = ("visual_grounding", "knowledge", "multi_hop")
+        meta = {"scene": scene, "world": {"seed": self.world_seed, "split": self.split},
+                "target": product.key, "target_url": product.url, "attribute": attribute,
+                "answer_entity": owner.key, "search_query": code,
+                "distractor_query": near.attributes["code"], "distractor": near.key,
+                "glyph_height_view": label.text.glyph_height * R.view_scale(h, w)}
+        return C.lookup_task(self, domain, img, question, answer, choices, steps, (evidence,),
+                           checkpoints, caps, meta)
+

@@ -1,0 +1,208 @@
+"""logo_lookup: identify a small logo by reverse image search, answer a fact of its owner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import cv2
+import numpy as np
+
+from m3gym.scoring.checkpoints import evidence_checkpoints, search_hit_checkpoint
+from m3gym.tasks import render as R
+from m3gym.tasks.families import _lookup_common as C
+from m3gym.tasks.families import _lookup_draw as S
+from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.spec import RefCall, Task
+from m3gym.web.world import World
+
+LOGO_QUESTIONS: dict[str, dict[str, str]] = {
+    "company": {
+        "founded": "In what year was the company whose logo this is founded?",
+        "headquarters": "In which town is the company whose logo this is headquartered?",
+        "industry": "In which industry does the company whose logo this is operate?",
+        "ceo": "Who is the chief executive of the company whose logo this is?",
+        "headquarters.region": "In which region lies the town where this company is "
+                               "headquartered?",
+        "headquarters.founded": "In what year was the town where this company is headquartered "
+                                "founded?",
+    },
+    "team": {
+        "founded": "In what year was the club whose crest this is founded?",
+        "home_city": "In which city are the club whose crest this is based?",
+        "coach": "Who is the head coach of the club whose crest this is?",
+        "venue": "What is the name of the home ground of the club whose crest this is?",
+        "venue.opened": "In what year did the home ground of the club whose crest this is open?",
+        "venue.city": "In which town stands the home ground of the club whose crest this is?",
+    },
+}
+"""Entity kind → attribute (``rel.attr`` = on a linked page) → question tail."""
+
+LOGO_SCENES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "storefront": ("company", "Society", ("brick", "asphalt", "wood")),
+    "jersey": ("team", "Culture", ("fabric", "gradient", "noise")),
+}
+"""Scene → (entity kind, domain, background kinds)."""
+
+LOGO_GLYPH_FRACTION: float = 0.2
+"""Height of a logo's initials relative to the logo side (its smallest decisive detail)."""
+
+
+def logo_mask(gray_logo: np.ndarray) -> np.ndarray:
+    """Return the ``bool`` mask of a logo's strongest one-sided detail.
+
+    Pixels clearly darker (or, if those are fewer, clearly lighter) than the logo's background
+    (the median of its top and bottom rows). One side only, so the mean ink level stays far from
+    the background's even when a logo has both darker and lighter elements.
+    """
+    bg = float(np.median(np.concatenate([gray_logo[0], gray_logo[-1]])))
+    diff = gray_logo.astype(np.float32) - bg
+    darker, lighter = diff < -40.0, diff > 40.0
+    return darker if int(darker.sum()) >= int(lighter.sum()) else lighter
+
+
+@register_family
+@dataclass
+class LogoLookupFamily(FamilyConfig):
+    """Identify a small logo on a shop sign or a jersey by reverse image search, answer a fact.
+
+    WHY the tools: the logo is ``side_min``–``side_max`` px wide in an image whose longest side
+    is at least ``width[0]`` px, so at view size its initials are a few pixels tall, and a
+    reverse image search of the whole image cannot match it (the search compares windows of
+    60–100 % of the query's short side). A ``crop`` that frames the logo makes it legible and
+    searchable; ``image_search`` on that crop finds the (fictional) owner's page, which states
+    the answer — the logo carries no name, and near-duplicate logos (one element changed) and
+    decoy logos of other entities in the scene lead to wrong pages.
+    """
+
+    name: ClassVar[str] = "logo_lookup"
+    level: ClassVar[int] = 3
+    domains: ClassVar[tuple[str, ...]] = ("Culture", "Society")
+    description: ClassVar[str] = ("Crop a small logo, reverse-search it, fetch the owner's page, "
+                                  "answer a fact.")
+
+    width: tuple[int, int] = (1400, 1800)
+    aspect: tuple[float, float] = (0.62, 0.8)
+    side_min: int = 40
+    side_max: int = 60
+    decoys: tuple[int, int] = (1, 2)
+    noise_sigma: tuple[float, float] = (0.8, 2.0)
+    clutter: tuple[int, int] = (4, 9)
+    labels: tuple[int, int] = (2, 5)
+    scenes: tuple[str, ...] = tuple(LOGO_SCENES)
+    choices: int = 6
+    split: str = "train"
+    world_seed: int = 0
+
+    def validate(self) -> None:
+        """Check the world, the illegibility of the logo at view size, and the scenes."""
+        C.check_world_config(self.world_seed, self.split)
+        if not 1000 <= self.width[0] <= self.width[1] <= 4096:
+            raise ValueError("width range must lie in 1000..4096")
+        if not 0.4 <= self.aspect[0] <= self.aspect[1] <= 1.0:
+            raise ValueError("aspect range must lie in 0.4..1.0")
+        if not 24 <= self.side_min <= self.side_max <= 120:
+            raise ValueError("need 24 <= side_min <= side_max <= 120")
+        if self.side_max * LOGO_GLYPH_FRACTION * R.VIEW_SIZE / self.width[0] >= C.MIN_VIEW_HEIGHT:
+            raise ValueError("side_max is legible at view size: the task would not need a crop")
+        if not 0 <= self.decoys[0] <= self.decoys[1] <= 3:
+            raise ValueError("decoys must lie in 0..3")
+        if not self.scenes or any(s not in LOGO_SCENES for s in self.scenes):
+            raise ValueError(f"scenes must be among {sorted(LOGO_SCENES)}")
+        if self.choices < 2:
+            raise ValueError("choices must be >= 2")
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """Build one logo-lookup task."""
+        world = C.world_for(self.world_seed, self.split)
+        for _ in range(2):  # the search is robust: a scene almost never needs a redraw
+            task = self._attempt(rng, world)
+            if task is not None:
+                return task
+        task = self._attempt(rng, world, check=False)
+        assert task is not None
+        return task
+
+    def _attempt(self, rng: np.random.Generator, world: World, check: bool = True
+                 ) -> Task | None:
+        """Draw one scene; ``None`` when ``check`` finds the searched crop not matching first.
+
+        The check runs the world's reverse image search on exactly the reference crop (one
+        search per attempt): near-duplicate logos and noise occasionally make another logo rank
+        first, and such scenes are redrawn so that the reference's top hit is the target.
+        """
+        scene = R.pick(rng, self.scenes)
+        kind, domain, kinds = LOGO_SCENES[scene]
+        entity = world.pick(rng, kind, min_distractors=1)
+        options = [a for a in LOGO_QUESTIONS[kind]
+                   if a.split(".")[0] in entity.attributes]
+        attribute = R.pick(rng, options)
+        answer, owner = C.question_value(world, entity, attribute)
+
+        w = int(rng.integers(self.width[0], self.width[1] + 1))
+        h = int(w * rng.uniform(*self.aspect))
+        img = S.scene_base(rng, w, h, kinds)
+        side = int(rng.integers(self.side_min, self.side_max + 1))
+        host, logo_box = S.draw_logo_host(img, rng, scene, world.logo(entity), side)
+        keep = [host]
+        decoy_keys = []
+        pool = world.entities_of_kind(kind)
+        for _ in range(int(rng.integers(self.decoys[0], self.decoys[1] + 1))):
+            other = pool[int(rng.integers(len(pool)))]
+            if other.group == entity.group:
+                continue
+            dside = int(rng.integers(self.side_min, self.side_max + 1))
+            spot = R.find_free_spot(rng, (dside, dside), (10, 10, w - 10, h - 10), keep,
+                                    margin=30, tries=40)
+            if spot is None:
+                continue
+            x, y = spot
+            img[y:y + dside, x:x + dside] = cv2.resize(world.logo(other), (dside, dside),
+                                                       interpolation=cv2.INTER_AREA)
+            keep.append((x, y, x + dside, y + dside))
+            decoy_keys.append(other.key)
+        S.finish_scene(img, rng, keep, self.clutter, self.labels)
+        lx0, ly0, lx1, ly1 = logo_box
+        gray = R.to_gray(img[ly0:ly1, lx0:lx1])
+        glyph = side * LOGO_GLYPH_FRACTION
+        evidence = R.region_evidence("logo", img, logo_box, logo_mask(gray), text=None,
+                                     glyph_height=glyph)
+        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
+
+        margin = max(1, int(side * rng.uniform(0.0, 0.05)))
+        crop, _ = C.crop_call("c1", R.grow_box(logo_box, margin, w, h), w, h, glyph)
+        if check and not C.logo_found_first(world, entity,
+                                          C.reference_crop(img, dict(crop.arguments))):
+            return None
+        second = owner if owner.key != entity.key else None
+        steps: list[tuple[RefCall, ...]] = [
+            (crop,),
+            (RefCall("c2", "image_search", {"image_index": 1}, ("c1",)),),
+        ]
+        more, fetch_cps = C.fetch_steps(entity, second, "c2", 3)
+        steps += more
+        checkpoints = [
+            *evidence_checkpoints("logo", [crop]),
+            search_hit_checkpoint("image_search", entity.url, "s_image_search", C.SEARCH_MAX_RANK,
+                                  "a reverse image search ranked the logo owner's page first"),
+            *fetch_cps,
+        ]
+        confusers = list(world.distractors(entity))
+        if second is not None:
+            rel = attribute.split(".")[0]
+            confusers = [world.related(e, rel) for e in confusers if rel in e.attributes]
+        choices = C.lookup_choices(rng, world, owner, attribute.split(".")[-1], confusers,
+                                 self.choices)
+        where = R.position_phrase(logo_box, w, h)
+        host_phrase = "on the shop sign" if scene == "storefront" else "on the jersey"
+        question = (f"Look at the small logo {host_phrase} in the {where} part of the image and "
+                    f"find out whose logo it is. {LOGO_QUESTIONS[kind][attribute]}")
+        caps = ("visual_grounding", "knowledge", "multi_hop")
+        meta = {"scene": scene, "world": {"seed": self.world_seed, "split": self.split},
+                "target": entity.key, "target_url": entity.url, "attribute": attribute,
+                "answer_entity": owner.key, "distractor": world.distractors(entity)[0].key,
+                "decoys": decoy_keys, "logo_side": side,
+                "glyph_height_view": glyph * R.view_scale(h, w)}
+        return C.lookup_task(self, domain, img, question, answer, choices, steps, (evidence,),
+                           checkpoints, caps, meta)
+
