@@ -212,15 +212,34 @@ def fetch_steps(first: Entity, second: Entity | None, search_id: str, n: int
 
 def reference_crop(image: np.ndarray, arguments: dict[str, Any]) -> np.ndarray:
     """Return exactly what the ``crop`` tool returns for ``arguments`` on ``image``."""
+    return reference_chain(image, [("crop", arguments)])
+
+
+def reference_chain(image: np.ndarray, calls: list[tuple[str, dict[str, Any]]]) -> np.ndarray:
+    """Return what the visual ``calls`` produce from ``image``, exactly as the tools compute it.
+
+    ``calls`` are ``crop``/``rotate`` ``(name, arguments)``, each applied to the previous output.
+    """
     from m3gym.state import ImageState
     from m3gym.tools.base import ToolContext
-    from m3gym.tools.visual import CropArgs, crop
+    from m3gym.tools.visual import CropArgs, RotateArgs, crop, rotate
 
     state = ImageState(4, 1 << 28)
     state.add_root(image)
-    out = crop(ToolContext(state=state, visible_images=1), CropArgs(**arguments))
-    assert out.image is not None
-    return out.image
+    out_image = image
+    for name, arguments in calls:
+        args = {**arguments, "image_index": len(state) - 1}
+        ctx = ToolContext(state=state, visible_images=len(state))
+        if name == "crop":
+            out = crop(ctx, CropArgs(**args))
+        elif name == "rotate":
+            out = rotate(ctx, RotateArgs(**args))
+        else:
+            raise ValueError(f"reference_chain supports crop and rotate, not {name!r}")
+        assert out.image is not None
+        out_image = out.image
+        state.add_root(out_image)  # the next call reads only the pixels
+    return out_image
 
 
 def logo_found_first(world: World, entity: Entity, query: np.ndarray) -> bool:
@@ -229,3 +248,57 @@ def logo_found_first(world: World, entity: Entity, query: np.ndarray) -> bool:
     return bool(hits) and hits[0].entity == entity.key
 
 
+
+
+# --------------------------------------------------------------------------------------------
+# difficulty
+
+
+HOPS: tuple[int, ...] = (1, 2)
+"""Page hops a question may take: 1 = the fact is on the identified entity's page, 2 = on a page
+linked from it (an attribute written ``"rel.attr"``)."""
+
+
+def hops_of(attribute: str) -> int:
+    """Return how many pages an attribute's answer lies away (``"maker.founded"`` -> 2)."""
+    return 1 + attribute.count(".")
+
+
+def check_hops(hops: tuple[int, ...], attributes: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` unless ``hops`` is a non-empty subset of :data:`HOPS`.
+
+    Some attribute in ``attributes`` must lie that many hops away.
+    """
+    if not hops or any(h not in HOPS for h in hops):
+        raise ValueError(f"hops must be a non-empty subset of {HOPS}, got {hops!r}")
+    if not any(hops_of(a) in hops for a in attributes):
+        raise ValueError(f"no attribute of {attributes!r} is {hops!r} hop(s) away")
+
+
+def with_hops(attributes: tuple[str, ...] | list[str], hops: tuple[int, ...]) -> list[str]:
+    """Return the attributes whose answer lies ``hops`` pages away, in their order."""
+    return [a for a in attributes if hops_of(a) in hops]
+
+
+def hops_for(difficulty: float) -> tuple[int, ...]:
+    """Return the hops of a difficulty: one page below 1/3, both 1/3..2/3, two pages above."""
+    if difficulty < 1 / 3:
+        return (1,)
+    return (1, 2) if difficulty <= 2 / 3 else (2,)
+
+
+def lerp(a: float, b: float, t: float) -> float:
+    """Return ``a + (b - a) * t``."""
+    return a + (b - a) * t
+
+
+def count_range(low: tuple[int, int], high: tuple[int, int], t: float) -> tuple[int, int]:
+    """Return the integer range between ``low`` (t = 0) and ``high`` (t = 1), rounded."""
+    return int(round(lerp(low[0], high[0], t))), int(round(lerp(low[1], high[1], t)))
+
+
+def check_count_range(name: str, value: tuple[int, int], most: int) -> None:
+    """Raise ``ValueError`` unless ``value`` is an ordered ``(low, high)`` within ``0..most``."""
+    if len(value) != 2 or not 0 <= value[0] <= value[1] <= most:
+        raise ValueError(f"{name} must be (low, high) with 0 <= low <= high <= {most}, "
+                         f"got {value!r}")

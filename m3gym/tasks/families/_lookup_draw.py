@@ -7,6 +7,7 @@ and return the pixel boxes of what they drew (the families turn those into evide
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -91,10 +92,13 @@ def place(rng: np.random.Generator, size: tuple[int, int], bounds: R.Box,
 
 
 def draw_logo_host(img: np.ndarray, rng: np.random.Generator, scene: str, logo: np.ndarray,
-                   side: int) -> tuple[R.Box, R.Box]:
+                   side: int, tilt: float, mask_of: Callable[[np.ndarray], np.ndarray]
+                   ) -> tuple[R.Box, R.Box, np.ndarray]:
     """Draw the host object (shop sign or jersey) with ``logo`` resized to ``side`` on it.
 
-    Returns ``(host box, logo box)``.
+    The logo is turned ``tilt`` degrees counter-clockwise. Returns ``(host box, logo box, ink
+    mask of the logo box)``; the ink mask is ``mask_of`` (a gray upright logo -> bool mask)
+    turned with the logo.
     """
     h, w = img.shape[:2]
     small = cv2.resize(logo, (side, side), interpolation=cv2.INTER_AREA)
@@ -129,8 +133,39 @@ def draw_logo_host(img: np.ndarray, rng: np.random.Generator, scene: str, logo: 
         left = bool(rng.random() < 0.5)
         lx = hx + (sl + hw // 12 if left else hw - sl - hw // 12 - side)
         ly = hy + hh // 5 + int(rng.integers(0, max(1, hh // 8)))
-    img[ly:ly + side, lx:lx + side] = small
-    return (hx, hy, hx + hw, hy + hh), (lx, ly, lx + side, ly + side)
+    box, ink = paste_tilted(img, small, mask_of(R.to_gray(small)), (lx + side / 2, ly + side / 2),
+                            tilt)
+    return (hx, hy, hx + hw, hy + hh), box, ink
+
+
+def paste_tilted(img: np.ndarray, patch: np.ndarray, ink: np.ndarray, centre: tuple[float, float],
+                 tilt: float) -> tuple[R.Box, np.ndarray]:
+    """Paste ``patch`` turned ``tilt`` degrees counter-clockwise about ``centre`` (in place).
+
+    Returns the pixel box of the turned patch and its ink mask (``ink`` turned with it, inside
+    the patch's footprint). With ``tilt`` 0 the patch is copied exactly.
+    """
+    ph, pw = patch.shape[:2]
+    if tilt == 0.0:
+        x0, y0 = int(round(centre[0] - pw / 2)), int(round(centre[1] - ph / 2))
+        img[y0:y0 + ph, x0:x0 + pw] = patch
+        return (x0, y0, x0 + pw, y0 + ph), ink.astype(bool)
+    rad = math.radians(tilt)
+    bw = int(math.ceil(pw * abs(math.cos(rad)) + ph * abs(math.sin(rad)))) + 2
+    bh = int(math.ceil(pw * abs(math.sin(rad)) + ph * abs(math.cos(rad)))) + 2
+    m = cv2.getRotationMatrix2D((pw / 2, ph / 2), tilt, 1.0)
+    m[:, 2] += (bw / 2 - pw / 2, bh / 2 - ph / 2)
+    turned = cv2.warpAffine(patch, m, (bw, bh), flags=cv2.INTER_LINEAR)
+    alpha = cv2.warpAffine(np.full((ph, pw), 255, np.uint8), m, (bw, bh),
+                           flags=cv2.INTER_LINEAR).astype(np.float32)[..., None] / 255.0
+    turned_ink = cv2.warpAffine(ink.astype(np.uint8) * 255, m, (bw, bh),
+                                flags=cv2.INTER_NEAREST) > 127
+    h, w = img.shape[:2]
+    x0 = int(np.clip(round(centre[0] - bw / 2), 0, w - bw))
+    y0 = int(np.clip(round(centre[1] - bh / 2), 0, h - bh))
+    region = img[y0:y0 + bh, x0:x0 + bw].astype(np.float32)
+    img[y0:y0 + bh, x0:x0 + bw] = (turned * alpha + region * (1 - alpha) + 0.5).astype(np.uint8)
+    return (x0, y0, x0 + bw, y0 + bh), turned_ink & (alpha[..., 0] > 0.99)
 
 
 BADGE_TITLES: tuple[str, ...] = ("VISITOR", "GUEST", "CONTRACTOR", "STAFF", "DELEGATE", "PRESS")
@@ -159,3 +194,35 @@ def draw_badge(img: np.ndarray, rng: np.random.Generator, name: str, id_number: 
     R.paste_text(img, num, x + 20, y + 75 + title.size[1] + who.size[1], (40, 40, 44))
     return (x, max(0, y - 60), x + bw, y + bh)
 
+
+
+def draw_decoy_labels(img: np.ndarray, rng: np.random.Generator, texts: list[str],
+                      glyph: tuple[float, float], contrast: tuple[float, float],
+                      keep: list[R.Box], not_in: str) -> list[str]:
+    """Draw look-alike faint labels with ``texts`` outside the ``not_in`` part of the image.
+
+    Each label looks like the evidence (same glyph and contrast ranges) but lies in another
+    part of the image (:func:`R.position_phrase` differs from ``not_in``), so the question's
+    position names the target. Placed plates are added to ``keep``; returns the drawn texts.
+    """
+    h, w = img.shape[:2]
+    drawn: list[str] = []
+    for text in texts:
+        g = float(rng.uniform(*glyph))
+        patch = R.render_text(text, g, R.pick(rng, R.READABLE_FACES[:4]), 1)
+        size = label_size(patch)
+        for _ in range(30):
+            spot = R.find_free_spot(rng, size, (20, 20, w - 20, h - 20), keep, margin=24,
+                                    tries=20)
+            if spot is None:
+                break
+            box = (spot[0], spot[1], spot[0] + size[0], spot[1] + size[1])
+            if R.position_phrase(box, w, h) == not_in:
+                continue
+            col = R.jitter_color(rng, R.pick(rng, PLATE_COLORS), 8)
+            label = draw_faint_label(img, rng, text, g, float(rng.uniform(*contrast)), spot, col,
+                                     patch)
+            keep.append(label.plate)
+            drawn.append(text)
+            break
+    return drawn

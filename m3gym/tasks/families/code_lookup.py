@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
@@ -74,14 +74,45 @@ CODE_SCENES: dict[str, tuple[str, tuple[str, ...]]] = {
 class CodeLookupFamily(FamilyConfig):
     """Read a tiny, faint product code on a tag, look the product up, answer a fact of its page.
 
-    WHY the tools: the code's glyphs are ``glyph_min``–``glyph_max`` px tall in an image whose
-    longest side is ``width`` px, so at view size 768 they fall below
-    :attr:`Evidence.min_view_height`; the ink is only ``contrast_min``–``contrast_max`` gray
-    levels darker than the tag (below :attr:`Evidence.min_contrast`), so even a zoomed crop needs
-    ``autocontrast`` — on the crop, because the whole scene already spans the full range. The
-    answer is not in the image at all: the product (fictional) is only found by searching its
-    exact code, and the world holds a product whose code differs in one or two characters, so a
-    misread code leads to a wrong page. Some questions ask about the maker, one link further.
+    Scene:
+        A product box (shelf, package or crate scene) drawn with depth and shading; on its front a
+        small light tag carries the product code in faint print. Around it: readable stickers and
+        labels, clutter, and (at higher difficulty) look-alike tags with near-miss codes in other
+        parts of the image.
+
+    Question:
+        "A small tag in the <where> part of the image shows a product code in faint print. Look the
+        product up by its code." plus a question about the product or (one link further) its
+        maker; multiple choice (consecutive integers for numeric answers).
+
+    Why a tool is needed:
+        The code's glyphs are ``glyph_min``-``glyph_max`` px tall in an image at least ``width[0]``
+        px wide, below :attr:`Evidence.min_view_height` at view size; the ink is only
+        ``contrast_min``-``contrast_max`` levels darker than the tag (below
+        :attr:`Evidence.min_contrast`), so even a zoomed crop needs ``autocontrast`` on the crop.
+        The answer is not in the image: the fictional product is found only by searching its
+        exact code, and the world holds a product whose code differs in one or two characters.
+
+    Reference trajectory:
+        ``crop`` (tag) -> ``autocontrast`` -> ``web_search(code)`` -> ``fetch_webpage(product)``
+        [-> ``fetch_webpage(maker)`` for a two-hop question].
+
+    Checkpoints:
+        ``crop_covers`` and ``contrast_op`` on the code, ``v_tool`` + ``v_true`` on it,
+        ``search_hit`` (product page ranked first), ``fetch`` of each reference page.
+
+    Difficulty:
+        ``glyph_min``/``glyph_max`` 9-10 px at 0 -> 6.5-8 px at 1; ``contrast_min``/
+        ``contrast_max`` 13-16 -> 7-10 levels; ``clutter`` (2, 5) -> (8, 14) and ``labels``
+        (1, 3) -> (5, 8); ``decoy_tags`` (look-alike tags with near-miss codes) (0, 0) -> (2, 3);
+        ``hops`` (1,) below 1/3, (1, 2) in the middle, (2,) above 2/3.
+
+    Config:
+        ``width``/``aspect`` image size; ``glyph_min``/``glyph_max`` code glyph height (px);
+        ``contrast_min``/``contrast_max`` ink contrast (levels); ``noise_sigma`` sensor noise;
+        ``clutter``/``labels`` distractor counts; ``decoy_tags`` look-alike tag count range;
+        ``attributes`` asked attributes (keys of :data:`CODE_QUESTIONS`); ``hops`` allowed page
+        hops; ``choices`` option count; ``split``/``world_seed`` the offline world.
     """
 
     name: ClassVar[str] = "code_lookup"
@@ -99,10 +130,22 @@ class CodeLookupFamily(FamilyConfig):
     noise_sigma: tuple[float, float] = (0.8, 1.8)
     clutter: tuple[int, int] = (5, 10)
     labels: tuple[int, int] = (3, 6)
+    decoy_tags: tuple[int, int] = (0, 0)
     attributes: tuple[str, ...] = tuple(CODE_QUESTIONS)
+    hops: tuple[int, ...] = C.HOPS
     choices: int = 6
     split: str = "train"
     world_seed: int = 0
+
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Return glyph size, ink contrast, clutter, look-alike tags and hops for ``difficulty``."""
+        d = float(difficulty)
+        return {"glyph_min": C.lerp(9.0, 6.5, d), "glyph_max": C.lerp(10.0, 8.0, d),
+                "contrast_min": C.lerp(13.0, 7.0, d), "contrast_max": C.lerp(16.0, 10.0, d),
+                "clutter": C.count_range((2, 5), (8, 14), d),
+                "labels": C.count_range((1, 3), (5, 8), d),
+                "decoy_tags": C.count_range((0, 0), (2, 3), d), "hops": C.hops_for(d)}
 
     def validate(self) -> None:
         """Check the world, the illegibility of the code at view size, and the attributes."""
@@ -112,6 +155,10 @@ class CodeLookupFamily(FamilyConfig):
             raise ValueError("contrast range must lie in 4..min_contrast (faint ink)")
         if not self.attributes or any(a not in CODE_QUESTIONS for a in self.attributes):
             raise ValueError(f"attributes must be among {sorted(CODE_QUESTIONS)}")
+        C.check_hops(self.hops, self.attributes)
+        C.check_count_range("clutter", self.clutter, 40)
+        C.check_count_range("labels", self.labels, 20)
+        C.check_count_range("decoy_tags", self.decoy_tags, 4)
         if self.choices < 2:
             raise ValueError("choices must be >= 2")
 
@@ -122,7 +169,7 @@ class CodeLookupFamily(FamilyConfig):
         target_key, miss_key = pairs[int(rng.integers(len(pairs)))]
         product, near = world.entity(target_key), world.entity(miss_key)
         code = product.attributes["code"]
-        attribute = R.pick(rng, self.attributes)
+        attribute = R.pick(rng, C.with_hops(self.attributes, self.hops))
         answer, owner = C.question_value(world, product, attribute)
 
         w = int(rng.integers(self.width[0], self.width[1] + 1))
@@ -155,6 +202,13 @@ class CodeLookupFamily(FamilyConfig):
                                                                           self.contrast_max)),
                                  spot, plate_col, patch)
         keep.append(label.plate)
+        where = R.position_phrase(label.plate, w, h)
+        decoys: list[str] = []
+        if self.decoy_tags[1] > 0:
+            n = int(rng.integers(self.decoy_tags[0], self.decoy_tags[1] + 1))
+            texts = [near.attributes["code"], *R.confusable_edits(code)][:n]
+            decoys = S.draw_decoy_labels(img, rng, texts, (self.glyph_min, self.glyph_max),
+                                         (self.contrast_min, self.contrast_max), keep, where)
         S.finish_scene(img, rng, keep, self.clutter, self.labels)
         evidence = C.text_evidence("code", img, label.text, code)
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
@@ -182,7 +236,6 @@ class CodeLookupFamily(FamilyConfig):
             confusers = [world.related(e, attribute.split(".")[0]) for e in confusers]
         attr = attribute.split(".")[-1]
         choices = C.lookup_choices(rng, world, owner, attr, confusers, self.choices)
-        where = R.position_phrase(label.plate, w, h)
         question = (f"A small tag in the {where} part of the image shows a product code in faint "
                     f"print. Look the product up by its code. {CODE_QUESTIONS[attribute]}")
         caps = ("visual_grounding", "knowledge", "multi_hop")
@@ -190,7 +243,8 @@ class CodeLookupFamily(FamilyConfig):
                 "target": product.key, "target_url": product.url, "attribute": attribute,
                 "answer_entity": owner.key, "search_query": code,
                 "distractor_query": near.attributes["code"], "distractor": near.key,
+                "decoy_codes": decoys,
                 "glyph_height_view": label.text.glyph_height * R.view_scale(h, w)}
         return C.lookup_task(self, domain, img, question, answer, choices, steps, (evidence,),
-                           checkpoints, caps, meta)
+                             checkpoints, caps, meta)
 

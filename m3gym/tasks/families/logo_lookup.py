@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
 
-from m3gym.scoring.checkpoints import evidence_checkpoints, search_hit_checkpoint
+from m3gym.scoring.checkpoints import (
+    UPRIGHT_TOLERANCE_DEG,
+    evidence_checkpoints,
+    search_hit_checkpoint,
+)
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
 from m3gym.tasks.families import _lookup_draw as S
@@ -44,6 +48,9 @@ LOGO_SCENES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 """Scene → (entity kind, domain, background kinds)."""
 
+ATTEMPTS: int = 4
+"""Checked scene draws before an unchecked one (the reference search almost always succeeds)."""
+
 LOGO_GLYPH_FRACTION: float = 0.2
 """Height of a logo's initials relative to the logo side (its smallest decisive detail)."""
 
@@ -66,13 +73,45 @@ def logo_mask(gray_logo: np.ndarray) -> np.ndarray:
 class LogoLookupFamily(FamilyConfig):
     """Identify a small logo on a shop sign or a jersey by reverse image search, answer a fact.
 
-    WHY the tools: the logo is ``side_min``–``side_max`` px wide in an image whose longest side
-    is at least ``width[0]`` px, so at view size its initials are a few pixels tall, and a
-    reverse image search of the whole image cannot match it (the search compares windows of
-    60–100 % of the query's short side). A ``crop`` that frames the logo makes it legible and
-    searchable; ``image_search`` on that crop finds the (fictional) owner's page, which states
-    the answer — the logo carries no name, and near-duplicate logos (one element changed) and
-    decoy logos of other entities in the scene lead to wrong pages.
+    Scene:
+        A storefront (a shop sign band above a window and a door) or a football jersey, drawn
+        with shading and depth; a small logo (sometimes tilted) sits on the sign or the chest.
+        Decoy logos of other entities, at higher difficulty the near-duplicate ("twin") logo, lie
+        elsewhere, with readable labels and clutter around.
+
+    Question:
+        "Look at the small logo on the shop sign / on the jersey in the <where> part of the image
+        and find out whose logo it is." plus a question about its owner or a page one link
+        further; multiple choice.
+
+    Why a tool is needed:
+        The logo is ``side_min``-``side_max`` px wide in an image at least ``width[0]`` px wide,
+        so its initials are a few view pixels tall, and a reverse image search of the whole image
+        cannot match it (the search compares windows of 60-100 % of the query's short side). A
+        ``crop`` framing the logo (and a ``rotate`` when it is tilted beyond the upright
+        tolerance) makes it searchable; ``image_search`` finds the fictional owner's page. The
+        logo carries no name; near-duplicate logos (one element changed) lead to wrong pages.
+
+    Reference trajectory:
+        ``crop`` (logo) [-> ``rotate(-tilt)``] -> ``image_search`` -> ``fetch_webpage(owner)``
+        [-> ``fetch_webpage(linked page)``].
+
+    Checkpoints:
+        ``crop_covers`` [and ``rotate_upright``] on the logo, ``v_tool`` + ``v_true`` on it,
+        ``search_hit`` (owner's page ranked first), ``fetch`` of each reference page.
+
+    Difficulty:
+        ``side_min``/``side_max`` 60-70 px at 0 -> 34-42 px at 1; ``tilt`` (0, 0) below 1/4,
+        then 14-24 deg -> 20-35 deg (needs a ``rotate``); ``decoys`` (0, 1) -> (2, 3);
+        ``twin_prob`` (the near-duplicate logo in the scene) 0 -> 1; ``clutter`` (2, 5) ->
+        (8, 13), ``labels`` (1, 3) -> (4, 7); ``hops`` (1,) below 1/3, (1, 2), (2,) above 2/3.
+
+    Config:
+        ``width``/``aspect`` image size; ``side_min``/``side_max`` logo side (px); ``tilt``
+        range of the logo's absolute tilt (deg; 0 or above the upright tolerance); ``decoys``
+        other logos; ``twin_prob`` probability of the twin decoy; ``noise_sigma`` sensor noise;
+        ``clutter``/``labels`` distractor counts; ``scenes`` among :data:`LOGO_SCENES`; ``hops``
+        allowed page hops; ``choices`` option count; ``split``/``world_seed`` the world.
     """
 
     name: ClassVar[str] = "logo_lookup"
@@ -85,14 +124,28 @@ class LogoLookupFamily(FamilyConfig):
     aspect: tuple[float, float] = (0.62, 0.8)
     side_min: int = 40
     side_max: int = 60
+    tilt: tuple[float, float] = (0.0, 0.0)
     decoys: tuple[int, int] = (1, 2)
+    twin_prob: float = 0.0
     noise_sigma: tuple[float, float] = (0.8, 2.0)
     clutter: tuple[int, int] = (4, 9)
     labels: tuple[int, int] = (2, 5)
     scenes: tuple[str, ...] = tuple(LOGO_SCENES)
+    hops: tuple[int, ...] = C.HOPS
     choices: int = 6
     split: str = "train"
     world_seed: int = 0
+
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Return logo size, tilt, decoys, the twin, clutter and hops for ``difficulty``."""
+        d = float(difficulty)
+        tilt = (0.0, 0.0) if d < 0.25 else (C.lerp(12.0, 20.0, d), C.lerp(20.0, 35.0, d))
+        return {"side_min": int(round(C.lerp(60, 34, d))),
+                "side_max": int(round(C.lerp(70, 42, d))), "tilt": tilt,
+                "decoys": C.count_range((0, 1), (2, 3), d), "twin_prob": d,
+                "clutter": C.count_range((2, 5), (8, 13), d),
+                "labels": C.count_range((1, 3), (4, 7), d), "hops": C.hops_for(d)}
 
     def validate(self) -> None:
         """Check the world, the illegibility of the logo at view size, and the scenes."""
@@ -105,17 +158,27 @@ class LogoLookupFamily(FamilyConfig):
             raise ValueError("need 24 <= side_min <= side_max <= 120")
         if self.side_max * LOGO_GLYPH_FRACTION * R.VIEW_SIZE / self.width[0] >= C.MIN_VIEW_HEIGHT:
             raise ValueError("side_max is legible at view size: the task would not need a crop")
+        lo, hi = self.tilt
+        if not (lo == hi == 0.0 or UPRIGHT_TOLERANCE_DEG + 1.0 <= lo <= hi <= 45.0):
+            raise ValueError(f"tilt must be (0, 0) or lie in {UPRIGHT_TOLERANCE_DEG + 1:g}..45 "
+                             "degrees (a tilt the search tolerates would make rotate optional)")
         if not 0 <= self.decoys[0] <= self.decoys[1] <= 3:
             raise ValueError("decoys must lie in 0..3")
+        if not 0.0 <= self.twin_prob <= 1.0:
+            raise ValueError("twin_prob must lie in [0, 1]")
+        C.check_count_range("clutter", self.clutter, 40)
+        C.check_count_range("labels", self.labels, 20)
         if not self.scenes or any(s not in LOGO_SCENES for s in self.scenes):
             raise ValueError(f"scenes must be among {sorted(LOGO_SCENES)}")
+        if not self.hops or any(h not in C.HOPS for h in self.hops):
+            raise ValueError(f"hops must be a non-empty subset of {C.HOPS}")
         if self.choices < 2:
             raise ValueError("choices must be >= 2")
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one logo-lookup task."""
         world = C.world_for(self.world_seed, self.split)
-        for _ in range(2):  # the search is robust: a scene almost never needs a redraw
+        for _ in range(ATTEMPTS):  # the search is robust: a scene rarely needs a redraw
             task = self._attempt(rng, world)
             if task is not None:
                 return task
@@ -125,31 +188,41 @@ class LogoLookupFamily(FamilyConfig):
 
     def _attempt(self, rng: np.random.Generator, world: World, check: bool = True
                  ) -> Task | None:
-        """Draw one scene; ``None`` when ``check`` finds the searched crop not matching first.
+        """Draw one scene; ``None`` when ``check`` finds the searched image not matching first.
 
-        The check runs the world's reverse image search on exactly the reference crop (one
-        search per attempt): near-duplicate logos and noise occasionally make another logo rank
-        first, and such scenes are redrawn so that the reference's top hit is the target.
+        The check runs the world's reverse image search on exactly the reference's search input
+        (the crop, rotated upright for a tilted logo; one search per attempt): near-duplicate
+        logos and noise occasionally make another logo rank first, and such scenes are redrawn
+        so that the reference's top hit is the target.
         """
         scene = R.pick(rng, self.scenes)
         kind, domain, kinds = LOGO_SCENES[scene]
         entity = world.pick(rng, kind, min_distractors=1)
         options = [a for a in LOGO_QUESTIONS[kind]
                    if a.split(".")[0] in entity.attributes]
-        attribute = R.pick(rng, options)
+        attribute = R.pick(rng, C.with_hops(options, self.hops) or options)
         answer, owner = C.question_value(world, entity, attribute)
 
         w = int(rng.integers(self.width[0], self.width[1] + 1))
         h = int(w * rng.uniform(*self.aspect))
         img = S.scene_base(rng, w, h, kinds)
         side = int(rng.integers(self.side_min, self.side_max + 1))
-        host, logo_box = S.draw_logo_host(img, rng, scene, world.logo(entity), side)
+        tilt = 0.0
+        if self.tilt[1] > 0:
+            tilt = float(rng.uniform(*self.tilt)) * (1.0 if rng.random() < 0.5 else -1.0)
+        host, logo_box, ink = S.draw_logo_host(img, rng, scene, world.logo(entity), side, tilt,
+                                               logo_mask)
         keep = [host]
+        where = R.position_phrase(logo_box, w, h)
+        twin = world.distractors(entity)[0]
         decoy_keys = []
         pool = world.entities_of_kind(kind)
-        for _ in range(int(rng.integers(self.decoys[0], self.decoys[1] + 1))):
-            other = pool[int(rng.integers(len(pool)))]
-            if other.group == entity.group:
+        others = [pool[int(rng.integers(len(pool)))]
+                  for _ in range(int(rng.integers(self.decoys[0], self.decoys[1] + 1)))]
+        if self.twin_prob > 0 and rng.random() < self.twin_prob:
+            others.insert(0, twin)
+        for other in others:
+            if other.group == entity.group and other.key != twin.key:
                 continue
             dside = int(rng.integers(self.side_min, self.side_max + 1))
             spot = R.find_free_spot(rng, (dside, dside), (10, 10, w - 10, h - 10), keep,
@@ -157,32 +230,36 @@ class LogoLookupFamily(FamilyConfig):
             if spot is None:
                 continue
             x, y = spot
+            box = (x, y, x + dside, y + dside)
+            if other.key == twin.key and R.position_phrase(box, w, h) == where:
+                continue  # the twin must not sit in the part of the image the question names
             img[y:y + dside, x:x + dside] = cv2.resize(world.logo(other), (dside, dside),
                                                        interpolation=cv2.INTER_AREA)
-            keep.append((x, y, x + dside, y + dside))
+            keep.append(box)
             decoy_keys.append(other.key)
         S.finish_scene(img, rng, keep, self.clutter, self.labels)
-        lx0, ly0, lx1, ly1 = logo_box
-        gray = R.to_gray(img[ly0:ly1, lx0:lx1])
         glyph = side * LOGO_GLYPH_FRACTION
-        evidence = R.region_evidence("logo", img, logo_box, logo_mask(gray), text=None,
-                                     glyph_height=glyph)
+        evidence = replace(R.region_evidence("logo", img, logo_box, ink, text=None,
+                                             glyph_height=glyph), angle=tilt)
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
 
         margin = max(1, int(side * rng.uniform(0.0, 0.05)))
         crop, _ = C.crop_call("c1", R.grow_box(logo_box, margin, w, h), w, h, glyph)
-        if check and not C.logo_found_first(world, entity,
-                                          C.reference_crop(img, dict(crop.arguments))):
+        chain = [crop]
+        if tilt != 0.0:
+            chain.append(RefCall("c2", "rotate", {"image_index": 1, "angle": -tilt,
+                                                  "expand": True}, ("c1",)))
+        searched = [(c.name, dict(c.arguments)) for c in chain]
+        if check and not C.logo_found_first(world, entity, C.reference_chain(img, searched)):
             return None
         second = owner if owner.key != entity.key else None
-        steps: list[tuple[RefCall, ...]] = [
-            (crop,),
-            (RefCall("c2", "image_search", {"image_index": 1}, ("c1",)),),
-        ]
-        more, fetch_cps = C.fetch_steps(entity, second, "c2", 3)
+        n = len(chain)
+        steps: list[tuple[RefCall, ...]] = [(c,) for c in chain]
+        steps.append((RefCall(f"c{n + 1}", "image_search", {"image_index": n}, (f"c{n}",)),))
+        more, fetch_cps = C.fetch_steps(entity, second, f"c{n + 1}", n + 2)
         steps += more
         checkpoints = [
-            *evidence_checkpoints("logo", [crop]),
+            *evidence_checkpoints("logo", chain),
             search_hit_checkpoint("image_search", entity.url, "s_image_search", C.SEARCH_MAX_RANK,
                                   "a reverse image search ranked the logo owner's page first"),
             *fetch_cps,
@@ -192,17 +269,15 @@ class LogoLookupFamily(FamilyConfig):
             rel = attribute.split(".")[0]
             confusers = [world.related(e, rel) for e in confusers if rel in e.attributes]
         choices = C.lookup_choices(rng, world, owner, attribute.split(".")[-1], confusers,
-                                 self.choices)
-        where = R.position_phrase(logo_box, w, h)
+                                   self.choices)
         host_phrase = "on the shop sign" if scene == "storefront" else "on the jersey"
         question = (f"Look at the small logo {host_phrase} in the {where} part of the image and "
                     f"find out whose logo it is. {LOGO_QUESTIONS[kind][attribute]}")
         caps = ("visual_grounding", "knowledge", "multi_hop")
         meta = {"scene": scene, "world": {"seed": self.world_seed, "split": self.split},
                 "target": entity.key, "target_url": entity.url, "attribute": attribute,
-                "answer_entity": owner.key, "distractor": world.distractors(entity)[0].key,
-                "decoys": decoy_keys, "logo_side": side,
+                "answer_entity": owner.key, "distractor": twin.key,
+                "decoys": decoy_keys, "logo_side": side, "tilt": tilt,
                 "glyph_height_view": glyph * R.view_scale(h, w)}
         return C.lookup_task(self, domain, img, question, answer, choices, steps, (evidence,),
-                           checkpoints, caps, meta)
-
+                             checkpoints, caps, meta)
