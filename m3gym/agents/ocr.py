@@ -25,6 +25,8 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from m3gym.tasks.render import to_gray
+
 TESSERACT_TIMEOUT_S = 20.0
 """Seconds one Tesseract process may run before it is abandoned (its words count as none)."""
 
@@ -63,13 +65,6 @@ def ocr_backend() -> str:
 
 # --------------------------------------------------------------------------------------------
 # normalization
-
-
-def to_gray(image: np.ndarray) -> np.ndarray:
-    """Return ``image`` as a ``uint8`` gray array (RGB input uses the Rec. 601 weights)."""
-    if image.ndim == 2:
-        return image
-    return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
 
 
 def stretch(gray: np.ndarray, cutoff: float = 1.0) -> np.ndarray:

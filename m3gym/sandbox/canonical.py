@@ -28,6 +28,7 @@ import cv2
 import numpy as np
 
 from m3gym.state import ImageBudgetError
+from m3gym.tasks.render import to_gray
 from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import ToolRegistry
 from m3gym.tools.visual import crop_pixel_box
@@ -131,10 +132,6 @@ def pixels_agree(a: np.ndarray, b: np.ndarray, tolerance: float = PIXEL_TOLERANC
     return float(cv2.absdiff(a, b).mean()) <= tolerance
 
 
-def _gray(a: np.ndarray) -> np.ndarray:
-    return a if a.ndim == 2 else cv2.cvtColor(a, cv2.COLOR_RGB2GRAY)
-
-
 def _ncc(a: np.ndarray, b: np.ndarray) -> float:
     a = a - a.mean()
     b = b - b.mean()
@@ -158,10 +155,10 @@ def geometry_agrees(src: np.ndarray, affine: np.ndarray, out: np.ndarray,
     m = np.diag([small[0] / w, small[1] / h, 1.0]) @ m
     centre = m[:2].copy()
     centre[:, 2] += centre[:, :2].sum(axis=1) * 0.5 - 0.5
-    warped = cv2.warpAffine(_gray(src).astype(np.float32), centre, small,
+    warped = cv2.warpAffine(to_gray(src).astype(np.float32), centre, small,
                             flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
                             borderMode=cv2.BORDER_REPLICATE)
-    seen = cv2.resize(_gray(out).astype(np.float32), small, interpolation=cv2.INTER_AREA)
+    seen = cv2.resize(to_gray(out).astype(np.float32), small, interpolation=cv2.INTER_AREA)
     gx = cv2.Sobel(warped, cv2.CV_32F, 1, 0)
     gy = cv2.Sobel(warped, cv2.CV_32F, 0, 1)
     return max(abs(_ncc(seen, warped)), _ncc(seen, cv2.magnitude(gx, gy))) >= minimum

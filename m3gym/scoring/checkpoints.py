@@ -63,6 +63,7 @@ import cv2
 import numpy as np
 
 from m3gym.state import ImageEntry, ImageState, apply_affine
+from m3gym.tasks.render import to_gray
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.tools.catalogue import TOOL_ALIASES, UPRIGHT_TOOLS, equivalent_tools
 from m3gym.trace import CallRecord, Trace
@@ -192,18 +193,6 @@ def root_coverage(entry: ImageEntry, root_shape: tuple[int, ...]) -> float:
         poly = poly[::-1].copy()
     inter, _ = cv2.intersectConvexConvex(poly, frame.astype(np.float32))
     return min(1.0, max(0.0, float(inter) / mapped_area))
-
-
-def to_gray(array: np.ndarray) -> np.ndarray:
-    """Return a 2-D ``uint8`` gray view/copy of an RGB or gray image."""
-    if array.ndim == 2:
-        return array
-    if array.shape[2] == 1:
-        return array[:, :, 0]
-    code = cv2.COLOR_RGBA2GRAY if array.shape[2] == 4 else cv2.COLOR_RGB2GRAY
-    if array.strides[1] != array.shape[2] * array.itemsize:  # cv2 needs packed pixels
-        array = np.ascontiguousarray(array)
-    return cv2.cvtColor(array, code)  # a row-strided crop view is fine, no copy
 
 
 def normalized_correlation(a: np.ndarray, b: np.ndarray) -> float:

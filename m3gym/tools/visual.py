@@ -30,6 +30,7 @@ import cv2
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from m3gym.tasks.render.measures import to_gray
 from m3gym.tools.base import (
     ContentSimilarity,
     FrameBehaviour,
@@ -97,13 +98,6 @@ def check_output_size(width: int, height: int, what: str) -> None:
     if width * height > MAX_PIXELS:
         raise ToolError(f"{what} would give a {width}x{height} image ({width * height} px); the "
                         f"largest allowed image has {MAX_PIXELS} px")
-
-
-def to_gray(src: np.ndarray) -> np.ndarray:
-    """Return the luma (ITU-R 601: 0.299 R + 0.587 G + 0.114 B, like PIL ``"L"``) as 2-D uint8."""
-    if src.ndim == 2:
-        return src
-    return cv2.cvtColor(src, cv2.COLOR_RGB2GRAY)
 
 
 def apply_lut(src: np.ndarray, lut: np.ndarray) -> np.ndarray:

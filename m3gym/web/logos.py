@@ -23,6 +23,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from m3gym.tasks.render.measures import to_gray
 from m3gym.web.names import pick
 
 PALETTE: dict[str, tuple[int, int, int]] = {
@@ -265,13 +266,7 @@ def render_logo(spec: LogoSpec) -> np.ndarray:
 
 def to_gray_float(image: np.ndarray) -> np.ndarray:
     """Return a ``float32`` grayscale copy of a ``uint8`` RGB, RGBA or gray image."""
-    if image.ndim == 3 and image.shape[2] == 1:
-        image = image[..., 0]
-    if image.ndim == 3 and image.shape[2] == 4:
-        image = image[..., :3]
-    if image.ndim == 3:
-        image = cv2.cvtColor(np.ascontiguousarray(image), cv2.COLOR_RGB2GRAY)
-    return image.astype(np.float32)
+    return to_gray(image).astype(np.float32)
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:

@@ -1,0 +1,332 @@
+"""Camera effects: perspective placement, uneven light, soft shadows, lens and motion blur.
+
+Everything is OpenCV on whole arrays (no per-pixel Python loops) and pure given the passed
+``np.random.Generator``. Coordinates follow the package convention: a pixel ``(x, y)`` covers
+``[x, x + 1) x [y, y + 1)``, so a ``w x h`` patch's corners are ``(0, 0), (w, 0), (w, h), (0, h)``
+and a quad is four image points in that order (top-left, top-right, bottom-right, bottom-left).
+
+* :func:`perspective_quad` samples where a flat ``w x h`` object lands when seen at an angle;
+  :func:`warp_patch` pastes a patch there (in place) and returns the pixel box and the coverage
+  mask (:func:`warp_alpha` warps any other layer, e.g. a text's ink, with the same geometry);
+* :func:`uneven_lighting`, :func:`soft_shadow`, :func:`lens_blur`, :func:`motion_blur` return
+  new images;
+* :func:`camera_pipeline` samples one chain of them plus sensor noise and JPEG per task, keeping
+  the ``keep`` boxes (the evidence) in focus and out of cast shadows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from m3gym.tasks.render.degradations import add_sensor_noise, jpeg_artifacts
+from m3gym.tasks.render.geometry import boxes_overlap, grow_box
+from m3gym.tasks.render.util import Box
+
+MAX_TILT_DEG: float = 50.0
+"""Largest out-of-plane tilt (pitch or yaw) :func:`perspective_quad` samples at strength 1."""
+
+MAX_ROLL_DEG: float = 12.0
+"""Largest in-plane rotation :func:`perspective_quad` samples at strength 1."""
+
+
+def patch_corners(w: int, h: int) -> np.ndarray:
+    """Return the ``float64`` corners ``(0,0), (w,0), (w,h), (0,h)`` of a ``w x h`` patch."""
+    return np.array([[0.0, 0.0], [w, 0.0], [w, h], [0.0, h]], np.float64)
+
+
+def perspective_quad(rng: np.random.Generator, w: int, h: int, strength: float) -> np.ndarray:
+    """Return where a flat ``w x h`` patch's corners land when seen at an angle, ``(4, 2)``.
+
+    A pinhole camera looks at the patch tilted by pitch and yaw up to ``strength *``
+    :data:`MAX_TILT_DEG` and rolled up to ``strength *`` :data:`MAX_ROLL_DEG`; the projected
+    quad is scaled to the patch's area and shifted so its bounding box starts at ``(0, 0)``
+    (add the top-left where it should go). Strength 0 gives the patch's own rectangle and draws
+    nothing from ``rng``.
+    """
+    if w <= 0 or h <= 0:
+        raise ValueError(f"perspective_quad needs a positive size, got {w}x{h}")
+    if not 0.0 <= strength <= 1.0:
+        raise ValueError(f"strength must be in [0, 1], got {strength}")
+    if strength == 0.0:
+        return patch_corners(w, h)
+    pitch, yaw = np.radians(rng.uniform(-1.0, 1.0, 2) * MAX_TILT_DEG * strength)
+    roll = math.radians(float(rng.uniform(-1.0, 1.0)) * MAX_ROLL_DEG * strength)
+    cp, sp, cy, sy, cr, sr = (math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw),
+                              math.cos(roll), math.sin(roll))
+    rx = np.array([[1, 0, 0], [0, cp, -sp], [0, sp, cp]])
+    ry = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz = np.array([[cr, -sr, 0], [sr, cr, 0], [0, 0, 1]])
+    pts = np.c_[patch_corners(w, h) - (w / 2, h / 2), np.zeros(4)]
+    focal = 1.6 * max(w, h)  # a normal lens: the patch fills a good part of the frame
+    cam = pts @ (rz @ ry @ rx).T + (0.0, 0.0, focal)
+    quad = focal * cam[:, :2] / cam[:, 2:3]
+    area = 0.5 * abs(float(np.dot(quad[:, 0], np.roll(quad[:, 1], -1))
+                           - np.dot(quad[:, 1], np.roll(quad[:, 0], -1))))
+    quad *= math.sqrt(w * h / max(area, 1e-9))
+    return quad - quad.min(axis=0)
+
+
+def homography(w: int, h: int, quad: np.ndarray) -> np.ndarray:
+    """Return the 3x3 homography taking a ``w x h`` patch's corners to ``quad``."""
+    q = np.asarray(quad, np.float64).reshape(4, 2)
+    return cv2.getPerspectiveTransform(patch_corners(w, h).astype(np.float32),
+                                       q.astype(np.float32)).astype(np.float64)
+
+
+def quad_box(quad: np.ndarray, width: int, height: int) -> Box:
+    """Return the pixel box covering ``quad`` (rounded outward), clipped to the image."""
+    q = np.asarray(quad, np.float64).reshape(4, 2)
+    return grow_box((float(q[:, 0].min()), float(q[:, 1].min()),
+                     float(q[:, 0].max()), float(q[:, 1].max())), 0.0, width, height)
+
+
+def _box_matrix(w: int, h: int, quad: np.ndarray, box: Box) -> np.ndarray:
+    """Return OpenCV's patch-pixel -> box-pixel matrix (pixel centres at integer coordinates)."""
+    to_centre = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
+    from_centre = np.array([[1.0, 0.0, -0.5 - box[0]], [0.0, 1.0, -0.5 - box[1]],
+                            [0.0, 0.0, 1.0]])
+    return from_centre @ homography(w, h, quad) @ to_centre
+
+
+def warp_alpha(alpha: np.ndarray, quad: np.ndarray, box: Box) -> np.ndarray:
+    """Return the ``uint8`` layer ``alpha`` (patch frame) warped onto ``quad``, cropped to ``box``.
+
+    The same geometry as :func:`warp_patch`; e.g. the ink of a text drawn on the patch becomes
+    ``warp_alpha(text_alpha, quad, box) >= 128`` in the box's frame.
+    """
+    h, w = alpha.shape[:2]
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    if bw <= 0 or bh <= 0:
+        return np.zeros((max(bh, 0), max(bw, 0)), np.uint8)
+    return cv2.warpPerspective(np.ascontiguousarray(alpha, np.uint8), _box_matrix(w, h, quad, box),
+                               (bw, bh), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                               borderValue=0)
+
+
+def warp_patch(
+    img: np.ndarray, patch_rgb: np.ndarray, patch_alpha: np.ndarray | None, quad: np.ndarray,
+) -> tuple[Box, np.ndarray]:
+    """Paste ``patch_rgb`` onto ``quad`` of ``img`` (in place) through a homography.
+
+    ``patch_alpha`` (``uint8`` ``(h, w)``, 255 = opaque; ``None`` = opaque everywhere) is warped
+    bilinearly, which anti-aliases the edges. Returns the pixel box (the quad's bounds clipped
+    to the image) and the coverage mask in the box's frame: True where the pasted coverage is
+    >= 50 %, the same rule as :attr:`TextPatch.mask`. Pixels with zero coverage are untouched.
+    """
+    ph, pw = patch_rgb.shape[:2]
+    if patch_rgb.ndim != 3 or patch_rgb.shape[2] != 3:
+        raise ValueError(f"warp_patch needs an RGB patch, got shape {patch_rgb.shape}")
+    if patch_alpha is not None and patch_alpha.shape[:2] != (ph, pw):
+        raise ValueError(f"alpha {patch_alpha.shape} does not match patch {patch_rgb.shape}")
+    q = np.asarray(quad, np.float64)
+    if q.shape != (4, 2) or not np.isfinite(q).all():
+        raise ValueError(f"quad must be four finite (x, y) points, got shape {q.shape}")
+    box = quad_box(q, img.shape[1], img.shape[0])
+    bw, bh = box[2] - box[0], box[3] - box[1]
+    if bw <= 0 or bh <= 0:
+        return box, np.zeros((max(bh, 0), max(bw, 0)), bool)
+    alpha = np.full((ph, pw), 255, np.uint8) if patch_alpha is None else patch_alpha
+    cover = warp_alpha(alpha, q, box)
+    colour = cv2.warpPerspective(np.ascontiguousarray(patch_rgb), _box_matrix(pw, ph, q, box),
+                                 (bw, bh), flags=cv2.INTER_LINEAR,
+                                 borderMode=cv2.BORDER_REPLICATE)
+    region = img[box[1]:box[3], box[0]:box[2]]
+    a = cover.astype(np.float32)
+    a *= np.float32(1.0 / 255.0)
+    blended = cv2.blendLinear(colour.astype(region.dtype), region, a, np.float32(1.0) - a)
+    np.copyto(region, blended, where=(cover > 0)[..., None])
+    return box, cover >= 128
+
+
+def _smooth_gain(rng: np.random.Generator, h: int, w: int, cells: int) -> np.ndarray:
+    """Return a smooth float32 ``(h, w)`` field in [0, 1] from a bicubic ``cells``-grid."""
+    coarse = rng.random((cells + 1, cells + 1), dtype=np.float32)
+    field = cv2.resize(coarse, (w, h), interpolation=cv2.INTER_CUBIC)
+    return np.clip(field, 0.0, 1.0, out=field)
+
+
+def _apply_gain(img: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    """Return ``img * gain`` (``gain`` float32 ``(h, w)``), rounded and saturated to ``uint8``."""
+    g = gain if img.ndim == 2 else cv2.merge([gain, gain, gain])
+    return cv2.multiply(img.astype(np.float32), g, dtype=cv2.CV_8U)
+
+
+def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) -> np.ndarray:
+    """Return ``img`` under uneven light: a smooth falloff and a broad hot spot.
+
+    The gain lies in about ``[1 - 0.55 * strength, 1 + 0.12 * strength]``. Strength 0 returns
+    ``img`` itself and draws nothing.
+    """
+    if strength <= 0:
+        return img
+    h, w = img.shape[:2]
+    falloff = _smooth_gain(rng, h, w, 2)
+    cx, cy = rng.uniform(0.0, 1.0, 2)
+    spread = float(rng.uniform(0.35, 0.8))
+    xs = (np.arange(w, dtype=np.float32) / max(w - 1, 1) - np.float32(cx)) / np.float32(spread)
+    ys = (np.arange(h, dtype=np.float32) / max(h - 1, 1) - np.float32(cy)) / np.float32(spread)
+    spot = np.exp(-(xs[None, :] ** 2 + ys[:, None] ** 2))
+    gain = np.float32(1.0 - 0.55 * strength) + np.float32(0.55 * strength) * falloff
+    gain += np.float32(0.12 * strength) * spot
+    return _apply_gain(img, gain.astype(np.float32))
+
+
+def soft_shadow(
+    img: np.ndarray, rng: np.random.Generator, box: Sequence[float] | np.ndarray, strength: float,
+) -> np.ndarray:
+    """Return ``img`` with the soft drop shadow of an object at ``box`` (or a ``(4, 2)`` quad).
+
+    The shadow is the object's shape offset down-right/left by a few percent of its size,
+    blurred by about a tenth of its size and darkening by up to ``0.6 * strength``. Call it
+    before pasting the object (the object then covers its own part of the shadow). Strength 0
+    returns ``img`` itself and draws nothing.
+    """
+    if strength <= 0:
+        return img
+    h, w = img.shape[:2]
+    pts = np.asarray(box, np.float64)
+    if pts.shape == (4,):
+        x0, y0, x1, y1 = pts
+        pts = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float64)
+    if pts.shape != (4, 2):
+        raise ValueError(f"soft_shadow needs a box or a (4, 2) quad, got shape {pts.shape}")
+    size = float(max(np.ptp(pts[:, 0]), np.ptp(pts[:, 1]), 1.0))
+    offset = np.array([rng.uniform(-0.06, 0.06), rng.uniform(0.02, 0.08)]) * size * strength
+    blur = max(0.5, size * float(rng.uniform(0.04, 0.12)))
+    darkness = float(rng.uniform(0.35, 0.6)) * strength
+    pad = int(3 * blur) + 2
+    shifted = pts + offset
+    bx0, by0 = (max(0, int(math.floor(shifted[:, 0].min())) - pad),
+                max(0, int(math.floor(shifted[:, 1].min())) - pad))
+    bx1, by1 = (min(w, int(math.ceil(shifted[:, 0].max())) + pad),
+                min(h, int(math.ceil(shifted[:, 1].max())) + pad))
+    out = img.copy()
+    if bx1 <= bx0 or by1 <= by0:
+        return out
+    mask = np.zeros((by1 - by0, bx1 - bx0), np.float32)
+    cv2.fillPoly(mask, [np.round((shifted - (bx0, by0)) * 16).astype(np.int32)], 1.0,
+                 cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), blur)
+    out[by0:by1, bx0:bx1] = _apply_gain(img[by0:by1, bx0:bx1], 1.0 - np.float32(darkness) * mask)
+    return out
+
+
+def lens_blur(img: np.ndarray, radius: float) -> np.ndarray:
+    """Return ``img`` defocused by a disk kernel of ``radius`` px (``img`` if radius <= 0.25)."""
+    if radius <= 0.25:
+        return img
+    r = int(math.ceil(radius))
+    scale = 8  # anti-aliased disk: draw 8x larger, then area-average
+    big = np.zeros(((2 * r + 1) * scale, (2 * r + 1) * scale), np.float32)
+    c = (2 * r + 1) * scale / 2.0 - 0.5
+    cv2.circle(big, (round(c * 16), round(c * 16)), round(radius * scale * 16), 1.0, -1,
+               cv2.LINE_AA, shift=4)
+    kernel = cv2.resize(big, (2 * r + 1, 2 * r + 1), interpolation=cv2.INTER_AREA)
+    kernel /= kernel.sum()
+    return cv2.filter2D(img, -1, kernel, borderType=cv2.BORDER_REFLECT)
+
+
+def motion_blur(img: np.ndarray, length: float, angle_deg: float) -> np.ndarray:
+    """Return ``img`` smeared along ``angle_deg`` (0 = horizontal) over ``length`` px.
+
+    ``img`` itself when ``length`` < 1.
+    """
+    if length < 1.0:
+        return img
+    r = int(math.ceil(length / 2)) + 1
+    size = 2 * r + 1
+    scale = 8
+    big = np.zeros((size * scale, size * scale), np.float32)
+    c = size * scale / 2.0 - 0.5
+    dx = math.cos(math.radians(angle_deg)) * length * scale / 2
+    dy = -math.sin(math.radians(angle_deg)) * length * scale / 2
+    p0 = (round((c - dx) * 16), round((c - dy) * 16))
+    p1 = (round((c + dx) * 16), round((c + dy) * 16))
+    cv2.line(big, p0, p1, 1.0, scale, cv2.LINE_AA, shift=4)
+    kernel = cv2.resize(big, (size, size), interpolation=cv2.INTER_AREA)
+    kernel /= kernel.sum()
+    return cv2.filter2D(img, -1, kernel, borderType=cv2.BORDER_REFLECT)
+
+
+def _cast_shadow(
+    img: np.ndarray, rng: np.random.Generator, strength: float, keep: Sequence[Sequence[float]],
+) -> np.ndarray:
+    """Return ``img`` with a soft cast shadow (a band across a corner) that misses ``keep``."""
+    h, w = img.shape[:2]
+    for _ in range(6):
+        corner = int(rng.integers(4))
+        ax, ay = (0 if corner in (0, 3) else w), (0 if corner < 2 else h)
+        reach = rng.uniform(0.25, 0.6, 2) * (w, h)
+        tri = np.array([[ax, ay], [abs(ax - reach[0]), ay], [ax, abs(ay - reach[1])]], np.float64)
+        bounds = (tri[:, 0].min(), tri[:, 1].min(), tri[:, 0].max(), tri[:, 1].max())
+        blur = max(1.0, 0.03 * max(h, w) * float(rng.uniform(0.5, 1.5)))
+        if any(boxes_overlap(bounds, k, margin=3 * blur) for k in keep):
+            continue
+        small = 4  # the shadow is smooth: compute it at 1/4 resolution
+        sh, sw = max(2, h // small), max(2, w // small)
+        mask = np.zeros((sh, sw), np.float32)
+        cv2.fillPoly(mask, [np.round(tri / small * 16).astype(np.int32)], 1.0, cv2.LINE_AA,
+                     shift=4)
+        mask = cv2.GaussianBlur(mask, (0, 0), blur / small)
+        mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
+        return _apply_gain(img, 1.0 - np.float32(rng.uniform(0.2, 0.4) * strength) * mask)
+    return img
+
+
+def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) -> np.ndarray:
+    """Return a float32 ``(h, w)`` weight, 1 on the ``keep`` boxes fading to 0 over ``feather``."""
+    mask = np.zeros((h, w), np.float32)
+    for k in keep:
+        x0, y0, x1, y1 = grow_box(k, feather, w, h)
+        mask[y0:y1, x0:x1] = 1.0
+    if feather > 0:
+        mask = cv2.GaussianBlur(mask, (0, 0), feather / 2)
+        for k in keep:  # the boxes themselves stay exactly 1
+            x0, y0, x1, y1 = grow_box(k, 0.0, w, h)
+            mask[y0:y1, x0:x1] = 1.0
+    return mask
+
+
+def camera_pipeline(
+    img: np.ndarray, rng: np.random.Generator, strength: float,
+    keep: Sequence[Sequence[float]] = (),
+) -> np.ndarray:
+    """Return ``img`` as a camera would record it: one chain of effects sampled by ``rng``.
+
+    In order: :func:`uneven_lighting` (always), a cast shadow (half the tasks; never over a
+    ``keep`` box), lens or motion blur (two tasks in three; the ``keep`` boxes and a feathered
+    margin stay sharp, as if in focus), sensor noise and a JPEG round trip. Every amount scales
+    with ``strength`` in [0, 1]; strength 0 returns ``img`` itself and draws nothing. ``keep``
+    holds the boxes whose legibility the task relies on (the evidence). The input is not
+    modified.
+    """
+    if not 0.0 <= strength <= 1.0:
+        raise ValueError(f"strength must be in [0, 1], got {strength}")
+    if strength == 0.0:
+        return img
+    if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+        raise ValueError(f"camera_pipeline needs a uint8 RGB image, got {img.dtype} {img.shape}")
+    h, w = img.shape[:2]
+    out = uneven_lighting(img, rng, strength * float(rng.uniform(0.4, 1.0)))
+    if rng.random() < 0.5:
+        out = _cast_shadow(out, rng, strength, keep)
+    blur_kind = int(rng.integers(3))
+    if blur_kind:
+        scale = max(h, w) / 1000.0
+        if blur_kind == 1:
+            blurred = lens_blur(out, float(rng.uniform(0.6, 2.0)) * strength * max(scale, 0.5))
+        else:
+            blurred = motion_blur(out, float(rng.uniform(1.5, 4.0)) * strength * max(scale, 0.5),
+                                  float(rng.uniform(0.0, 180.0)))
+        if keep and blurred is not out:
+            sharp = _keep_mask(h, w, keep, feather=0.02 * max(h, w))
+            blurred = cv2.blendLinear(out, blurred, sharp, np.float32(1.0) - sharp)
+        out = blurred
+    sigma = float(rng.uniform(1.0, 4.0)) * strength
+    out = add_sensor_noise(out, rng, sigma, inplace=out is not img)
+    quality = int(round(95 - float(rng.uniform(10.0, 35.0)) * strength))
+    return jpeg_artifacts(out, quality)

@@ -1,0 +1,180 @@
+"""TrueType text rendered with FreeType (Pillow's ``ImageFont``) into a :class:`TextPatch`.
+
+The fonts ship inside the package (``m3gym/data/fonts/``, licences in its ``LICENSE``): DejaVu
+Sans, Serif, Sans Mono and Sans Condensed, each regular and bold, and STIX General (a Times-like
+serif), regular and bold. :func:`truetype_text` renders a string so that the measured ink height
+of a capital "H" (rows with coverage >= 50 %) is ``glyph_height`` pixels, within half a pixel
+where the hinted font allows it and always within one pixel; the patch works with
+:func:`~m3gym.tasks.render.text.paste_text` like a Hershey one.
+
+Text is laid out with FreeType's basic layout (no Raqm), so the same string renders byte-identically
+on every machine with the same Pillow and FreeType. Hershey stroke fonts
+(:func:`~m3gym.tasks.render.text.render_text`) remain for objects that are stroke-drawn (a
+plotter label, an engraving).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from m3gym.tasks.render.text import PlacedText, TextPatch, paste_text
+from m3gym.tasks.render.util import Color
+
+FONT_FILES: dict[str, str] = {
+    "sans": "DejaVuSans.ttf",
+    "sans-bold": "DejaVuSans-Bold.ttf",
+    "serif": "DejaVuSerif.ttf",
+    "serif-bold": "DejaVuSerif-Bold.ttf",
+    "mono": "DejaVuSansMono.ttf",
+    "mono-bold": "DejaVuSansMono-Bold.ttf",
+    "condensed": "DejaVuSansCondensed.ttf",
+    "condensed-bold": "DejaVuSansCondensed-Bold.ttf",
+    "stix": "STIXGeneral.ttf",
+    "stix-bold": "STIXGeneralBol.ttf",
+}
+"""Face name -> font file in ``m3gym/data/fonts/`` (insertion order is fixed)."""
+
+FONT_FACES: tuple[str, ...] = tuple(FONT_FILES)
+"""Every TrueType face name :func:`truetype_text` accepts."""
+
+BOLD_FACES: tuple[str, ...] = tuple(f for f in FONT_FACES if f.endswith("-bold"))
+"""The bold faces."""
+
+SIZE_STEP: float = 0.25
+"""Font sizes are multiples of this (pixels per em), which bounds the font cache."""
+
+MIN_GLYPH_HEIGHT: float = 2.0
+"""Smallest glyph height :func:`truetype_text` accepts, pixels."""
+
+MAX_GLYPH_HEIGHT: float = 1000.0
+"""Largest glyph height :func:`truetype_text` accepts, pixels."""
+
+
+def font_path(font: str) -> Path:
+    """Return the path of the font file of face ``font`` (one of :data:`FONT_FACES`)."""
+    if font not in FONT_FILES:
+        raise ValueError(f"unknown font face {font!r}; known: {', '.join(FONT_FACES)}")
+    return Path(str(resources.files("m3gym").joinpath(f"data/fonts/{FONT_FILES[font]}")))
+
+
+def pick_font(rng: np.random.Generator, faces: tuple[str, ...] | list[str] | None = None) -> str:
+    """Return one face of ``faces`` (default :data:`FONT_FACES`) chosen by ``rng``."""
+    options = FONT_FACES if faces is None else tuple(faces)
+    if not options:
+        raise ValueError("pick_font needs at least one face")
+    for f in options:
+        if f not in FONT_FILES:
+            raise ValueError(f"unknown font face {f!r}; known: {', '.join(FONT_FACES)}")
+    return options[int(rng.integers(len(options)))]
+
+
+@lru_cache(maxsize=256)
+def load_font(font: str, size: float) -> ImageFont.FreeTypeFont:
+    """Return the cached FreeType font of face ``font`` at ``size`` pixels per em."""
+    return ImageFont.truetype(str(font_path(font)), size=size,
+                              layout_engine=ImageFont.Layout.BASIC)
+
+
+@lru_cache(maxsize=16)
+def _cmap(font: str) -> frozenset[int]:
+    """Return the code points face ``font`` has glyphs for."""
+    from fontTools.ttLib import TTFont  # matplotlib's dependency; only needed here
+
+    with TTFont(str(font_path(font)), lazy=True) as tt:
+        return frozenset(tt.getBestCmap())
+
+
+def font_covers(text: str, font: str = "sans") -> bool:
+    """Return whether face ``font`` has a glyph for every non-space character of ``text``."""
+    cmap = _cmap(font)
+    return all(ord(c) in cmap for c in text if not c.isspace())
+
+
+def _raster(text: str, font: ImageFont.FreeTypeFont) -> tuple[np.ndarray, int]:
+    """Return the ``uint8`` coverage of ``text`` with some margin and the baseline's row.
+
+    The text is drawn with its baseline on an integer row (anchor ``"ls"``), so every call puts
+    glyphs on the same pixel grid and the "H" measured by :func:`_h_height` matches the H in
+    any string.
+    """
+    x0, y0, x1, y1 = font.getbbox(text, anchor="ls")
+    pad = 2
+    w = max(1, int(math.ceil(x1 - x0)) + 2 * pad)
+    h = max(1, int(math.ceil(y1 - y0)) + 2 * pad)
+    canvas = Image.new("L", (w, h), 0)
+    base = pad - int(math.floor(y0))
+    ImageDraw.Draw(canvas).text((pad - int(math.floor(x0)), base), text, fill=255, font=font,
+                                anchor="ls")
+    return np.asarray(canvas), base
+
+
+@lru_cache(maxsize=1024)
+def _h_height(font: str, size: float) -> int:
+    """Return the ink height (rows with coverage >= 50 %) of "H" in ``font`` at ``size``."""
+    alpha, _ = _raster("H", load_font(font, size))
+    rows = np.flatnonzero((alpha >= 128).any(axis=1))
+    return int(rows[-1] - rows[0] + 1) if rows.size else 0
+
+
+@lru_cache(maxsize=4096)
+def size_for_glyph_height(font: str, glyph_height: float) -> float:
+    """Return the font size (a multiple of :data:`SIZE_STEP`) whose "H" is ``glyph_height`` tall.
+
+    Starts from the size that the unhinted cap-height ratio predicts and walks in steps of
+    :data:`SIZE_STEP` towards the target; of the sizes tried, returns the one whose measured
+    height is nearest (the smallest such size on ties).
+    """
+    if not (MIN_GLYPH_HEIGHT <= glyph_height <= MAX_GLYPH_HEIGHT) or math.isnan(glyph_height):
+        raise ValueError(f"glyph_height must be in [{MIN_GLYPH_HEIGHT}, {MAX_GLYPH_HEIGHT}] px, "
+                         f"got {glyph_height}")
+    ratio = _h_height(font, 200.0) / 200.0
+    size = max(SIZE_STEP, round(glyph_height / ratio / SIZE_STEP) * SIZE_STEP)
+    best = (abs(_h_height(font, size) - glyph_height), size)
+    for direction in (1.0, -1.0):
+        s = size
+        for _ in range(int(4 / SIZE_STEP / ratio) + 4):  # about four pixels of glyph height
+            s += direction * SIZE_STEP
+            if s < SIZE_STEP:
+                break
+            h = _h_height(font, s)
+            best = min(best, (abs(h - glyph_height), s))
+            if (h - glyph_height) * direction > 0.5:  # past the target on this side
+                break
+    return best[1]
+
+
+def truetype_text(text: str, glyph_height: float, font: str = "sans") -> TextPatch:
+    """Render ``text`` in TrueType face ``font`` with a capital "H" ``glyph_height`` px tall.
+
+    Returns a :class:`TextPatch` cropped tightly to the ink (coverage > 0), its ``mask`` the
+    pixels with coverage >= 50 %, its ``glyph_height`` the measured ink height of "H" at the
+    chosen size (an integer number of pixels within one of the request) and its ``baseline``
+    the baseline's row in the patch (to align several strings on one line).
+    """
+    if not text.strip():
+        raise ValueError("truetype_text needs non-blank text")
+    if "\n" in text:
+        raise ValueError("truetype_text renders one line; split multi-line text yourself")
+    size = size_for_glyph_height(font, float(glyph_height))
+    alpha, base = _raster(text, load_font(font, size))
+    rows = np.flatnonzero(alpha.max(axis=1))
+    cols = np.flatnonzero(alpha.max(axis=0))
+    if rows.size == 0:
+        raise ValueError(f"{text!r} has no visible glyphs in face {font!r}")
+    patch = np.array(alpha[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], dtype=np.uint8)
+    return TextPatch(text=text, alpha=patch, mask=patch >= 128,
+                     glyph_height=float(_h_height(font, size)), baseline=int(base - rows[0]))
+
+
+def draw_truetype(
+    img: np.ndarray, text: str, xy: tuple[int, int], glyph_height: float, color: Color,
+    font: str = "sans",
+) -> PlacedText:
+    """Render ``text`` with :func:`truetype_text` and paste its ink box's top-left at ``xy``."""
+    return paste_text(img, truetype_text(text, glyph_height, font), xy[0], xy[1], color)
