@@ -15,7 +15,7 @@ from m3gym.scoring.checkpoints import (
 )
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
-from m3gym.tasks.families import _lookup_draw as S
+from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import RefCall, Task
 from m3gym.web.world import World
