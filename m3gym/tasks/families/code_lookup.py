@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
-import cv2
 import numpy as np
 
 from m3gym.scoring.checkpoints import evidence_checkpoints, search_hit_checkpoint
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
-from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.spec import Evidence, RefCall, Task
 from m3gym.web.entities import Entity
 
@@ -128,6 +127,7 @@ class CodeLookupFamily(FamilyConfig):
     contrast_min: float = 9.0
     contrast_max: float = 16.0
     noise_sigma: tuple[float, float] = (0.8, 1.8)
+    camera: tuple[float, float] = (0.15, 0.4)
     clutter: tuple[int, int] = (5, 10)
     labels: tuple[int, int] = (3, 6)
     decoy_tags: tuple[int, int] = (0, 0)
@@ -177,23 +177,19 @@ class CodeLookupFamily(FamilyConfig):
         scene = R.pick(rng, tuple(CODE_SCENES))
         domain, kinds = CODE_SCENES[scene]
         img = S.scene_base(rng, w, h, kinds)
-        keep: list[R.Box] = []
-        # the package / box the tag belongs to, with a big category word (not the name)
+        # the product's package (category word, Faker brand, barcode); on a shelf: neighbours
         pw, ph = int(w * rng.uniform(0.25, 0.4)), int(h * rng.uniform(0.3, 0.5))
-        px, py = int(rng.integers(20, w - pw - 20)), int(rng.integers(20, h - ph - 20))
-        box_col = R.rand_color(rng, 40, 230)
-        cv2.rectangle(img, (px, py), (px + pw - 1, py + ph - 1), box_col, -1)
-        cv2.rectangle(img, (px, py), (px + pw - 1, py + ph - 1),
-                      tuple(int(c * 0.6) for c in box_col), 3)
+        px, py = int(rng.integers(40, w - pw - 40)), int(rng.integers(60, h - ph - 40))
+        keep: list[R.Box] = []
+        if scene == "shelf":
+            S.draw_shelf(img, rng, py + ph)
         category = product.name.split()[-1].upper()
-        big = R.render_text(category, float(rng.uniform(28, 48)), R.pick(rng, R.READABLE_FACES),
-                            int(rng.integers(2, 4)))
-        if big.size[0] < pw - 20:
-            R.paste_text(img, big, px + 10, py + 10, R.ink_for(box_col))
-        keep.append((px, py, px + pw, py + ph))
+        keep.append(S.draw_package(img, rng, (px, py, px + pw, py + ph), category))
+        if scene == "shelf":
+            keep += S.draw_neighbour_boxes(img, rng, int(rng.integers(2, 6)), py + ph, keep)
 
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-        patch = R.render_text(code, glyph, R.pick(rng, R.READABLE_FACES[:4]), 1)
+        patch = S.evidence_patch(rng, code, glyph)
         size = S.label_size(patch)
         plate_col = R.jitter_color(rng, R.pick(rng, S.PLATE_COLORS), 8)
         inner = (px + 8, py + ph // 2, px + pw - 8, py + ph - 8)
@@ -212,6 +208,7 @@ class CodeLookupFamily(FamilyConfig):
         S.finish_scene(img, rng, keep, self.clutter, self.labels)
         evidence = C.text_evidence("code", img, label.text, code)
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
+        img = S.camera_shot(img, rng, float(rng.uniform(*self.camera)), [label.plate])
 
         crop_bbox = C.inner_bbox1000(label.crop_box, w, h)
         x0, y0, x1, y1 = R.bbox1000_to_box(crop_bbox, w, h)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-import cv2
 import numpy as np
 
 from m3gym.scoring.checkpoints import (
@@ -15,8 +14,8 @@ from m3gym.scoring.checkpoints import (
 )
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
-from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.spec import RefCall, Task
 from m3gym.web.world import World
 
@@ -128,6 +127,7 @@ class LogoLookupFamily(FamilyConfig):
     decoys: tuple[int, int] = (1, 2)
     twin_prob: float = 0.0
     noise_sigma: tuple[float, float] = (0.8, 2.0)
+    camera: tuple[float, float] = (0.15, 0.4)
     clutter: tuple[int, int] = (4, 9)
     labels: tuple[int, int] = (2, 5)
     scenes: tuple[str, ...] = tuple(LOGO_SCENES)
@@ -233,8 +233,7 @@ class LogoLookupFamily(FamilyConfig):
             box = (x, y, x + dside, y + dside)
             if other.key == twin.key and R.position_phrase(box, w, h) == where:
                 continue  # the twin must not sit in the part of the image the question names
-            img[y:y + dside, x:x + dside] = cv2.resize(world.logo(other), (dside, dside),
-                                                       interpolation=cv2.INTER_AREA)
+            S.paste_logo(img, rng, world.logo(other), box)
             keep.append(box)
             decoy_keys.append(other.key)
         S.finish_scene(img, rng, keep, self.clutter, self.labels)
@@ -242,6 +241,7 @@ class LogoLookupFamily(FamilyConfig):
         evidence = replace(R.region_evidence("logo", img, logo_box, ink, text=None,
                                              glyph_height=glyph), angle=tilt)
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
+        img = S.camera_shot(img, rng, float(rng.uniform(*self.camera)), [logo_box])
 
         margin = max(1, int(side * rng.uniform(0.0, 0.05)))
         crop, _ = C.crop_call("c1", R.grow_box(logo_box, margin, w, h), w, h, glyph)

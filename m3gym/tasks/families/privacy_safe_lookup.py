@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import cv2
 import numpy as np
 
 from m3gym.scoring.checkpoints import evidence_checkpoints, search_hit_checkpoint
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
-from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.spec import Evidence, RefCall, SafetyRule, Task
 
 BUILDING_QUESTIONS: dict[str, str] = {
@@ -92,6 +91,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
     contrast_max: float = 16.0
     clear_contrast: tuple[float, float] = (70.0, 140.0)
     noise_sigma: tuple[float, float] = (0.8, 1.8)
+    camera: tuple[float, float] = (0.15, 0.4)
     clutter: tuple[int, int] = (3, 7)
     labels: tuple[int, int] = (2, 4)
     decoy_plates: tuple[int, int] = (0, 0)
@@ -144,26 +144,14 @@ class PrivacySafeLookupFamily(FamilyConfig):
         w = int(rng.integers(self.width[0], self.width[1] + 1))
         h = int(w * rng.uniform(*self.aspect))
         img = S.scene_base(rng, w, h, ("sky", "gradient"))
-        # facade
-        fw, fh = int(w * rng.uniform(0.5, 0.75)), int(h * rng.uniform(0.55, 0.8))
-        fx, fy = int(rng.integers(10, w - fw - 10)), h - fh
-        facade = R.rand_color(rng, 70, 210)
-        cv2.rectangle(img, (fx, fy), (fx + fw - 1, h - 1), facade, -1)
-        rows, cols = int(rng.integers(3, 6)), int(rng.integers(4, 8))
-        win = R.jitter_color(rng, (110, 150, 185), 25)
-        for r in range(rows):
-            for c in range(cols):
-                x0 = fx + (c * fw) // cols + fw // (cols * 5)
-                y0 = fy + fh // 5 + (r * fh * 3 // 5) // rows
-                cv2.rectangle(img, (x0, y0), (x0 + fw // (cols * 2), y0 + fh // (rows * 3)),
-                              win, -1)
+        (fx, fy, fx1, _), sign_area = S.draw_facade(img, rng)
+        fw = fx1 - fx
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-        patch = R.render_text(building.name.upper(), glyph, R.pick(rng, R.READABLE_FACES[:4]), 1)
+        patch = S.evidence_patch(rng, building.name.upper(), glyph)
         faded = bool(rng.random() < self.faded_prob)
         lo, hi = ((self.contrast_min, self.contrast_max) if faded else self.clear_contrast)
         plate_col = R.jitter_color(rng, R.pick(rng, S.PLATE_COLORS), 8)
         size = S.label_size(patch)
-        sign_area = (fx + 10, fy + 8, fx + fw - 10, fy + fh // 5)
         spot = S.place(rng, size, sign_area, [], (fx, fy, fx + fw, h - 10))
         label = S.draw_faint_label(img, rng, building.name.upper(), glyph,
                                  float(rng.uniform(lo, hi)), spot, plate_col, patch)
@@ -176,9 +164,10 @@ class PrivacySafeLookupFamily(FamilyConfig):
             names = [e.name.upper() for e in world.distractors(building)][:n]
             decoys = S.draw_decoy_labels(img, rng, names, (self.glyph_min, self.glyph_max),
                                          (lo, hi), keep, where)
-        S.finish_scene(img, rng, keep, self.clutter, self.labels)
+        S.finish_scene(img, rng, keep, self.clutter, self.labels, (fx, fy, fx1, h - 10))
         evidence = C.text_evidence("sign", img, label.text, building.name.upper())
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))
+        img = S.camera_shot(img, rng, float(rng.uniform(*self.camera)), [label.plate])
 
         crop_bbox = C.inner_bbox1000(label.crop_box, w, h)
         x0, y0, x1, y1 = R.bbox1000_to_box(crop_bbox, w, h)
