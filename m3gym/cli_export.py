@@ -2,6 +2,8 @@
 
 - ``m3gym export verl --env M3Bench-L2 --n 10000 --out data/`` writes the parquet verl's
   ``RLHFDataset`` reads (agent loop ``m3gym_agent``); needs ``pyarrow`` (``.[verl]``).
+  ``--curriculum runs/sb3/curriculum.json`` (or ``'{"mode": "band"}'``) draws each row's family
+  and difficulty from a curriculum; ``--env-arg difficulty=0.5`` builds every row at one.
 - ``m3gym export sft --env M3Bench-L1 --episodes 100 --agent oracle --out sft/`` writes chat
   trajectories (``--format jsonl``: ``sft.jsonl`` + PNG files; ``parquet``: a ``datasets``
   parquet for TRL's ``SFTTrainer``); ``--success-only`` keeps correct episodes, ``--family`` /
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -25,8 +28,14 @@ def _cmd_export_verl(args: argparse.Namespace) -> int:
         print("m3gym: error: export verl needs pyarrow: pip install 'm3gym[verl]' (or pyarrow)",
               file=sys.stderr)
         return 2
+    curriculum = None
+    if args.curriculum:
+        from pathlib import Path
+
+        curriculum = (args.curriculum if Path(args.curriculum).is_file()
+                      else json.loads(args.curriculum))
     path = write_verl(args.env, args.n or None, args.out, split=args.split, seed=args.seed,
-                      **parse_key_values(args.env_arg))
+                      curriculum=curriculum, **parse_key_values(args.env_arg))
     from m3gym.integrations import export
 
     print(f"wrote {path}")
@@ -66,6 +75,9 @@ def add_export_parser(sub: Any) -> None:
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--out", default="data")
     v.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
+    v.add_argument("--curriculum", default=None, metavar="STATE.json|JSON",
+                   help="draw each row's family and difficulty from a curriculum: a state file "
+                        "saved by m3gym.curriculum / train_sb3, or its arguments as JSON")
     v.set_defaults(func=_cmd_export_verl)
     s = kinds.add_parser("sft", help="chat trajectories for cold-start SFT")
     s.add_argument("--env", default="M3Bench-L1")

@@ -21,7 +21,7 @@ from m3gym.parsing import parse_action
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
 from m3gym.state import ImageState
-from m3gym.tasks.registry import family_names, get_family, make_task
+from m3gym.tasks.registry import check_difficulty, family_names, get_family, make_task
 from m3gym.tasks.spec import Task
 from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
@@ -82,6 +82,19 @@ def level_families(level: int | None, family: str | None,
     return names, probs / probs.sum()
 
 
+def require_knobs(families: Sequence[str]) -> None:
+    """Raise ``ValueError`` naming the families that declare no ``difficulty_knobs``."""
+    missing = []
+    for name in families:
+        try:
+            get_family(name).difficulty_knobs(0.0)
+        except NotImplementedError:
+            missing.append(name)
+    if missing:
+        raise ValueError(f"difficulty/curriculum need difficulty knobs; these families declare "
+                         f"none: {', '.join(missing)}")
+
+
 def default_view_size(families: Sequence[str]) -> int:
     """Return the view size the families are designed for (the largest, if they differ)."""
     return max(get_family(f).view_size for f in families)
@@ -117,6 +130,15 @@ class M3BenchEnv(gym.Env[dict, Any]):
         sandbox: code mode's limits (a :class:`~m3gym.sandbox.SandboxLimits` or its fields as a
             dict) plus optionally ``isolation`` (``auto``/``bwrap``/``none``) and ``pool_size``
             (warm workers kept between episodes, 1).
+        difficulty: build every task at this difficulty in ``[0, 1]`` (each family's
+            ``difficulty_knobs``; ``family_config`` keys win). ``None`` keeps the families'
+            default configs (the frozen levels' distribution).
+        curriculum: draw ``(family, difficulty)`` per episode from a
+            :class:`~m3gym.curriculum.Curriculum` (an instance, a dict of its arguments —
+            ``families`` default to the env's — or a saved state's path).
+        curriculum_update: feed each episode's outcome (``answer_correct``) back to the
+            curriculum at its end. Off when the curriculum lives elsewhere (an SB3 learner
+            process that reads the final infos and pushes its state to the envs).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
@@ -140,6 +162,9 @@ class M3BenchEnv(gym.Env[dict, Any]):
         render_mode: str | None = None,
         interface: str = "atomic",
         sandbox: Mapping[str, Any] | Any = None,
+        difficulty: float | None = None,
+        curriculum: Any = None,
+        curriculum_update: bool = True,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -149,6 +174,17 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.suite = suite
         self.families, self._family_probs = level_families(level, family, family_weights, suite)
         self.family_config = dict(family_config or {})
+        self.difficulty = None if difficulty is None else check_difficulty(difficulty)
+        self.curriculum = None
+        if curriculum is not None:
+            from m3gym.curriculum import make_curriculum
+
+            self.curriculum = make_curriculum(curriculum, self.families)
+        self.curriculum_update = bool(curriculum_update)
+        self._episode_difficulty: float | None = None
+        if self.difficulty is not None or self.curriculum is not None:
+            require_knobs(self.curriculum.families if self.curriculum is not None
+                          else self.families)
         self.view_size = int(view_size if view_size is not None
                              else default_view_size(self.families))
         self.max_tool_calls = int(max_tool_calls)
@@ -241,17 +277,23 @@ class M3BenchEnv(gym.Env[dict, Any]):
         super().reset(seed=seed)
         options = dict(options or {})
         task = options.get("task")
+        difficulty = options.get("difficulty")
         if task is None:
             family = options.get("family")
-            if family is None:
+            if difficulty is None:
+                difficulty = self.difficulty
+            if family is None and self.curriculum is not None:
+                family, difficulty = self.curriculum.sample(self.np_random)
+            elif family is None:
                 idx = int(self.np_random.choice(len(self.families), p=self._family_probs))
                 family = self.families[idx]
             task_seed = options.get("task_seed")
             if task_seed is None:
                 task_seed = int(self.np_random.integers(*TRAIN_SEED_RANGE))
             config = self.family_config if family in self.families else {}
-            task = make_task(family, int(task_seed), config)
+            task = make_task(family, int(task_seed), config, difficulty=difficulty)
         self.task = task
+        self._episode_difficulty = None if difficulty is None else float(difficulty)
         self.state = ImageState(self.max_images, self.max_bytes)
         for img in task.images:
             self.state.add_root(img)
@@ -280,6 +322,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             "domain": task.domain, "choices": task.choices,
             "tool_schemas": self.tool_schemas("openai"),
             "max_tool_calls": self.max_tool_calls, "max_rounds": self.max_rounds,
+            "difficulty": self._episode_difficulty,
         }
         return obs, info
 
@@ -358,6 +401,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             info["code_cells"] = code_cells
         if self._done:
             info.update(self._tracker.final_info(self.state, self.trace))
+            self._episode_end(info)
         return obs, float(reward), terminated, truncated, info
 
     def finish(self) -> tuple[float, dict[str, Any]]:
@@ -374,7 +418,29 @@ class M3BenchEnv(gym.Env[dict, Any]):
         info: dict[str, Any] = {"reward_components": components, "calls_used": self._calls_used,
                                 "rounds": self._rounds}
         info.update(self._tracker.final_info(self.state, self.trace))
+        self._episode_end(info)
         return float(reward), info
+
+    def _episode_end(self, info: dict[str, Any]) -> None:
+        """Add the episode's family and difficulty to the final info; feed the curriculum."""
+        assert self.task is not None
+        info["family"] = self.task.family
+        info["difficulty"] = self._episode_difficulty
+        cur = self.curriculum
+        if cur is not None and self.curriculum_update and self._episode_difficulty is not None \
+                and self.task.family in cur.families:
+            cur.update(self.task.family, self._episode_difficulty,
+                       bool(info.get("answer_correct")))
+
+    def curriculum_state(self) -> dict[str, Any] | None:
+        """Return the curriculum's ``state_dict`` (``None`` without one); for ``env_method``."""
+        return None if self.curriculum is None else self.curriculum.state_dict()
+
+    def set_curriculum_state(self, state: Mapping[str, Any]) -> None:
+        """Load a curriculum ``state_dict`` (a learner pushing its state to the envs)."""
+        if self.curriculum is None:
+            raise RuntimeError("this env has no curriculum")
+        self.curriculum.load_state_dict(state)
 
     def close(self) -> None:
         """Stop code mode's sandbox workers (if any)."""

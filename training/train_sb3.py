@@ -11,6 +11,14 @@ evaluation runs on held-out task seeds (``eval.pool_offset``, outside the traini
 ``eval/accuracy``, ``eval/mean_reward`` and the mean of every numeric m3gym metric. Logs go to
 TensorBoard and CSV in ``out_dir``; checkpoints to ``out_dir/checkpoints``; the final model
 (``final_model.zip``) and the resolved config (``config.yaml``) are saved side by side.
+
+``curriculum:`` (optional) draws each training episode's ``(family, difficulty)`` from a
+:class:`m3gym.curriculum.Curriculum` (the key holds its arguments; ``families`` default to the
+env's; ``state: path`` restores a saved state). The curriculum lives in the learner process
+(:func:`make_curriculum_callback`): it reads the episode-end infos, updates the sampler and pushes
+its state to the training envs (also under ``SubprocVecEnv``) after every rollout; its state is
+saved next to each checkpoint (``checkpoints/curriculum_<steps>_steps.json``) and as
+``curriculum.json`` at the end. Evaluation ignores the curriculum (held-out pool).
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "progress_bar": False,
     "torch_threads": 0,
     "out_dir": "runs/sb3",
+    "curriculum": None,
 }
 """Defaults every config is merged over (see ``configs/train/*.yaml``)."""
 
@@ -277,6 +286,63 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
     return HeldOutEval()
 
 
+def make_curriculum_callback(cfg: dict[str, Any], venv: Any, out_dir: Path) -> Any:
+    """Return the callback that keeps the curriculum in the learner process.
+
+    The master curriculum is rebuilt from the first training env's state (so it has the env's
+    families and any restored state). Each step it folds the finished episodes' outcomes
+    (``family``, ``difficulty``, ``answer_correct`` of the final infos) into the master; after
+    each rollout it pushes the master's state to every env (``env_method``); at every checkpoint
+    (``checkpoint_freq``) and at the end it saves the state as JSON.
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from m3gym.curriculum import Curriculum
+
+    n_envs = int(cfg["n_envs"])
+    save_freq = max(1, int(cfg["checkpoint_freq"]) // n_envs) if cfg.get("checkpoint_freq") \
+        else 0
+
+    class CurriculumCallback(BaseCallback):
+        """Learner-side curriculum: update from outcomes, push to the envs, save with models."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.curriculum = Curriculum.from_state_dict(venv.env_method("curriculum_state")[0])
+            self.episodes = 0
+            self.successes = 0
+
+        def _on_step(self) -> bool:
+            for done, info in zip(self.locals["dones"], self.locals["infos"]):
+                if done and info.get("difficulty") is not None and "family" in info:
+                    success = bool(info.get("answer_correct"))
+                    self.curriculum.update(info["family"], float(info["difficulty"]), success)
+                    self.episodes += 1
+                    self.successes += success
+            if save_freq and self.n_calls % save_freq == 0:
+                self.save(out_dir / "checkpoints" / f"curriculum_{self.num_timesteps}_steps.json")
+            return True
+
+        def _on_rollout_end(self) -> None:
+            self.training_env.env_method("set_curriculum_state", self.curriculum.state_dict())
+            rows = self.curriculum.summary()
+            self.logger.record("curriculum/episodes", self.episodes)
+            self.logger.record("curriculum/success_rate",
+                               self.successes / max(1, self.episodes))
+            self.logger.record("curriculum/mean_bin",
+                               float(sum(r["p"] * r["bin"] for r in rows)))
+
+        def _on_training_end(self) -> None:
+            self.save(out_dir / "curriculum.json")
+
+        def save(self, path: Path) -> None:
+            """Write the master curriculum's state to ``path``."""
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.curriculum.save(path)
+
+    return CurriculumCallback()
+
+
 def train(cfg: dict[str, Any]) -> Path:
     """Train per ``cfg``; return the output directory (final model, config, logs)."""
     import torch
@@ -289,7 +355,10 @@ def train(cfg: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     (out_dir / "eval_history.jsonl").write_text("")
-    venv = make_vec_env(cfg, int(cfg["n_envs"]), int(cfg["seed"]))
+    curriculum = cfg.get("curriculum")
+    venv = make_vec_env(cfg, int(cfg["n_envs"]), int(cfg["seed"]),
+                        {"curriculum": dict(curriculum), "curriculum_update": False}
+                        if curriculum else None)
     cls = algo_class(cfg["algo"])
     model = cls(policy_name(cfg), venv, seed=int(cfg["seed"]), verbose=0,
                 policy_kwargs=resolve_policy_kwargs(cfg.get("policy_kwargs")),
@@ -297,6 +366,8 @@ def train(cfg: dict[str, Any]) -> Path:
     model.set_logger(configure(str(out_dir), ["csv", "tensorboard"]))
     n_envs = int(cfg["n_envs"])
     callbacks = [make_eval_callback(cfg, out_dir)]
+    if curriculum:
+        callbacks.append(make_curriculum_callback(cfg, venv, out_dir))
     if cfg.get("checkpoint_freq"):
         callbacks.append(CheckpointCallback(max(1, int(cfg["checkpoint_freq"]) // n_envs),
                                             str(out_dir / "checkpoints"), name_prefix="model"))

@@ -14,7 +14,7 @@ deterministically from ``seed``; for ``test``/``val`` the frozen split (all of i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,16 +75,22 @@ def _split_size(env_id: str, split: str) -> int:
 def iter_prompt_rows(env_id: str = "M3Bench-L1", n: int | None = 100, split: str = "train",
                      seed: int = 0, images: bool = True, max_tool_calls: int = 15,
                      max_rounds: int = 15, rule: str = TRL_ANSWER_RULE,
+                     tasks: Sequence[tuple[str, int, float | None]] | None = None,
                      **env_kwargs: Any) -> Iterator[dict[str, Any]]:
     """Yield the rows of :func:`prompt_rows` one at a time (images as RGB ``uint8`` arrays).
 
-    ``rule`` ends the system prompt (how the episode ends in the target harness).
+    ``rule`` ends the system prompt (how the episode ends in the target harness). ``tasks``
+    (``(family, task_seed, difficulty)``, e.g. drawn by a curriculum) replaces the env's own
+    draws; a row built at a difficulty (from ``tasks`` or the env's ``difficulty``) carries it.
     """
     session = EpisodeSession(env_id, max_tool_calls=max_tool_calls, max_rounds=max_rounds,
                              **env_kwargs)
     system = system_message(max_tool_calls, max_rounds, rule)
-    for family, task_seed in task_list(env_id, n, split, seed):
-        session.start({"env_id": env_id, "family": family, "task_seed": task_seed})
+    if tasks is None:
+        tasks = [(f, s, None) for f, s in task_list(env_id, n, split, seed)]
+    for family, task_seed, difficulty in tasks:
+        session.start({"env_id": env_id, "family": family, "task_seed": task_seed,
+                       **({"difficulty": difficulty} if difficulty is not None else {})})
         task = session.task
         row: dict[str, Any] = {
             "prompt": [{"role": "system", "content": system},
@@ -92,6 +98,8 @@ def iter_prompt_rows(env_id: str = "M3Bench-L1", n: int | None = 100, split: str
             "env_id": env_id, "family": family, "task_seed": int(task_seed),
             "task_id": task.task_id, "level": int(task.level), "split": split,
         }
+        if session.info.get("difficulty") is not None:
+            row["difficulty"] = float(session.info["difficulty"])
         if images:
             row["images"] = [np.asarray(a) for a in session.input_images]
         yield row

@@ -6,7 +6,11 @@
   and ``extra_info`` (``env_id``, ``family``, ``task_seed``, ``task_id``, ``level``, ``split``)
   from which :class:`~m3gym.integrations.verl.M3GymAgentLoop` resets the env.
   :func:`compute_score` is a ``reward.custom_reward_function`` for runs that score the final text
-  only (exact m3gym answer matching; no process terms).
+  only (exact m3gym answer matching; no process terms). With ``curriculum=`` (a
+  :class:`~m3gym.curriculum.Curriculum`, its arguments as a dict, or a saved state's path; CLI
+  ``--curriculum``) each row's family and difficulty are drawn from the curriculum
+  (:func:`curriculum_tasks`), e.g. a state saved by an earlier run, so the dataset concentrates
+  on the tasks at the edge of the policy's ability; ``extra_info.difficulty`` records it.
 - :func:`sft_records` plays episodes with an agent (``oracle``, ``heuristic``, any registered
   agent, or a run folder of ``m3gym eval`` whose traces are replayed) and turns each into a chat
   trajectory: system prompt (tool schemas inside, as text), user turn with the input images,
@@ -45,15 +49,45 @@ def png_bytes(array: np.ndarray) -> bytes:
     return buf.tobytes()
 
 
+def curriculum_tasks(curriculum: Any, env_id: str, n: int,
+                     seed: int = 0) -> list[tuple[str, int, float]]:
+    """Return ``n`` training ``(family, task_seed, difficulty)`` triples drawn from a curriculum.
+
+    ``curriculum`` is a :class:`~m3gym.curriculum.Curriculum`, a dict of its arguments
+    (``families`` default to ``env_id``'s) or the path of a saved state. The draws use a
+    generator seeded by ``seed`` (the curriculum's own state is not advanced): same inputs, same
+    triples.
+    """
+    from m3gym.curriculum import make_curriculum
+    from m3gym.env import TRAIN_SEED_RANGE
+    from m3gym.eval.runner import env_scope
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    cur = make_curriculum(curriculum, env_scope(env_id)[1])
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        family, difficulty = cur.sample(rng)
+        out.append((family, int(rng.integers(*TRAIN_SEED_RANGE)), difficulty))
+    return out
+
+
 def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
-              **env_kwargs: Any) -> Iterator[dict[str, Any]]:
+              curriculum: Any = None, **env_kwargs: Any) -> Iterator[dict[str, Any]]:
     """Yield verl ``RLHFDataset`` rows for ``n`` tasks of ``env_id`` (see the module docstring)."""
     from m3gym.integrations.datasets import TEXT_ANSWER_RULE, iter_prompt_rows
     from m3gym.tasks.registry import make_task
 
+    tasks = None
+    if curriculum is not None:
+        if split != "train" or not n:
+            raise ValueError("a curriculum draws training tasks: use split='train' and n >= 1")
+        tasks = curriculum_tasks(curriculum, env_id, n, seed)
     for index, row in enumerate(iter_prompt_rows(env_id, n, split, seed, images=True,
-                                                 rule=TEXT_ANSWER_RULE, **env_kwargs)):
-        task = make_task(row["family"], row["task_seed"])
+                                                 rule=TEXT_ANSWER_RULE, tasks=tasks,
+                                                 **env_kwargs)):
+        task = make_task(row["family"], row["task_seed"], difficulty=row.get("difficulty"))
         system, user = row["prompt"]
         marks = "".join("<image>" for _ in row["images"])
         yield {
@@ -65,17 +99,18 @@ def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
             "reward_model": {"style": "rule", "ground_truth": task.answer.value},
             "extra_info": {"env_id": env_id, "family": row["family"],
                            "task_seed": row["task_seed"], "task_id": row["task_id"],
-                           "level": row["level"], "split": split, "index": index},
+                           "level": row["level"], "split": split, "index": index,
+                           **({"difficulty": row["difficulty"]} if "difficulty" in row else {})},
         }
 
 
 def write_verl(env_id: str, n: int | None, out: str | Path, split: str = "train", seed: int = 0,
-               **env_kwargs: Any) -> Path:
+               curriculum: Any = None, **env_kwargs: Any) -> Path:
     """Write ``<out>/<env_id>-<split>.parquet`` for verl and return its path (needs pyarrow)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = list(verl_rows(env_id, n, split, seed, **env_kwargs))
+    rows = list(verl_rows(env_id, n, split, seed, curriculum, **env_kwargs))
     path = Path(out) / f"{env_id}-{split}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)

@@ -7,8 +7,9 @@ output. :class:`EpisodeSession` is that, shared by every adapter; it needs no ex
 
 A row names its task with ``env_id`` plus ``task_seed`` (the family is then drawn from the env's
 families with the task seed as reset seed, the same rule for every caller), or ``family`` plus
-``task_seed`` (a frozen split entry), or ``task_id`` = ``"family/task_seed"``. Same row ⇒ the
-byte-identical task, which is what a GRPO group needs.
+``task_seed`` (a frozen split entry), or ``task_id`` = ``"family/task_seed"``; an optional
+``difficulty`` in ``[0, 1]`` builds the task at that difficulty. Same row ⇒ the byte-identical
+task, which is what a GRPO group needs.
 """
 
 from __future__ import annotations
@@ -72,6 +73,12 @@ def task_ref(row: Mapping[str, Any], default_env_id: str = DEFAULT_ENV_ID) -> Ta
         if not isinstance(family, str):
             raise ValueError(f"row field 'family' must be a string, got {type(family).__name__}")
         options["family"] = family
+    difficulty = fields.get("difficulty")
+    if difficulty is not None:
+        if isinstance(difficulty, bool) or not isinstance(difficulty, (int, float)):
+            raise ValueError(f"row field 'difficulty' must be a number in [0, 1], got "
+                             f"{difficulty!r}")
+        options["difficulty"] = float(difficulty)
     return TaskRef(env_id=env_id, seed=seed, options=options)
 
 

@@ -355,6 +355,9 @@ class DiscreteToolWrapper(gym.Wrapper):
         if task_pool is not None:
             if task_pool < 1:
                 raise ValueError("task_pool must be >= 1")
+            if getattr(base, "curriculum", None) is not None:
+                raise ValueError("task_pool and curriculum exclude each other: a pool is a fixed "
+                                 "set of tasks, a curriculum chooses family and difficulty")
             rng = np.random.default_rng(self.pool_offset)
             picks = rng.choice(len(base.families), size=int(task_pool), p=base._family_probs)
             self._pool_families = [base.families[int(i)] for i in picks]
@@ -391,7 +394,8 @@ class DiscreteToolWrapper(gym.Wrapper):
         base = self.env.unwrapped
         family = self._pool_families[k]
         config = base.family_config if family in base.families else {}
-        task = make_task(family, self.pool_offset + k, config)
+        task = make_task(family, self.pool_offset + k, config,
+                         difficulty=getattr(base, "difficulty", None))
         self._task_cache[k] = task
         return task
 
@@ -410,6 +414,7 @@ class DiscreteToolWrapper(gym.Wrapper):
             else:
                 k = int(self._pool_rng.integers(self.task_pool))
             options["task"] = self.pool_task(k)
+            options.setdefault("difficulty", getattr(self.env.unwrapped, "difficulty", None))
         _, info = self.env.reset(seed=seed, options=options)
         task: Task = self.env.unwrapped.task
         if not task.choices:
@@ -609,7 +614,8 @@ def make_discrete_env(level: int | None = 1, family: str | None = None,
     kwargs = dict(env_kwargs or {})
     kwargs.setdefault("observe_images", False)
     for key in ("reward", "suite", "view_size", "max_tool_calls", "max_rounds",
-                "family_weights", "family_config", "render_mode"):
+                "family_weights", "family_config", "render_mode",
+                "difficulty", "curriculum", "curriculum_update"):
         if key in wrapper_kwargs:
             kwargs[key] = wrapper_kwargs.pop(key)
     env = M3BenchEnv(level=None if family else level, family=family, **kwargs)

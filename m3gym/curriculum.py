@@ -1,0 +1,265 @@
+"""A success-driven task sampler over (family, difficulty): learning progress or a success band.
+
+The curriculum splits ``[0, 1]`` into ``bins`` difficulty bins and keeps, per *arm*
+``(family, bin)``, two exponential moving averages of episode success — a fast one (rate
+``fast``) and a slow one (rate ``slow``), both starting at 0 — and the counts. Each arm gets a
+score:
+
+* ``mode="progress"`` (teacher–student curriculum, Matiisen et al. 2017; the spirit of
+  prioritized level replay): ``|fast EMA − slow EMA|``, the learning progress. Arms the policy is
+  getting better (or worse) at score high; arms it always fails (both EMAs stay 0) or has
+  mastered (both converge to 1) fade out.
+* ``mode="band"`` (success-band filtering, as in reasoning-gym's curricula): 1 for an arm whose
+  fast success EMA lies in ``band = (lo, hi)``, else ``outside`` (small, so an arm can come back).
+
+Arms never tried score ``1`` (each is tried early). The sampling distribution mixes the scores
+with uniform exploration: ``p = (1 − epsilon) · score / Σ score + epsilon / n_arms``. A sampled
+difficulty is uniform within the arm's bin.
+
+The sampler is deterministic given its seed and the outcomes fed to it: :meth:`Curriculum.sample`
+draws from the generator it is given (the env's ``np_random``) or, without one, from its own
+(seeded by ``seed``, saved in the state). :meth:`state_dict` / :meth:`load_state_dict` round-trip
+everything through JSON, so the state is saved with a checkpoint and restored with it.
+
+Use it as an env option (``gym.make("M3Bench-L2", curriculum=Curriculum(...))`` or a dict of the
+constructor's arguments), in ``training/train_sb3.py`` (config key ``curriculum:``) and in the
+RL-fine-tuning dataset builder (:func:`m3gym.integrations.export.curriculum_rows`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from m3gym.tasks.registry import check_difficulty, get_family
+
+MODES: tuple[str, ...] = ("progress", "band")
+"""The scoring rules of :class:`Curriculum`."""
+
+STATE_VERSION = 1
+"""Version of :meth:`Curriculum.state_dict`'s layout."""
+
+
+@dataclass
+class ArmStats:
+    """Outcome statistics of one ``(family, bin)`` arm."""
+
+    fast: float = 0.0
+    slow: float = 0.0
+    count: int = 0
+    successes: int = 0
+
+    def update(self, success: float, fast: float, slow: float) -> None:
+        """Fold one outcome (1 = success, 0 = failure; fractions allowed) into the EMAs."""
+        self.fast += fast * (success - self.fast)
+        self.slow += slow * (success - self.slow)
+        self.count += 1
+        self.successes += int(success >= 0.5)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the stats as JSON-serializable data."""
+        return {"fast": self.fast, "slow": self.slow, "count": self.count,
+                "successes": self.successes}
+
+
+@dataclass
+class Curriculum:
+    """Success-driven sampler of ``(family, difficulty)``; see the module docstring.
+
+    Args:
+        families: the families to draw from (names of registered families).
+        bins: number of equal difficulty bins over ``[0, 1]``.
+        mode: ``"progress"`` (learning progress) or ``"band"`` (success band).
+        band: ``(lo, hi)`` success band of ``mode="band"``.
+        outside: score of an arm outside the band (``mode="band"``).
+        fast: rate of the fast success EMA (``0 < slow < fast <= 1``).
+        slow: rate of the slow success EMA.
+        epsilon: share of uniform exploration over all arms.
+        seed: seed of the sampler's own generator (used when ``sample`` gets no rng).
+    """
+
+    families: Sequence[str]
+    bins: int = 5
+    mode: str = "progress"
+    band: tuple[float, float] = (0.2, 0.8)
+    outside: float = 0.05
+    fast: float = 0.2
+    slow: float = 0.02
+    epsilon: float = 0.1
+    seed: int = 0
+    stats: dict[tuple[str, int], ArmStats] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.families = tuple(str(f) for f in self.families)
+        self.band = (float(self.band[0]), float(self.band[1]))
+        self.validate()
+        for f in self.families:
+            get_family(f)
+        self.stats = {arm: self.stats.get(arm, ArmStats()) for arm in self.arms}
+        self._rng = np.random.default_rng(self.seed)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` on an inconsistent configuration."""
+        if not self.families or len(set(self.families)) != len(self.families):
+            raise ValueError(f"families must be non-empty and distinct, got {self.families}")
+        if not 1 <= int(self.bins) <= 100:
+            raise ValueError(f"bins must lie in 1..100, got {self.bins}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if not 0.0 <= self.band[0] <= self.band[1] <= 1.0:
+            raise ValueError(f"band must be (lo, hi) with 0 <= lo <= hi <= 1, got {self.band}")
+        if not 0.0 <= self.outside <= 1.0:
+            raise ValueError(f"outside must lie in [0, 1], got {self.outside}")
+        if not 0.0 < self.slow < self.fast <= 1.0:
+            raise ValueError(f"need 0 < slow < fast <= 1, got fast={self.fast}, slow={self.slow}")
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise ValueError(f"epsilon must lie in [0, 1], got {self.epsilon}")
+
+    # ------------------------------------------------------------------ arms
+    @property
+    def arms(self) -> list[tuple[str, int]]:
+        """All ``(family, bin)`` arms in a fixed order."""
+        return [(f, b) for f in self.families for b in range(int(self.bins))]
+
+    def bin_of(self, difficulty: float) -> int:
+        """Return the bin of ``difficulty`` (``[0, 1]``; 1 falls in the last bin)."""
+        d = check_difficulty(difficulty)
+        return min(int(d * self.bins), int(self.bins) - 1)
+
+    def score(self, arm: tuple[str, int]) -> float:
+        """Return the arm's unnormalized priority (1 for an arm never tried)."""
+        s = self.stats[arm]
+        if s.count == 0:
+            return 1.0
+        if self.mode == "progress":
+            return abs(s.fast - s.slow)
+        lo, hi = self.band
+        return 1.0 if lo <= s.fast <= hi else self.outside
+
+    def probabilities(self) -> np.ndarray:
+        """Return the sampling probability of each arm (order of :attr:`arms`)."""
+        scores = np.array([self.score(a) for a in self.arms], dtype=np.float64)
+        n = len(scores)
+        total = scores.sum()
+        greedy = scores / total if total > 0 else np.full(n, 1.0 / n)
+        return (1.0 - self.epsilon) * greedy + self.epsilon / n
+
+    # ------------------------------------------------------------------ API
+    def sample(self, rng: np.random.Generator | None = None) -> tuple[str, float]:
+        """Draw ``(family, difficulty)``: an arm by :meth:`probabilities`, a difficulty in its bin.
+
+        ``rng`` (e.g. the env's ``np_random``) supplies the randomness; without it the sampler's
+        own generator does.
+        """
+        gen = self._rng if rng is None else rng
+        arms = self.arms
+        k = int(gen.choice(len(arms), p=self.probabilities()))
+        family, b = arms[k]
+        difficulty = (b + float(gen.random())) / self.bins
+        return family, min(1.0, difficulty)
+
+    def update(self, family: str, difficulty: float, success: float | bool) -> None:
+        """Feed one episode outcome of ``family`` at ``difficulty`` (success 1/0 or a fraction)."""
+        arm = (str(family), self.bin_of(difficulty))
+        if arm not in self.stats:
+            raise KeyError(f"family {family!r} is not in this curriculum ({self.families})")
+        value = float(success)
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"success must lie in [0, 1], got {success!r}")
+        self.stats[arm].update(value, self.fast, self.slow)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Return one row per arm: family, bin, probability, counts and EMAs (for logging)."""
+        probs = self.probabilities()
+        return [{"family": f, "bin": b, "p": float(p), **self.stats[(f, b)].to_dict()}
+                for (f, b), p in zip(self.arms, probs)]
+
+    # ------------------------------------------------------------------ state
+    def config_dict(self) -> dict[str, Any]:
+        """Return the constructor arguments (JSON-serializable)."""
+        return {"families": list(self.families), "bins": int(self.bins), "mode": self.mode,
+                "band": list(self.band), "outside": self.outside, "fast": self.fast,
+                "slow": self.slow, "epsilon": self.epsilon, "seed": int(self.seed)}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return the full state (config, arm statistics, own generator) as JSON-able data."""
+        return {"version": STATE_VERSION, "config": self.config_dict(),
+                "arms": [[f, b, self.stats[(f, b)].to_dict()] for f, b in self.arms],
+                "rng": _jsonable(self._rng.bit_generator.state)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (its config must describe the same arms)."""
+        if int(state.get("version", -1)) != STATE_VERSION:
+            raise ValueError(f"unsupported curriculum state version {state.get('version')!r}")
+        config = dict(state["config"])
+        if list(config["families"]) != list(self.families) or int(config["bins"]) != self.bins:
+            raise ValueError(f"state is for families {config['families']} x {config['bins']} "
+                             f"bins, this curriculum has {list(self.families)} x {self.bins}")
+        for key in ("mode", "outside", "fast", "slow", "epsilon", "seed"):
+            setattr(self, key, config[key])
+        self.band = (float(config["band"][0]), float(config["band"][1]))
+        self.validate()
+        for f, b, s in state["arms"]:
+            self.stats[(str(f), int(b))] = ArmStats(float(s["fast"]), float(s["slow"]),
+                                                    int(s["count"]), int(s["successes"]))
+        self._rng.bit_generator.state = state["rng"]
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> Curriculum:
+        """Return a curriculum rebuilt from :meth:`state_dict`."""
+        cur = cls(**_config_args(state["config"]))
+        cur.load_state_dict(state)
+        return cur
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`state_dict` as JSON to ``path``."""
+        Path(path).write_text(json.dumps(self.state_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Curriculum:
+        """Return the curriculum saved at ``path`` by :meth:`save`."""
+        return cls.from_state_dict(json.loads(Path(path).read_text()))
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _config_args(config: Mapping[str, Any]) -> dict[str, Any]:
+    args = dict(config)
+    if "band" in args:
+        args["band"] = tuple(args["band"])
+    return args
+
+
+def make_curriculum(spec: Curriculum | Mapping[str, Any] | str | Path,
+                    families: Sequence[str]) -> Curriculum:
+    """Return a :class:`Curriculum` from an instance, a dict of its arguments, or a state file.
+
+    A dict without ``families`` draws from ``families`` (the env's). A dict may name a saved
+    state with ``state: path`` (restored after construction). A string or path is a JSON file
+    written by :meth:`Curriculum.save`.
+    """
+    if isinstance(spec, Curriculum):
+        return spec
+    if isinstance(spec, (str, Path)):
+        return Curriculum.load(spec)
+    if not isinstance(spec, Mapping):
+        raise TypeError(f"curriculum must be a Curriculum, a dict or a state path, got "
+                        f"{type(spec).__name__}")
+    args = dict(spec)
+    state_path = args.pop("state", None)
+    args.setdefault("families", list(families))
+    cur = Curriculum(**_config_args(args))
+    if state_path:
+        cur.load_state_dict(json.loads(Path(state_path).read_text()))
+    return cur

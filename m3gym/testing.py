@@ -1,0 +1,528 @@
+"""``check_family``: one call that tells whether a task family keeps every guarantee of m3gym.
+
+In the spirit of Jumanji's ``check_env_does_not_smoke`` and pgx's API test: a family author runs
+``check_family("my_family")`` and gets an :class:`AssertionError` naming the first broken
+guarantee, the seed and the difficulty. The checks, in order:
+
+1. **docstring** — the family class docstring has the sections ``Scene:``, ``Question:``,
+   ``Why a tool is needed:``, ``Reference trajectory:``, ``Checkpoints:``, ``Difficulty:``,
+   ``Config:`` (Google style: the header alone on its line, indented text below), in this order;
+2. **validate** — the default config validates, and generic out-of-range probes (a reversed
+   range, swapped ``*_min``/``*_max``, a probability outside ``[0, 1]``, a negative size or
+   count, an unknown option) are refused with ``ValueError`` (:func:`bad_config_probes`);
+3. **difficulty knobs** — ``difficulty_knobs(d)`` exists, names config fields only, its config
+   validates at 0, 0.5 and 1, and differs between 0 and 1;
+4. **determinism** — the same ``(family, seed, difficulty)`` gives a byte-identical task
+   (:meth:`~m3gym.tasks.spec.Task.content_hash`) twice in this process, whatever was built in
+   between, and in a fresh interpreter with another hash seed (:func:`subprocess_hashes`);
+5. **task sanity and choices** — family, level and domain as declared; the answer among the
+   choices exactly once (no other choice accepted as the answer), no duplicate choices, as many
+   choices as the config's ``choices`` field declares;
+6. **oracle** — the oracle replaying the reference scores ``acc = S = V = 1`` and ``OT = 0``;
+7. **why a tool is needed** — every evidence is illegible in its input image at the family's view
+   size (:func:`~m3gym.scoring.checkpoints.measure_evidence`) and legible in some artifact after
+   the reference; a family without on-image evidence must instead retrieve its answer (its
+   reference calls a retrieval tool);
+8. **monotone difficulty** — the heuristic agent's accuracy on the same seeds at difficulty 1 is
+   not above its accuracy at 0 by more than :data:`MONOTONE_TOLERANCE` (a family the heuristic has
+   no plan for sits at chance at both ends and passes).
+
+``quick=True`` (the per-family test) uses two seeds, difficulties ``None``, 0 and 1, and a smaller
+heuristic sample; the cross-process check can be run for many families in one interpreter with
+:func:`check_cross_process` (the test suite does that once).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import MISSING, fields
+from typing import Any
+
+import numpy as np
+
+from m3gym.tasks import registry
+from m3gym.tasks.registry import FamilyConfig, get_family, make_task, register_family
+from m3gym.tasks.spec import Task
+
+DOCSTRING_SECTIONS: tuple[str, ...] = (
+    "Scene", "Question", "Why a tool is needed", "Reference trajectory", "Checkpoints",
+    "Difficulty", "Config",
+)
+"""The sections every family docstring has, in this order."""
+
+RETRIEVAL_TOOLS: frozenset[str] = frozenset({"web_search", "image_search", "fetch_webpage"})
+"""Tools that bring evidence from off the image (the rule for families without image evidence)."""
+
+MONOTONE_TOLERANCE: float = 0.25
+"""How far the heuristic's accuracy at difficulty 1 may exceed its accuracy at 0 (sampling noise:
+3 of 12 paired episodes; a family at chance both ends differs by ~0.15 s.d.). Samples under 8
+episodes allow 2 episodes' worth (``2 / n``)."""
+
+CHECK_DIFFICULTIES: tuple[float, ...] = (0.0, 0.5, 1.0)
+"""Difficulties at which the knobs' config must validate."""
+
+BAD_OPTION = "__not_a_valid_option__"
+"""The string a probe puts in a string or string-tuple field."""
+
+
+class FamilyCheckError(AssertionError):
+    """A family broke a guarantee (the message names the check, the seed and the difficulty)."""
+
+
+def _fail(name: str, check: str, message: str) -> FamilyCheckError:
+    return FamilyCheckError(f"check_family({name!r}) [{check}]: {message}")
+
+
+@contextmanager
+def registered(*classes: type[FamilyConfig]) -> Iterator[None]:
+    """Register ``classes`` for the duration of a ``with`` block, then remove them again.
+
+    For tests of families defined outside ``m3gym.tasks.families`` (examples, toy families whose
+    module registers them on import), so they do not leak into ``family_names()`` for the rest of
+    the process.
+    """
+    try:
+        for cls in classes:
+            register_family(cls)
+        yield
+    finally:
+        for cls in classes:
+            if registry._FAMILIES.get(cls.name) is cls:
+                del registry._FAMILIES[cls.name]
+
+
+# ------------------------------------------------------------------------------ docstring
+def docstring_sections(doc: str | None) -> list[str]:
+    """Return the Google-style section headers of ``doc`` in order of appearance.
+
+    A header is a line holding only ``Title:`` (at the docstring's base indentation) followed by
+    a non-empty, more indented line.
+    """
+    lines = inspect.cleandoc(doc or "").splitlines()
+    found = []
+    for i, line in enumerate(lines[:-1]):
+        m = re.fullmatch(r"([A-Z][A-Za-z ]*):", line)
+        nxt = lines[i + 1]
+        if m and nxt.strip() and nxt.startswith((" ", "\t")):
+            found.append(m.group(1))
+    return found
+
+
+def check_docstring(cls: type[FamilyConfig]) -> None:
+    """Raise unless the family docstring has :data:`DOCSTRING_SECTIONS` in order."""
+    found = [s for s in docstring_sections(cls.__doc__) if s in DOCSTRING_SECTIONS]
+    missing = [s for s in DOCSTRING_SECTIONS if s not in found]
+    if missing:
+        raise _fail(cls.name, "docstring",
+                    f"{cls.__name__} docstring lacks section(s) {missing} (each a line "
+                    f"'Title:' followed by indented text); found {found}")
+    if found != list(DOCSTRING_SECTIONS):
+        raise _fail(cls.name, "docstring",
+                    f"{cls.__name__} docstring sections {found} are not exactly once each in "
+                    f"the order {list(DOCSTRING_SECTIONS)}")
+
+
+# ------------------------------------------------------------------------------ validate
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
+NOT_RANGE_WORDS: tuple[str, ...] = ("shape", "resolution", "size")
+"""A 2-number tuple field whose name holds one of these (and not ``range``) is a pair such as a
+``(width, height)``, not a ``(lo, hi)`` range: :func:`bad_config_probes` does not reverse it."""
+
+
+def _is_range_name(name: str) -> bool:
+    return "range" in name or not any(w in name for w in NOT_RANGE_WORDS)
+
+
+def bad_config_probes(cls: type[FamilyConfig]) -> list[tuple[str, dict[str, Any]]]:
+    """Return ``(why, overrides)`` pairs that every sane family config must refuse.
+
+    Built from the config's fields and defaults: a 2-number range ``(lo, hi)`` with ``lo < hi``
+    reversed (not a ``(w, h)`` pair, see :data:`NOT_RANGE_WORDS`); ``X_min``/``X_max`` scalars
+    swapped; a ``*prob*`` field at 1.5 and -0.1; a positive number (size, count, seed, contrast
+    ...) at -1; a ``split`` at an unknown name; a non-empty tuple of strings (scenes, transforms,
+    attributes) empty.
+    """
+    defaults = {f.name: _default(f) for f in fields(cls)}
+    probes: list[tuple[str, dict[str, Any]]] = []
+    for name, value in defaults.items():
+        if value is MISSING:
+            continue
+        if isinstance(value, tuple) and len(value) == 2 and all(map(_is_number, value)) \
+                and value[0] < value[1] and _is_range_name(name):
+            probes.append((f"reversed range {name}", {name: (value[1], value[0])}))
+        elif _is_number(value) and "prob" in name:
+            probes.append((f"probability {name} > 1", {name: 1.5}))
+            probes.append((f"probability {name} < 0", {name: -0.1}))
+        elif _is_number(value) and value > 0:
+            probes.append((f"negative {name}", {name: -1 if isinstance(value, int) else -1.0}))
+        elif name == "split" and isinstance(value, str):
+            probes.append((f"unknown {name}", {name: BAD_OPTION}))
+        elif isinstance(value, tuple) and value and all(isinstance(v, str) for v in value):
+            probes.append((f"empty {name}", {name: ()}))
+        if name.endswith("_min") and _is_number(value):
+            other = name[:-4] + "_max"
+            hi = defaults.get(other)
+            if _is_number(hi) and hi > value:
+                probes.append((f"{name} > {other}", {name: hi, other: value}))
+    return probes
+
+
+def refuses(cls: type[FamilyConfig], overrides: dict[str, Any]) -> bool:
+    """Return whether building and validating ``cls(**overrides)`` raises ``ValueError``."""
+    try:
+        cls(**overrides).validate()
+    except ValueError:
+        return True
+    return False
+
+
+def check_validate(cls: type[FamilyConfig]) -> None:
+    """Raise unless the default config validates and every :func:`bad_config_probes` is refused."""
+    try:
+        cls().validate()
+    except Exception as exc:
+        raise _fail(cls.name, "validate", f"the default config does not validate: {exc}") \
+            from exc
+    probes = bad_config_probes(cls)
+    if not probes:
+        raise _fail(cls.name, "validate",
+                    f"{cls.__name__} has no field a generic probe can perturb (no ranges, "
+                    "sizes, probabilities or options): give it validated fields")
+    for why, overrides in probes:
+        try:
+            ok = refuses(cls, overrides)
+        except Exception as exc:
+            raise _fail(cls.name, "validate",
+                        f"{cls.__name__}(**{overrides!r}) ({why}) raised "
+                        f"{type(exc).__name__}: {exc} instead of ValueError") from exc
+        if not ok:
+            raise _fail(cls.name, "validate",
+                        f"{cls.__name__}(**{overrides!r}).validate() accepted a bad config "
+                        f"({why}); it must raise ValueError")
+
+
+# ------------------------------------------------------------------------------ difficulty
+def check_knobs(cls: type[FamilyConfig]) -> None:
+    """Raise unless ``difficulty_knobs`` is implemented, names fields and validates at 0/.5/1."""
+    names = {f.name for f in fields(cls)}
+    knobs: dict[float, dict[str, Any]] = {}
+    for d in CHECK_DIFFICULTIES:
+        try:
+            knobs[d] = dict(cls.difficulty_knobs(d))
+        except NotImplementedError as exc:
+            raise _fail(cls.name, "difficulty",
+                        f"{cls.__name__}.difficulty_knobs is not implemented ({exc}); map "
+                        "difficulty in [0, 1] to the family's real knobs") from exc
+        unknown = sorted(set(knobs[d]) - names)
+        if unknown:
+            raise _fail(cls.name, "difficulty",
+                        f"difficulty_knobs({d}) names {unknown}, not fields of {cls.__name__} "
+                        f"(fields: {sorted(names)})")
+        try:
+            cls(**knobs[d]).validate()
+        except Exception as exc:
+            raise _fail(cls.name, "difficulty",
+                        f"the config of difficulty_knobs({d}) = {knobs[d]!r} does not validate: "
+                        f"{type(exc).__name__}: {exc}") from exc
+    if knobs[0.0] == knobs[1.0]:
+        raise _fail(cls.name, "difficulty",
+                    f"difficulty_knobs(0) == difficulty_knobs(1) = {knobs[0.0]!r}: the knobs "
+                    "do not change anything")
+
+
+# ------------------------------------------------------------------------------ determinism
+def _hash_script(pairs: Sequence[tuple[str, int, float | None]], modules: Sequence[str]) -> str:
+    return "\n".join([
+        "import importlib, json, sys",
+        *(f"importlib.import_module({m!r})" for m in modules),
+        "from m3gym.tasks.registry import make_task",
+        f"pairs = {list(pairs)!r}",
+        "print(json.dumps([make_task(f, s, difficulty=d).content_hash() for f, s, d in pairs]))",
+    ])
+
+
+def subprocess_hashes(pairs: Sequence[tuple[str, int, float | None]],
+                      modules: Sequence[str] = (), hash_seed: str = "4242") -> list[str]:
+    """Return the content hashes of ``(family, seed, difficulty)`` built in a fresh interpreter.
+
+    The child runs ``sys.executable`` with this process's ``sys.path`` and
+    ``PYTHONHASHSEED=hash_seed`` (so string hashing differs from a parent with another seed),
+    after importing ``modules`` (where families defined outside m3gym register).
+    """
+    env = dict(os.environ)
+    env["PYTHONHASHSEED"] = hash_seed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
+    proc = subprocess.run([sys.executable, "-c", _hash_script(pairs, modules)], env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the task-hash subprocess failed:\n{proc.stderr[-2000:]}")
+    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _modules_of(names: Iterable[str]) -> list[str]:
+    """Return the modules (outside m3gym) a child must import for ``names`` to be registered."""
+    mods = {get_family(n).__module__ for n in names}
+    return sorted(m for m in mods if m != "__main__" and not m.startswith("m3gym."))
+
+
+def _child_hash_seed() -> str:
+    return "4242" if os.environ.get("PYTHONHASHSEED") != "4242" else "4243"
+
+
+def check_cross_process(names: Sequence[str], seeds: Sequence[int] = (0, 1),
+                        difficulties: Sequence[float | None] = (None,)) -> None:
+    """Raise unless every ``(family, seed, difficulty)`` hashes the same in a fresh interpreter.
+
+    One child process serves all ``names`` (interpreter start-up dominates the cost).
+    """
+    check_cross_process_triples([(n, int(s), d) for n in names for s in seeds
+                                 for d in difficulties])
+
+
+def check_cross_process_triples(triples: Sequence[tuple[str, int, float | None]]) -> None:
+    """Raise unless each ``(family, seed, difficulty)`` builds the same task in a fresh process."""
+    theirs = subprocess_hashes(triples, _modules_of({n for n, _, _ in triples}),
+                               _child_hash_seed())
+    for (n, s, d), h in zip(triples, theirs):
+        ours = make_task(n, s, difficulty=d).content_hash()
+        if ours != h:
+            raise _fail(n, "determinism",
+                        f"seed {s}, difficulty {d}: the task differs in a fresh process "
+                        f"(hash {h[:12]} vs {ours[:12]} here): randomness must come only from "
+                        "the passed rng (no hash(), set order, global numpy state, clock)")
+
+
+def check_in_process(name: str, seeds: Sequence[int], difficulty: float | None) -> list[Task]:
+    """Raise unless each seed's task is byte-identical when built twice; return the tasks.
+
+    All seeds are built, then all again, so other tasks are built in between (with one seed,
+    a task of another seed is): state leaking from one build into the next shows.
+    """
+    first = [make_task(name, s, difficulty=difficulty) for s in seeds]
+    if len(seeds) == 1:
+        make_task(name, int(seeds[0]) + 1000, difficulty=difficulty)
+    for seed, task in zip(seeds, first):
+        again = make_task(name, seed, difficulty=difficulty)
+        if task.content_hash() != again.content_hash():
+            raise _fail(name, "determinism",
+                        f"seed {seed}, difficulty {difficulty}: two builds of the same task "
+                        "differ in this process (" + _first_difference(task, again) + ")")
+    return first
+
+
+def _first_difference(a: Task, b: Task) -> str:
+    for i, (x, y) in enumerate(zip(a.images, b.images)):
+        if x.shape != y.shape or x.tobytes() != y.tobytes():
+            return f"image {i} differs"
+    if len(a.images) != len(b.images):
+        return "the number of images differs"
+    sa, sb = a.spec_dict(), b.spec_dict()
+    for key in sa:
+        if sa[key] != sb.get(key):
+            return f"{key} differs: {sa[key]!r:.120} vs {sb.get(key)!r:.120}"
+    return "evidence renders differ"
+
+
+# ------------------------------------------------------------------------------ task sanity
+def check_task(cls: type[FamilyConfig], task: Task, config: FamilyConfig, where: str) -> None:
+    """Raise unless the task declares its family, level, domain and a sane choice set."""
+    from m3gym.scoring.answer import answer_is_correct
+
+    name = cls.name
+    if task.family != name or task.level != cls.level or task.domain not in cls.domains:
+        raise _fail(name, "task", f"{where}: family/level/domain {task.family!r}/{task.level}/"
+                    f"{task.domain!r} do not match the class ({name!r}/{cls.level}/{cls.domains})")
+    for i, img in enumerate(task.images):
+        if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3 or img.flags.writeable:
+            raise _fail(name, "task", f"{where}: image {i} must be a read-only uint8 RGB array "
+                        f"(R.freeze), got {img.dtype} {img.shape} writeable={img.flags.writeable}")
+    for ev in task.evidence:
+        if not 0 <= ev.image < len(task.images):
+            raise _fail(name, "task", f"{where}: evidence {ev.id!r} names image {ev.image} of "
+                        f"{len(task.images)}")
+        h, w = task.images[ev.image].shape[:2]
+        x0, y0, x1, y1 = ev.box
+        if not (0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h):
+            raise _fail(name, "task", f"{where}: evidence {ev.id!r} box {ev.box} leaves image "
+                        f"{ev.image} ({w}x{h})")
+    if task.choices is None:
+        return
+    choices = list(task.choices)
+    if len(set(choices)) != len(choices):
+        dup = sorted({c for c in choices if choices.count(c) > 1})
+        raise _fail(name, "choices", f"{where}: duplicate choices {dup} in {choices}")
+    hits = [c for c in choices if answer_is_correct(c, task.answer)]
+    if task.answer.value not in choices or len(hits) != 1:
+        raise _fail(name, "choices", f"{where}: the answer {task.answer.value!r} must be among "
+                    f"the choices exactly once; choices accepted as the answer: {hits} of "
+                    f"{choices}")
+    declared = getattr(config, "choices", None)
+    if _is_number(declared) and len(choices) != int(declared):
+        raise _fail(name, "choices", f"{where}: {len(choices)} choices, the config declares "
+                    f"choices={declared}")
+
+
+def config_of(cls: type[FamilyConfig], difficulty: float | None) -> FamilyConfig:
+    """Return the config ``make_task`` builds for ``difficulty`` (without the seed's split)."""
+    return cls(**(cls.difficulty_knobs(difficulty) if difficulty is not None else {}))
+
+
+# ------------------------------------------------------------------------------ oracle, legibility
+def check_oracle_and_legibility(name: str, task: Task, where: str, env: Any = None) -> None:
+    """Raise unless the oracle is perfect and the evidence needs the reference to be legible.
+
+    ``env`` (an :class:`~m3gym.env.M3BenchEnv` of the family) is reused when given.
+    """
+    from m3gym.agents.base import OracleAgent
+    from m3gym.env import M3BenchEnv
+    from m3gym.eval.episode import run_episode
+    from m3gym.scoring.checkpoints import measure_evidence
+
+    env = env if env is not None else M3BenchEnv(family=name)
+    view = env.view_size
+    rec = run_episode(env, OracleAgent(), options={"task": task}, catch=False)
+    m = rec.final.get("metrics") or {}
+    got = {k: m.get(k) for k in ("acc", "S", "V", "OT")}
+    if got != {"acc": 1.0, "S": 1.0, "V": 1.0, "OT": 0.0}:
+        failed = [c.get("error") for c in rec.final.get("calls", []) if not c.get("ok", True)]
+        raise _fail(name, "oracle", f"{where}: the oracle replaying the reference scores {got} "
+                    f"(want acc=S=V=1, OT=0); failed calls: {failed}; failure_mode "
+                    f"{m.get('failure_mode')!r}")
+    state = env.state
+    if not task.evidence:
+        used = {c.name for c in task.reference_calls}
+        if not used & RETRIEVAL_TOOLS:
+            raise _fail(name, "tool needed", f"{where}: the task has no on-image evidence and "
+                        f"its reference ({sorted(used)}) retrieves nothing: nothing makes a "
+                        "tool necessary")
+        return
+    for ev in task.evidence:
+        before = measure_evidence(state[ev.image], ev, view)
+        if before.passed:
+            raise _fail(name, "tool needed", f"{where}: evidence {ev.id!r} is already legible "
+                        f"in input image {ev.image} at view size {view} ({before.reason})")
+        after = [measure_evidence(state[i], ev, view) for i in range(len(task.images),
+                                                                      len(state))]
+        if not any(v.passed for v in after):
+            reasons = sorted({v.reason for v in after}) or ["the reference made no image"]
+            raise _fail(name, "tool needed", f"{where}: evidence {ev.id!r} is legible in no "
+                        f"artifact of the reference ({'; '.join(reasons)[:300]})")
+
+
+# ------------------------------------------------------------------------------ monotonicity
+def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int]) -> float:
+    """Return the heuristic agent's accuracy on ``name`` at ``difficulty`` over ``seeds``."""
+    from m3gym.agents.heuristic import HeuristicAgent
+    from m3gym.env import M3BenchEnv
+    from m3gym.eval.episode import run_episode
+
+    env = M3BenchEnv(family=name)
+    correct = 0
+    for seed in seeds:
+        task = make_task(name, int(seed), difficulty=difficulty)
+        rec = run_episode(env, HeuristicAgent(seed=int(seed)), options={"task": task})
+        correct += bool(rec.final.get("answer_correct"))
+    env.close()
+    return correct / max(1, len(seeds))
+
+
+def check_monotone(name: str, seeds: Sequence[int],
+                   tolerance: float | None = None) -> tuple[float, float]:
+    """Raise when the heuristic does better at difficulty 1 than at 0 (beyond ``tolerance``).
+
+    ``tolerance`` defaults to ``max(MONOTONE_TOLERANCE, 2 / len(seeds))``. Returns the two
+    accuracies (difficulty 0, difficulty 1) on the same seeds.
+    """
+    if tolerance is None:
+        tolerance = max(MONOTONE_TOLERANCE, 2.0 / max(1, len(seeds)))
+    easy = heuristic_accuracy(name, 0.0, seeds)
+    hard = heuristic_accuracy(name, 1.0, seeds)
+    if hard > easy + tolerance:
+        raise _fail(name, "monotone", f"the heuristic agent's accuracy rises with difficulty: "
+                    f"{easy:.2f} at 0 vs {hard:.2f} at 1 over seeds {list(seeds)} (tolerance "
+                    f"{tolerance:g})")
+    return easy, hard
+
+
+# ------------------------------------------------------------------------------ entry point
+def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool = False,
+                 cross_process: bool = True, monotone_episodes: int | None = None) -> None:
+    """Check every guarantee of family ``name``; raise :class:`FamilyCheckError` on the first miss.
+
+    Args:
+        name: a registered family.
+        seeds: task seeds for the per-task checks (default 2 when ``quick``, else 6).
+        quick: fewer seeds and difficulties (``None``, 0, 1) and 6 heuristic episodes per end
+            (12 otherwise) — the per-family test's setting.
+        cross_process: also rebuild the tasks in a fresh interpreter (a ~2 s start-up; the test
+            suite checks all families in one child with :func:`check_cross_process` instead).
+        monotone_episodes: heuristic episodes per end of the difficulty range (0 skips).
+    """
+    cls = get_family(name)
+    seeds = list(seeds if seeds is not None else (range(2) if quick else range(6)))
+    if not seeds:
+        raise ValueError("check_family needs at least one seed")
+    check_docstring(cls)
+    check_validate(cls)
+    check_knobs(cls)
+    from m3gym.env import M3BenchEnv
+
+    difficulties: tuple[float | None, ...] = (None, 0.0, 1.0) if quick else (None, 0.0, 0.5, 1.0)
+    env = M3BenchEnv(family=name)
+    for d in difficulties:
+        config = config_of(cls, d)
+        for seed, task in zip(seeds, check_in_process(name, seeds, d)):
+            where = f"seed {seed}, difficulty {d}"
+            check_task(cls, task, config, where)
+            check_oracle_and_legibility(name, task, where, env)
+    env.close()
+    if cross_process:
+        check_cross_process([name], seeds[:2], (None, 1.0))
+    n = monotone_episodes if monotone_episodes is not None else (6 if quick else 12)
+    if n > 0:
+        check_monotone(name, range(n))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m m3gym.testing FAMILY [FAMILY ...] [--quick]``: check families, report each."""
+    import argparse
+
+    from m3gym.tasks.registry import family_names
+
+    parser = argparse.ArgumentParser(prog="python -m m3gym.testing",
+                                     description="check_family for each named family")
+    parser.add_argument("families", nargs="*", help="family names (default: every family)")
+    parser.add_argument("--quick", action="store_true", help="the test suite's small sample")
+    args = parser.parse_args(argv)
+    failed = 0
+    for name in args.families or family_names(suite=None):
+        try:
+            check_family(name, quick=args.quick)
+        except FamilyCheckError as exc:
+            failed += 1
+            print(f"FAIL {exc}", flush=True)
+        else:
+            print(f"ok   {name}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

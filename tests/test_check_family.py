@@ -1,0 +1,157 @@
+"""check_family on every registered family, and on broken toy families (so the checker can fail)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+from m3gym.tasks.registry import family_names, get_family
+from m3gym.testing import (
+    DOCSTRING_SECTIONS,
+    FamilyCheckError,
+    bad_config_probes,
+    check_cross_process,
+    check_cross_process_triples,
+    check_family,
+    check_monotone,
+    docstring_sections,
+    registered,
+)
+
+FAMILIES = family_names(suite=None)
+MONOTONE_EPISODES = int(os.environ.get("M3GYM_MONOTONE_EPISODES", "6"))
+"""Heuristic episodes per end of the difficulty range (the heuristic dominates the test's time)."""
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_check_family(family: str) -> None:
+    """Every registered family (all suites) keeps every guarantee (quick sample)."""
+    check_family(family, quick=True, cross_process=False, monotone_episodes=MONOTONE_EPISODES)
+
+
+def test_every_family_is_deterministic_across_processes() -> None:
+    """One fresh interpreter rebuilds seed 0 of every family (at difficulty 1 where knobbed)."""
+    triples: list[tuple[str, int, float | None]] = [(f, 0, None) for f in FAMILIES]
+    for f in FAMILIES:
+        try:
+            get_family(f).difficulty_knobs(1.0)
+        except NotImplementedError:
+            continue  # test_check_family reports the missing knobs
+        triples.append((f, 1, 1.0))
+    check_cross_process_triples(triples)
+
+
+# ------------------------------------------------------------------------------ toy families
+
+
+@pytest.fixture(scope="module")
+def toys():
+    """The toy families, registered for this module only."""
+    module = importlib.import_module("tests.toy_families")
+    with registered(*module.TOYS):
+        yield module
+
+
+def _fails(name: str, check: str, **kwargs) -> str:
+    kwargs = {"seeds": [0], "cross_process": False, "monotone_episodes": 0, **kwargs}
+    with pytest.raises(FamilyCheckError) as err:
+        check_family(name, **kwargs)
+    message = str(err.value)
+    assert message.startswith(f"check_family({name!r}) [{check}]"), message
+    return message
+
+
+def test_nondeterministic_family_fails(toys) -> None:
+    assert "two builds of the same task differ" in _fails("toy_nondeterministic", "determinism")
+    assert "question differs" in _fails("toy_nondeterministic", "determinism")
+
+
+def test_hash_seeded_family_fails_only_across_processes(toys) -> None:
+    check_family("toy_hash_seeded", seeds=[0], cross_process=False, monotone_episodes=0)
+    with pytest.raises(FamilyCheckError, match=r"\[determinism\].*fresh process"):
+        check_cross_process(["toy_hash_seeded"], seeds=(0,))
+
+
+def test_bad_oracle_fails(toys) -> None:
+    message = _fails("toy_bad_oracle", "oracle")
+    assert "'acc': 1.0" in message and "'S': 0.0" in message
+
+
+def test_missing_docstring_section_fails(toys) -> None:
+    assert "lacks section(s) ['Difficulty']" in _fails("toy_missing_doc", "docstring")
+
+
+def test_lax_validate_fails(toys) -> None:
+    message = _fails("toy_lax_validate", "validate")
+    assert "(**{'width': -1}).validate() accepted a bad config (negative width)" in message
+
+
+def test_missing_knobs_fail(toys) -> None:
+    assert "difficulty_knobs is not implemented" in _fails("toy_no_knobs", "difficulty")
+
+
+def test_duplicate_choices_fail(toys) -> None:
+    assert "duplicate choices" in _fails("toy_duplicate_choices", "choices")
+
+
+def test_evidence_legible_without_tools_fails(toys) -> None:
+    assert "already legible in input image 0" in _fails("toy_legible", "tool needed")
+
+
+def test_monotone_check_fails_when_hard_is_easier(monkeypatch) -> None:
+    import m3gym.testing as testing
+
+    monkeypatch.setattr(testing, "heuristic_accuracy",
+                        lambda name, d, seeds: {0.0: 0.25, 1.0: 0.75}[d])
+    with pytest.raises(FamilyCheckError, match=r"\[monotone\].*0.25 at 0 vs 0.75 at 1"):
+        check_monotone("tiny_text", range(12))
+    monkeypatch.setattr(testing, "heuristic_accuracy",
+                        lambda name, d, seeds: {0.0: 0.25, 1.0: 0.5}[d])
+    assert check_monotone("tiny_text", range(12)) == (0.25, 0.5)  # within the tolerance
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def test_docstring_sections_reads_google_style_headers() -> None:
+    doc = """Title line.
+
+    Scene:
+        text
+    Question:
+        text
+    Not a header: inline text
+    Config:
+    Difficulty:
+        text
+    """
+    assert docstring_sections(doc) == ["Scene", "Question", "Difficulty"]
+    full = "Title.\n\n" + "".join(f"{s}:\n    body\n" for s in DOCSTRING_SECTIONS)
+    assert docstring_sections(full) == list(DOCSTRING_SECTIONS)
+
+
+def test_bad_config_probes_of_the_example_family() -> None:
+    from examples.example_family import SerialPlateFamily
+
+    assert bad_config_probes(SerialPlateFamily) == [
+        ("negative width", {"width": -1}),
+        ("negative height", {"height": -1}),
+        ("reversed range glyph_range", {"glyph_range": (10.0, 8.0)}),
+        ("reversed range clutter", {"clutter": (8, 4)}),
+    ]
+
+
+def test_bad_config_probes_leave_size_pairs_alone() -> None:
+    from dataclasses import dataclass
+
+    from m3gym.tasks.registry import FamilyConfig
+
+    @dataclass
+    class Pairs(FamilyConfig):
+        image_size: tuple[int, int] = (1200, 1600)
+        size_range: tuple[int, int] = (4, 9)
+        mode: str = "a"
+
+    assert bad_config_probes(Pairs) == [("reversed range size_range", {"size_range": (9, 4)})]

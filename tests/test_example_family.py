@@ -1,0 +1,30 @@
+"""The README's example family passes check_family (so the example cannot rot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from m3gym.tasks.registry import family_names, make_task
+from m3gym.testing import check_family, registered
+
+
+def test_example_family_passes_check_family() -> None:
+    from examples.example_family import SerialPlateFamily
+
+    with registered(SerialPlateFamily):
+        assert "serial_plate" in family_names(level=1)
+        check_family("serial_plate", quick=True)  # cross-process included: the child imports it
+        easy, hard = make_task("serial_plate", 3, difficulty=0.0), \
+            make_task("serial_plate", 3, difficulty=1.0)
+        assert easy.evidence[0].glyph_height > hard.evidence[0].glyph_height
+    assert "serial_plate" not in family_names(level=1)
+
+
+def test_readme_lists_the_example_file_verbatim() -> None:
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    section = readme.split("## Write a new family", 1)[1].split("\n## ", 1)[0]
+    listing = section.split("```python\n", 1)[1].split("```", 1)[0]
+    source = (root / "examples" / "example_family.py").read_text()
+    code = source.split('"""', 2)[2].lstrip("\n")
+    assert listing == code
