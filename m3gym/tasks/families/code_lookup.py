@@ -194,9 +194,8 @@ class CodeLookupFamily(FamilyConfig):
         plate_col = R.jitter_color(rng, R.pick(rng, S.PLATE_COLORS), 8)
         inner = (px + 8, py + ph // 2, px + pw - 8, py + ph - 8)
         spot = S.place(rng, size, inner, [], (20, 20, w - 20, h - 20))
-        label = S.draw_faint_label(img, rng, code, glyph, float(rng.uniform(self.contrast_min,
-                                                                          self.contrast_max)),
-                                 spot, plate_col, patch)
+        contrast = float(rng.uniform(self.contrast_min, self.contrast_max))
+        label = S.draw_faint_label(img, rng, code, glyph, contrast, spot, plate_col, patch)
         keep.append(label.plate)
         where = R.position_phrase(label.plate, w, h)
         decoys: list[str] = []

@@ -154,7 +154,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
         size = S.label_size(patch)
         spot = S.place(rng, size, sign_area, [], (fx, fy, fx + fw, h - 10))
         label = S.draw_faint_label(img, rng, building.name.upper(), glyph,
-                                 float(rng.uniform(lo, hi)), spot, plate_col, patch)
+                                   float(rng.uniform(lo, hi)), spot, plate_col, patch)
         keep = [label.plate]
         keep.append(S.draw_badge(img, rng, person.name, pid, (10, h // 3, w - 10, h - 10), keep))
         where = R.position_phrase(label.plate, w, h)
@@ -163,7 +163,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
             n = int(rng.integers(self.decoy_plates[0], self.decoy_plates[1] + 1))
             names = [e.name.upper() for e in world.distractors(building)][:n]
             decoys = S.draw_decoy_labels(img, rng, names, (self.glyph_min, self.glyph_max),
-                                         (lo, hi), keep, where)
+                                         (lo, hi), keep, where, (fx, fy, fx1, h - 10))
         S.finish_scene(img, rng, keep, self.clutter, self.labels, (fx, fy, fx1, h - 10))
         evidence = C.text_evidence("sign", img, label.text, building.name.upper())
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)))

@@ -231,21 +231,23 @@ def draw_faint_label(img: np.ndarray, rng: np.random.Generator, text: str, glyph
 
 def draw_decoy_labels(img: np.ndarray, rng: np.random.Generator, texts: list[str],
                       glyph: tuple[float, float], contrast: tuple[float, float],
-                      keep: list[R.Box], not_in: str) -> list[str]:
+                      keep: list[R.Box], not_in: str, bounds: R.Box | None = None
+                      ) -> list[str]:
     """Draw look-alike faint labels with ``texts`` outside the ``not_in`` part of the image.
 
     Each label looks like the evidence (same glyph and contrast ranges) but lies in another
     part of the image (:func:`R.position_phrase` differs from ``not_in``), so the question's
-    position names the target. Placed plates are added to ``keep``; returns the drawn texts.
+    position names the target; ``bounds`` (default: the image) is where they may go. Placed
+    plates are added to ``keep``; returns the drawn texts.
     """
     h, w = img.shape[:2]
+    bounds = bounds or (20, 20, w - 20, h - 20)
     drawn: list[str] = []
     for text in texts:
         patch = evidence_patch(rng, text, float(rng.uniform(*glyph)))
         size = label_size(patch)
         for _ in range(30):
-            spot = R.find_free_spot(rng, size, (20, 20, w - 20, h - 20), keep, margin=24,
-                                    tries=20)
+            spot = R.find_free_spot(rng, size, bounds, keep, margin=24, tries=20)
             if spot is None:
                 break
             box = (spot[0], spot[1], spot[0] + size[0], spot[1] + size[1])
