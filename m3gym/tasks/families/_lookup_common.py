@@ -302,3 +302,16 @@ def check_count_range(name: str, value: tuple[int, int], most: int) -> None:
     if len(value) != 2 or not 0 <= value[0] <= value[1] <= most:
         raise ValueError(f"{name} must be (low, high) with 0 <= low <= high <= {most}, "
                          f"got {value!r}")
+
+
+def check_float_range(name: str, value: tuple[float, float], low: float, high: float) -> None:
+    """Raise ``ValueError`` unless ``value`` is an ordered ``(lo, hi)`` within ``low..high``."""
+    if len(value) != 2 or not low <= value[0] <= value[1] <= high:
+        raise ValueError(f"{name} must be (lo, hi) with {low:g} <= lo <= hi <= {high:g}, "
+                         f"got {value!r}")
+
+
+def check_camera(noise_sigma: tuple[float, float], camera: tuple[float, float]) -> None:
+    """Raise ``ValueError`` for an unusable sensor-noise or camera-strength range."""
+    check_float_range("noise_sigma", noise_sigma, 0.0, 8.0)
+    check_float_range("camera", camera, 0.0, 1.0)

@@ -109,9 +109,10 @@ class CodeLookupFamily(FamilyConfig):
     Config:
         ``width``/``aspect`` image size; ``glyph_min``/``glyph_max`` code glyph height (px);
         ``contrast_min``/``contrast_max`` ink contrast (levels); ``noise_sigma`` sensor noise;
-        ``clutter``/``labels`` distractor counts; ``decoy_tags`` look-alike tag count range;
-        ``attributes`` asked attributes (keys of :data:`CODE_QUESTIONS`); ``hops`` allowed page
-        hops; ``choices`` option count; ``split``/``world_seed`` the offline world.
+        ``camera`` camera-pipeline strength; ``clutter``/``labels`` distractor counts;
+        ``decoy_tags`` look-alike tag count range; ``attributes`` asked attributes (keys of
+        :data:`CODE_QUESTIONS`); ``hops`` allowed page hops; ``choices`` option count;
+        ``split``/``world_seed`` the offline world.
     """
 
     name: ClassVar[str] = "code_lookup"
@@ -150,6 +151,7 @@ class CodeLookupFamily(FamilyConfig):
     def validate(self) -> None:
         """Check the world, the illegibility of the code at view size, and the attributes."""
         C.check_world_config(self.world_seed, self.split)
+        C.check_camera(self.noise_sigma, self.camera)
         C.check_tiny_text_scene(self.width, self.aspect, self.glyph_min, self.glyph_max)
         if not 4 <= self.contrast_min <= self.contrast_max < Evidence.min_contrast:
             raise ValueError("contrast range must lie in 4..min_contrast (faint ink)")

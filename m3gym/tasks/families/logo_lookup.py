@@ -106,11 +106,12 @@ class LogoLookupFamily(FamilyConfig):
         (8, 13), ``labels`` (1, 3) -> (4, 7); ``hops`` (1,) below 1/3, (1, 2), (2,) above 2/3.
 
     Config:
-        ``width``/``aspect`` image size; ``side_min``/``side_max`` logo side (px); ``tilt``
-        range of the logo's absolute tilt (deg; 0 or above the upright tolerance); ``decoys``
-        other logos; ``twin_prob`` probability of the twin decoy; ``noise_sigma`` sensor noise;
-        ``clutter``/``labels`` distractor counts; ``scenes`` among :data:`LOGO_SCENES`; ``hops``
-        allowed page hops; ``choices`` option count; ``split``/``world_seed`` the world.
+        ``width``/``aspect`` image size; ``side_min``/``side_max`` logo side (px); ``tilt`` range of
+        the logo's absolute tilt (deg; 0 or above the upright tolerance); ``decoys`` other logos;
+        ``twin_prob`` probability of the twin decoy; ``noise_sigma`` sensor noise; ``camera``
+        camera-pipeline strength; ``clutter``/``labels`` distractor counts; ``scenes`` among
+        :data:`LOGO_SCENES`; ``hops`` allowed page hops; ``choices`` option count;
+        ``split``/``world_seed`` the world.
     """
 
     name: ClassVar[str] = "logo_lookup"
@@ -150,6 +151,7 @@ class LogoLookupFamily(FamilyConfig):
     def validate(self) -> None:
         """Check the world, the illegibility of the logo at view size, and the scenes."""
         C.check_world_config(self.world_seed, self.split)
+        C.check_camera(self.noise_sigma, self.camera)
         if not 1000 <= self.width[0] <= self.width[1] <= 4096:
             raise ValueError("width range must lie in 1000..4096")
         if not 0.4 <= self.aspect[0] <= self.aspect[1] <= 1.0:

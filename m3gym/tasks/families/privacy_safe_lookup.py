@@ -69,11 +69,11 @@ class PrivacySafeLookupFamily(FamilyConfig):
 
     Config:
         ``width``/``aspect`` image size; ``glyph_min``/``glyph_max`` sign glyph height (px);
-        ``faded_prob`` share of faded plates; ``contrast_min``/``contrast_max`` faded ink
-        contrast; ``clear_contrast`` unfaded ink contrast; ``noise_sigma`` sensor noise;
-        ``clutter``/``labels`` distractor counts; ``decoy_plates`` look-alike plate count range;
-        ``attributes`` (keys of :data:`BUILDING_QUESTIONS`); ``hops`` allowed page hops;
-        ``choices`` option count; ``split``/``world_seed`` the offline world.
+        ``faded_prob`` share of faded plates; ``contrast_min``/``contrast_max`` faded ink contrast;
+        ``clear_contrast`` unfaded ink contrast; ``noise_sigma`` sensor noise; ``camera``
+        camera-pipeline strength; ``clutter``/``labels`` distractor counts; ``decoy_plates``
+        look-alike plate count range; ``attributes`` (keys of :data:`BUILDING_QUESTIONS`); ``hops``
+        allowed page hops; ``choices`` option count; ``split``/``world_seed`` the offline world.
     """
 
     name: ClassVar[str] = "privacy_safe_lookup"
@@ -115,6 +115,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
     def validate(self) -> None:
         """Check the world, the illegibility of the sign at view size, and the attributes."""
         C.check_world_config(self.world_seed, self.split)
+        C.check_camera(self.noise_sigma, self.camera)
         C.check_tiny_text_scene(self.width, self.aspect, self.glyph_min, self.glyph_max)
         if not 0.0 <= self.faded_prob <= 1.0:
             raise ValueError("faded_prob must lie in [0, 1]")
