@@ -269,8 +269,8 @@ def check_hops(hops: tuple[int, ...], attributes: tuple[str, ...]) -> None:
 
     Some attribute in ``attributes`` must lie that many hops away.
     """
-    if not hops or any(h not in HOPS for h in hops):
-        raise ValueError(f"hops must be a non-empty subset of {HOPS}, got {hops!r}")
+    if not hops or any(h not in HOPS for h in hops) or tuple(sorted(set(hops))) != tuple(hops):
+        raise ValueError(f"hops must be a non-empty ascending subset of {HOPS}, got {hops!r}")
     if not any(hops_of(a) in hops for a in attributes):
         raise ValueError(f"no attribute of {attributes!r} is {hops!r} hop(s) away")
 

@@ -172,8 +172,7 @@ class LogoLookupFamily(FamilyConfig):
         C.check_count_range("labels", self.labels, 20)
         if not self.scenes or any(s not in LOGO_SCENES for s in self.scenes):
             raise ValueError(f"scenes must be among {sorted(LOGO_SCENES)}")
-        if not self.hops or any(h not in C.HOPS for h in self.hops):
-            raise ValueError(f"hops must be a non-empty subset of {C.HOPS}")
+        C.check_hops(self.hops, tuple(a for q in LOGO_QUESTIONS.values() for a in q))
         if self.choices < 2:
             raise ValueError("choices must be >= 2")
 
