@@ -26,7 +26,7 @@ COUNT_NUMERIC = AnswerSpec("12", match="numeric")                              #
 GRID_PAIR = AnswerSpec("6x13", variants=("6 x 13", "6 by 13", "6×13",
                                          "6 rows and 13 columns"))              # grid_period pair
 GRID_TOTAL = AnswerSpec("78", match="numeric")                                 # grid_period total
-LOOKUP_NUMBER = AnswerSpec("1,250", variants=("1250",))                        # l3_lookup
+LOOKUP_NUMBER = AnswerSpec("1,250", variants=("1250",))                        # code_lookup / logo_lookup / privacy_safe_lookup
 LOOKUP_NAME = AnswerSpec("Dusesath Analytics")                                 # l3 names
 
 

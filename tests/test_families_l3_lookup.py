@@ -14,14 +14,10 @@ from m3gym.env import M3BenchEnv
 from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
 from m3gym.state import ImageState
 from m3gym.tasks import render as R
-from m3gym.tasks.families.l3_lookup import (
-    CodeLookupFamily,
-    LogoLookupFamily,
-    PrivacySafeLookupFamily,
-    answer_choices,
-    code_pairs,
-    reference_crop,
-)
+from m3gym.tasks.families._lookup_common import answer_choices, reference_crop
+from m3gym.tasks.families.code_lookup import CodeLookupFamily, code_pairs
+from m3gym.tasks.families.logo_lookup import LogoLookupFamily
+from m3gym.tasks.families.privacy_safe_lookup import PrivacySafeLookupFamily
 from m3gym.tasks.registry import family_names, make_task
 from m3gym.tasks.spec import Task
 from m3gym.web.world import build_world
@@ -263,3 +259,141 @@ def test_search_hit_fails_for_the_distractor_query(family):
         env.step({"name": "web_search", "arguments": dict(query.arguments)})
         assert evaluate_checkpoints(task, env.trace, env.state).result(hit.id).passed, seed
     assert listed_lower >= 5  # the leniency max_rank = 1 removes is real
+
+
+# --------------------------------------------------------------------------------------------
+# difficulty knobs
+
+
+KNOB_CLASSES = (CodeLookupFamily, LogoLookupFamily, PrivacySafeLookupFamily)
+
+
+@pytest.mark.parametrize("cls", KNOB_CLASSES)
+@pytest.mark.parametrize("d", [0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+def test_difficulty_knobs_give_valid_configs(cls, d):
+    cls(**cls.difficulty_knobs(d)).validate()
+
+
+@pytest.mark.parametrize("cls", KNOB_CLASSES)
+def test_difficulty_knobs_get_harder(cls):
+    easy, hard = cls.difficulty_knobs(0.0), cls.difficulty_knobs(1.0)
+    assert easy["hops"] == (1,) and hard["hops"] == (2,)
+    assert cls.difficulty_knobs(0.5)["hops"] == (1, 2)
+    assert hard["clutter"][0] > easy["clutter"][1] and hard["labels"][0] > easy["labels"][0]
+    if cls is LogoLookupFamily:
+        assert hard["side_max"] < easy["side_min"]
+        assert easy["tilt"] == (0.0, 0.0) and hard["tilt"][0] > 10.0
+        assert (easy["twin_prob"], hard["twin_prob"]) == (0.0, 1.0)
+        assert hard["decoys"][0] > easy["decoys"][0]
+    else:
+        assert hard["glyph_max"] < easy["glyph_min"]
+        assert hard["contrast_max"] < easy["contrast_min"]
+        decoys = "decoy_tags" if cls is CodeLookupFamily else "decoy_plates"
+        assert easy[decoys] == (0, 0) and hard[decoys][0] >= 2
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_hops_follow_difficulty(family):
+    for seed in range(12):
+        one = make_task(family, seed, difficulty=0.0)
+        two = make_task(family, seed, difficulty=1.0)
+        assert "." not in one.metadata["attribute"]
+        assert "." in two.metadata["attribute"]
+        assert [c.name for c in one.reference_calls].count("fetch_webpage") == 1
+        assert [c.name for c in two.reference_calls].count("fetch_webpage") == 2
+
+
+def test_hard_code_lookup_draws_look_alike_tags_elsewhere():
+    world = build_world(0, "train")
+    for seed in range(12):
+        task = make_task("code_lookup", seed, difficulty=1.0)
+        decoys = task.metadata["decoy_codes"]
+        assert decoys and task.metadata["search_query"] not in decoys
+        assert decoys[0] == world.entity(task.metadata["distractor"]).attributes["code"]
+        assert not make_task("code_lookup", seed, difficulty=0.0).metadata["decoy_codes"]
+
+
+def test_hard_privacy_lookup_names_where_the_plate_is():
+    for seed in range(12):
+        task = make_task("privacy_safe_lookup", seed, difficulty=1.0)
+        if task.metadata["decoy_plates"]:
+            assert "name plate is in the" in task.question
+        easy = make_task("privacy_safe_lookup", seed, difficulty=0.0)
+        assert not easy.metadata["decoy_plates"] and "name plate is in" not in easy.question
+
+
+def test_tilted_logo_is_rotated_upright_before_the_search():
+    from m3gym.scoring.checkpoints import UPRIGHT_TOLERANCE_DEG
+
+    for seed in range(8):
+        task = make_task("logo_lookup", seed, difficulty=1.0)
+        tilt = task.metadata["tilt"]
+        assert abs(tilt) > UPRIGHT_TOLERANCE_DEG and task.evidence[0].angle == tilt
+        names = [c.name for c in task.reference_calls]
+        assert names[:3] == ["crop", "rotate", "image_search"]
+        assert task.reference_calls[1].arguments["angle"] == -tilt
+        assert any(cp.kind == "rotate_upright" for cp in task.checkpoints)
+        easy = make_task("logo_lookup", seed, difficulty=0.0)
+        assert easy.metadata["tilt"] == 0.0 and "rotate" not in {c.name for c in
+                                                                  easy.reference_calls}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("d", [0.0, 1.0])
+def test_oracle_solves_extreme_difficulties(family, d):
+    env = M3BenchEnv(family=family)
+    for seed in range(10):
+        task = make_task(family, seed, difficulty=d)
+        info, calls = run_oracle(env, task)
+        assert all(c["ok"] for c in calls) and info["answer_correct"], (seed, d)
+        report = evaluate_checkpoints(task, env.trace, env.state)
+        assert report.S == 1.0 and report.V == 1.0, (seed, d, report.to_dict())
+
+
+@pytest.mark.parametrize("cls, bad", [
+    (CodeLookupFamily, {"hops": (3,)}),
+    (CodeLookupFamily, {"hops": (2,), "attributes": ("colour",)}),
+    (CodeLookupFamily, {"decoy_tags": (2, 1)}),
+    (LogoLookupFamily, {"tilt": (5.0, 8.0)}),
+    (LogoLookupFamily, {"twin_prob": 1.5}),
+    (PrivacySafeLookupFamily, {"decoy_plates": (0, 9)}),
+])
+def test_validate_rejects_bad_knobs(cls, bad):
+    with pytest.raises(ValueError):
+        cls(**bad).validate()
+
+
+# --------------------------------------------------------------------------------------------
+# scene drawing (m3gym.tasks.render.lookup_scenes)
+
+
+def test_faint_label_mask_is_the_faint_ink():
+    from m3gym.tasks.render import lookup_scenes as S
+
+    img = np.full((200, 400, 3), 90, np.uint8)
+    rng = np.random.default_rng(3)
+    label = S.draw_faint_label(img, rng, "K7-4F2", 9.0, 12.0, (60, 50), (230, 230, 230))
+    x0, y0, x1, y1 = label.text.box
+    gray = img[..., 1].astype(int)
+    ink = gray[y0:y1, x0:x1][label.text.mask]
+    assert ink.size > 20 and 210 <= ink.mean() <= 226  # 12 levels under the 230 plate, AA edges
+    cx0, cy0, cx1, cy1 = label.crop_box
+    assert cx0 <= x0 and cy0 <= y0 and cx1 >= x1 and cy1 >= y1  # the crop holds the text
+    plate = gray[cy0:cy1, cx0:cx1]
+    assert plate.min() >= 200  # ... and lies on the plate only (no background in it)
+    assert 7.0 <= label.text.glyph_height <= 10.0
+
+
+def test_camera_shot_spares_protected_boxes():
+    from m3gym.tasks.render import lookup_scenes as S
+
+    rng = np.random.default_rng(0)
+    img = np.random.default_rng(1).integers(0, 255, (240, 320, 3)).astype(np.uint8)
+    box = (100, 80, 160, 120)
+    out = S.camera_shot(img, rng, 0.8, [box])
+    src = img[80:120, 100:160].astype(np.float32)
+    got = out[80:120, 100:160].astype(np.float32)
+    gain = got.mean() / src.mean()
+    assert np.abs(got - np.clip(src * gain, 0, 255)).max() <= 1.0  # a pure gain, no noise/JPEG
+    assert not np.array_equal(out[:60], img[:60])  # elsewhere the camera changed the image
+    assert S.camera_shot(img, rng, 0.0, [box]) is img
