@@ -291,4 +291,4 @@ def test_classic_suite_env_scope_and_heldout_tasks() -> None:
     assert all(f in families for f, _ in env_tasks("M3Bench-Classic", "train", 5, 0))
     # the benchmark level still reads the frozen manifest
     assert {f for f, _ in env_tasks("M3Bench-L1", "test", 9, 0)} == {
-        "faint_text", "rotated_text", "tiny_text"}
+        "faint_text", "rotated_text", "tiny_text", "ui_status"}

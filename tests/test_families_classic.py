@@ -21,7 +21,7 @@ CLASSIC = ("glyph_faint", "glyph_rotate", "glyph_zoom")
 
 def test_suite_membership_keeps_benchmark_levels_unchanged() -> None:
     assert family_names(1, "classic") == list(CLASSIC)
-    assert family_names(1) == ["faint_text", "rotated_text", "tiny_text"]
+    assert family_names(1) == ["faint_text", "rotated_text", "tiny_text", "ui_status"]
     assert not set(CLASSIC) & set(family_names())
     assert set(CLASSIC) <= set(family_names(suite=None))
     with pytest.raises(ValueError, match="unknown suite"):

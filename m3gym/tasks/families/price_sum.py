@@ -12,6 +12,7 @@ from m3gym.tasks import render
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
+from m3gym.tasks.verify import first_verified
 
 _SHELF_SCENES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("supermarket_shelf", ("wood", "gradient", "noise")),
@@ -122,7 +123,11 @@ class PriceSum(FamilyConfig):
             raise ValueError("faint_prob must lie in [0, 1]")
 
     def generate(self, rng: np.random.Generator) -> Task:
-        """Build one task."""
+        """Build one task: the first draw whose reference passes every checkpoint."""
+        return first_verified(lambda: self.draw(rng))
+
+    def draw(self, rng: np.random.Generator) -> Task:
+        """Draw one scene and its task (unverified; :meth:`generate` checks the reference)."""
         scene_name, kinds = _SHELF_SCENES[int(rng.integers(len(_SHELF_SCENES)))]
         w, h = c2.scene_size(rng, (1700, 2200))
         img = render.background(rng, h, w, kind=c2.pick(rng, kinds))

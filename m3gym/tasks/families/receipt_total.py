@@ -15,6 +15,7 @@ from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import documents as D
 from m3gym.tasks.render.content import PRODUCT_SIZES
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
+from m3gym.tasks.verify import first_verified
 
 WIDTH_CHARS: int = 32
 """Characters per receipt line (a 58 mm till roll)."""
@@ -225,7 +226,11 @@ class ReceiptTotal(FamilyConfig):
                 raise ValueError(f"{f} must lie in [0, 1]")
 
     def generate(self, rng: np.random.Generator) -> Task:
-        """Build one task."""
+        """Build one task: the first draw whose reference passes every checkpoint."""
+        return first_verified(lambda: self.draw(rng))
+
+    def draw(self, rng: np.random.Generator) -> Task:
+        """Draw one scene and its task (unverified; :meth:`generate` checks the reference)."""
         domain = c2.pick(rng, self.domains)
         n_items = int(rng.integers(self.items[0], self.items[1] + 1))
         two = n_items >= 2 and bool(rng.random() < self.two_item_prob)

@@ -14,6 +14,7 @@ from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import smallobjects as objects
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
+from m3gym.tasks.verify import first_verified
 
 _CONFUSABLE: dict[str, frozenset[str]] = {
     "red": frozenset({"orange", "pink"}), "orange": frozenset({"red", "yellow", "pink"}),
@@ -95,7 +96,11 @@ class RegionCount(FamilyConfig):
         c2.check_range("dim_contrast", self.dim_contrast, self.dim_contrast, 6.0, 24.0)
 
     def generate(self, rng: np.random.Generator) -> Task:
-        """Build one task."""
+        """Build one task: the first draw whose reference passes every checkpoint."""
+        return first_verified(lambda: self.draw(rng))
+
+    def draw(self, rng: np.random.Generator) -> Task:
+        """Draw one scene and its task (unverified; :meth:`generate` checks the reference)."""
         domain = c2.pick(rng, self.domains)
         spec = _COUNT_SCENES[domain]
         w, h = c2.scene_size(rng)
