@@ -24,6 +24,7 @@ import numpy as np
 
 from m3gym.scoring.checkpoints import fetch_checkpoint
 from m3gym.tasks import render as R
+from m3gym.tasks.families import _l2_common
 from m3gym.tasks.registry import FamilyConfig
 from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, SafetyRule, Task
 from m3gym.web.entities import Entity, format_value
@@ -288,8 +289,8 @@ def hops_for(difficulty: float) -> tuple[int, ...]:
 
 
 def lerp(a: float, b: float, t: float) -> float:
-    """Return ``a + (b - a) * t``."""
-    return a + (b - a) * t
+    """Return ``a + (b - a) * t`` (:func:`_l2_common.lerp` with the lookups' argument order)."""
+    return _l2_common.lerp(t, a, b)
 
 
 def count_range(low: tuple[int, int], high: tuple[int, int], t: float) -> tuple[int, int]:
