@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from m3gym.tasks.families import _document_common as dc
-from m3gym.tasks.families.receipt_total import ReceiptTotal, draw_receipt, receipt_line
+from m3gym.tasks.families.receipt_total import (
+    ReceiptTotal,
+    draw_receipt,
+    price_lookalikes,
+    receipt_line,
+)
 from m3gym.tasks.registry import make_task
 from tests._document_checks import check_seeds
 
@@ -39,6 +44,35 @@ def test_marked_lines_are_the_asked_items() -> None:
     assert len(set(receipt.prices)) == 6 and len(set(receipt.names)) == 6
     y = [p.box[1] for p in receipt.sheet.marks["items"]]
     assert y[0] < y[1]
+
+
+def test_fixed_prices_are_kept_and_the_others_stay_distinct() -> None:
+    receipt = draw_receipt(np.random.default_rng(4), 6, 11.0, [2], fixed={2: 1234})
+    assert receipt.prices[2] == 1234 and len(set(receipt.prices)) == 6
+
+
+def test_price_lookalikes_are_a_product_set_of_money_strings() -> None:
+    for seed in range(20):
+        prices = price_lookalikes(np.random.default_rng(seed), 10.0, 0.35)
+        assert len(set(prices)) == 6 and len({len(p) for p in prices}) == 1
+        assert all(p == dc.money(int(round(100 * float(p)))) and p[0] != "0" for p in prices)
+        varying = [i for i in range(len(prices[0])) if len({p[i] for p in prices}) > 1]
+        assert sorted(len({p[i] for p in prices}) for i in varying) == [2, 3]
+
+
+def test_a_price_question_offers_lookalike_prices_holding_the_printed_answer() -> None:
+    seen = 0
+    for seed in range(12):
+        task = make_task("receipt_total", seed)
+        if task.metadata["kind"] != "price":
+            continue
+        seen += 1
+        assert task.answer.value in task.choices
+        assert task.evidence[0].text == task.answer.value  # drawn: the view-only probe's target
+        varying = [i for i in range(len(task.answer.value))
+                   if len({c[i] for c in task.choices}) > 1]
+        assert len(varying) == 2
+    assert seen >= 2
 
 
 def test_answer_is_the_printed_arithmetic_and_the_chain_fits() -> None:

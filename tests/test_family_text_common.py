@@ -14,6 +14,7 @@ from m3gym.tasks.families._text_common import (
     char_view_distances,
     group_sizes,
     lookalike_groups,
+    lookalike_product,
     text_patch,
     view_lookalike_codes,
 )
@@ -53,6 +54,17 @@ def test_view_lookalike_codes_form_a_product_set_holding_the_answer(seed, face):
     assert all(len(c) == len(answer) for c in choices)
     for i in set(range(len(answer))) - set(varying):
         assert {c[i] for c in choices} == {answer[i]}
+
+
+def test_lookalike_product_varies_only_the_offered_positions():
+    rng = np.random.default_rng(5)
+    variants = lookalike_product(rng, "12.34", {0: "123456789", 3: "0123456789"}, "mono",
+                                 10.0, 0.35, 6)
+    assert variants is not None and len(set(variants)) == 6
+    assert {v[1:3] for v in variants} == {"2."} and {v[4] for v in variants} == {"4"}
+    assert all(v[0] != "0" for v in variants)
+    # too few editable positions for a 3 x 2 product
+    assert lookalike_product(rng, "12.34", {0: "123456789"}, "mono", 10.0, 0.35, 6) is None
 
 
 def test_view_lookalike_codes_respect_the_exclusions():

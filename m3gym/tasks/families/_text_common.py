@@ -12,7 +12,7 @@ the layout of the choices nor the reset view singles it out.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -260,43 +260,58 @@ def group_sizes(count: int) -> tuple[int, ...]:
     return tuple(sorted(sizes, reverse=True))
 
 
+def lookalike_product(
+    rng: np.random.Generator, base: str, alphabets: Mapping[int, str], face: Face,
+    glyph_height: float, scale: float, count: int = 6, thickness: int = 1,
+) -> tuple[str, ...] | None:
+    """Return ``count`` variants of ``base`` that look alike at view resolution (product order).
+
+    At ``len(group_sizes(count))`` random positions among ``alphabets`` (position -> the
+    characters that may stand there), ``base`` gets a group of characters that are near-identical
+    once drawn in ``face`` at ``glyph_height`` and shrunk by ``scale`` (:func:`lookalike_groups`,
+    one of the most alike groups drawn at random). The variants are the product set of the
+    groups, so every one differs from every other only in look-alike characters, and no statistic
+    of the set singles out any member. ``None`` when ``base`` has too few editable positions.
+    Glyph height and scale are rounded (0.25 px, 0.01) for the cached distance tables.
+    """
+    sizes = group_sizes(count)
+    positions = list(alphabets)  # the caller's order: the draws depend on it
+    if len(positions) < len(sizes):
+        return None
+    glyph_q, scale_q = round(glyph_height * 4) / 4, round(scale, 2)
+    picked = [positions[int(i)] for i in rng.permutation(len(positions))[:len(sizes)]]
+    groups = []
+    for pos, k in zip(picked, sizes):
+        pool = lookalike_groups(alphabets[pos], k, face, glyph_q, scale_q, thickness)
+        groups.append(pool[int(rng.integers(len(pool)))])
+    variants = []
+    for combo in itertools.product(*groups):
+        chars = list(base)
+        for pos, ch in zip(picked, combo):
+            chars[pos] = ch
+        variants.append("".join(chars))
+    return tuple(variants)
+
+
 def view_lookalike_codes(
     rng: np.random.Generator, face: Face, glyph_height: float, scale: float, count: int = 6,
     exclude: Sequence[str] = (), pattern: str | None = None, thickness: int = 1,
 ) -> tuple[str, tuple[str, ...]]:
     """Return ``(answer, choices)``: ``count`` codes that look alike at view resolution.
 
-    A base code (:func:`m3gym.tasks.render.random_code`) gets, at ``len(group_sizes(count))``
-    random positions, groups of characters that are near-identical once the code is drawn in
-    ``face`` at ``glyph_height`` and shrunk by ``scale`` (:func:`lookalike_groups`, one of the
-    most alike groups drawn at random). The choices are the product set of the groups, so every
-    option differs from every other only in look-alike characters; the answer is a uniformly
-    random member drawn *after* the set, so no statistic of the options singles it out. Glyph
-    height and scale are rounded (0.25 px, 0.01) for the cached distance tables.
+    A base code (:func:`m3gym.tasks.render.random_code`) is varied by :func:`lookalike_product`
+    at its letter and digit positions (letters among letters, digits among digits); the answer
+    is a uniformly random member drawn *after* the set, so no statistic of the options singles
+    it out.
     """
-    sizes = group_sizes(count)
-    glyph_q, scale_q = round(glyph_height * 4) / 4, round(scale, 2)
     banned = set(exclude)
     for _ in range(50):
-        base = list(R.random_code(rng, pattern))
-        letters = [i for i, c in enumerate(base) if c in R.CODE_LETTERS]
-        digits = [i for i, c in enumerate(base) if c in R.CODE_DIGITS]
-        positions = [*letters, *digits]
-        if len(positions) < len(sizes):
-            continue
-        picked = [positions[int(i)] for i in rng.permutation(len(positions))[:len(sizes)]]
-        groups = []
-        for pos, k in zip(picked, sizes):
-            alphabet = R.CODE_LETTERS if pos in letters else R.CODE_DIGITS
-            pool = lookalike_groups(alphabet, k, face, glyph_q, scale_q, thickness)
-            groups.append(pool[int(rng.integers(len(pool)))])
-        codes = []
-        for combo in itertools.product(*groups):
-            chars = list(base)
-            for pos, ch in zip(picked, combo):
-                chars[pos] = ch
-            codes.append("".join(chars))
-        if banned.isdisjoint(codes):
+        base = R.random_code(rng, pattern)
+        alphabets = {i: R.CODE_LETTERS for i, c in enumerate(base) if c in R.CODE_LETTERS}
+        alphabets.update({i: R.CODE_DIGITS for i, c in enumerate(base) if c in R.CODE_DIGITS})
+        codes = lookalike_product(rng, base, alphabets, face, glyph_height, scale, count,
+                                  thickness)
+        if codes is not None and banned.isdisjoint(codes):
             order = rng.permutation(len(codes))
             choices = tuple(codes[int(i)] for i in order)
             return choices[int(rng.integers(len(choices)))], choices

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -11,6 +11,7 @@ import numpy as np
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families import _l2_common as c2
+from m3gym.tasks.families._text_common import lookalike_product
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import documents as D
 from m3gym.tasks.render.content import PRODUCT_SIZES
@@ -71,13 +72,19 @@ class Receipt:
 
 
 def draw_receipt(rng: np.random.Generator, n_items: int, glyph: float,
-                 asked: Sequence[int]) -> Receipt:
+                 asked: Sequence[int], fixed: Mapping[int, int] | None = None) -> Receipt:
     """Draw a till receipt with ``n_items`` items; the lines of items ``asked`` are marked.
 
     Items ``asked`` are marked under the key ``"items"`` (their whole line, name and price).
+    ``fixed`` maps item indices to prices (cents) chosen by the caller; the other prices are
+    drawn distinct from them and from each other.
     """
+    fixed = dict(fixed or {})
     names = item_names(rng, n_items)
-    prices = [int(v) for v in rng.choice(np.arange(99, 4999), size=n_items, replace=False)]
+    pool = np.setdiff1d(np.arange(99, 4999), np.array(sorted(fixed.values()), dtype=int))
+    prices = [int(v) for v in rng.choice(pool, size=n_items, replace=False)]
+    for i, cents in fixed.items():
+        prices[i] = int(cents)
     merchant = R.fake_company(rng, ascii_only=True).upper()[:int(WIDTH_CHARS / 1.4)].strip()
     street, _, town = R.fake_address(rng, ascii_only=True).upper().partition(", ")
     adv = D.text_width("M" * 20, glyph, "mono") / 20.0
@@ -138,6 +145,26 @@ def draw_receipt(rng: np.random.Generator, n_items: int, glyph: float,
     return Receipt(sheet, tuple(names), tuple(prices), glyph)
 
 
+def price_lookalikes(rng: np.random.Generator, glyph: float, scale: float,
+                     count: int = 6) -> tuple[str, ...]:
+    """Return ``count`` shuffled prices that look alike printed on the receipt and seen in the view.
+
+    A random price (1.00-49.99) is varied in look-alike digits of the receipt's monospaced face
+    at ``glyph`` px shrunk by the view ``scale`` (:func:`~m3gym.tasks.families._text_common.
+    lookalike_product`; the leading digit never becomes 0). The caller draws the answer
+    uniformly from the set after it is built, so neither the option strings nor their looks at
+    view resolution single it out.
+    """
+    while True:
+        base = dc.money(int(rng.integers(100, 5000)))
+        alphabets = {i: "123456789" if i == 0 else "0123456789"
+                     for i, c in enumerate(base) if c.isdigit()}
+        prices = lookalike_product(rng, base, alphabets, "mono", glyph, scale, count)
+        if prices is not None:
+            order = rng.permutation(len(prices))
+            return tuple(prices[int(i)] for i in order)
+
+
 def draw_barcode(img: np.ndarray, rng: np.random.Generator, at: tuple[float, float],
                  size: tuple[float, float]) -> None:
     """Draw a random 1-D barcode (bars of 1-3 modules) filling ``size`` at ``at`` (in place)."""
@@ -166,12 +193,18 @@ class ReceiptTotal(FamilyConfig):
         quarter turn, or both.
     Question:
         The price of a named item, the total of two named items, or how much more one named item
-        costs than another; six look-alike amounts as choices (digit slips of a hidden pivot).
+        costs than another. Six amounts as choices: for a price (drawn on the receipt) six prices
+        that differ only in digits that look alike in the receipt's face at the view's scale
+        (:func:`price_lookalikes`, the answer a uniformly random member); for a sum or a
+        difference (not drawn) look-alike digit slips of a hidden pivot.
     Why a tool is needed:
-        The receipt text is 9.5-14 px tall in a 1600-2000 px photo, 4-7 px at the 768 px view: no
-        price is legible without a zoomed crop. Faded ink (8-18 gray levels off the paper)
+        The receipt text is 9-12 px tall in a 2000-2400 px photo, 3-4.6 px at the 768 px view: no
+        price is legible without a zoomed crop. Faded ink (9-17 gray levels off the paper)
         stays below the legible contrast in the crop until it is stretched; a sideways receipt
-        must be turned upright.
+        must be turned upright. Known limit (issue 10's view-only probe): a template matcher that
+        knows the face, size and place of the price still picks it among the look-alike prices
+        in 0.47 of price questions (chance 0.17); smaller type would be illegible after the
+        camera chain even when zoomed.
     Reference trajectory:
         crop (zoomed) of the asked line(s) → rotate (sideways receipts) → autocontrast (faded
         receipts); the answer is read, or added / subtracted.
@@ -237,14 +270,19 @@ class ReceiptTotal(FamilyConfig):
         kind = c2.pick(rng, KINDS[1:]) if two else "price"
         asked = sorted(int(i) for i in rng.choice(n_items, size=2 if two else 1, replace=False))
         glyph = float(rng.uniform(*self.glyph_range))
-        receipt = draw_receipt(rng, n_items, glyph, asked)
+        w, h = c2.scene_size(rng, (2000, 2400))
+        fixed: dict[int, int] = {}
+        choices: tuple[str, ...] | None = None
+        if kind == "price":  # the answer is drawn: its options must look alike in the view
+            choices = price_lookalikes(rng, glyph, R.view_scale(h, w))
+            fixed[asked[0]] = int(round(100 * float(choices[int(rng.integers(len(choices)))])))
+        receipt = draw_receipt(rng, n_items, glyph, asked, fixed)
         faded = bool(rng.random() < self.faded_prob)
         sideways = bool(rng.random() < self.sideways_prob)
         if not faded and not sideways:  # a chain always follows the crop (Level 2)
             faded, sideways = (True, False) if rng.random() < 0.5 else (False, True)
         quarter = int(rng.choice([1, 3])) if sideways else 0
 
-        w, h = c2.scene_size(rng, (2000, 2400))
         table = R.background(rng, h, w, kind=c2.pick(rng, TABLES), lighting=0.12, vignette=0.15)
         sw, sh = receipt.sheet.size
         ext_w, ext_h = (sh, sw) if quarter else (sw, sh)
@@ -295,7 +333,7 @@ class ReceiptTotal(FamilyConfig):
             question=question,
             answer=AnswerSpec(dc.money(cents), (f"${dc.money(cents)}",), "numeric", 0.005),
             reference=tuple(steps), evidence=(ev,), checkpoints=checkpoints,
-            choices=dc.money_choices(rng, cents),
+            choices=choices if choices is not None else dc.money_choices(rng, cents),
             capabilities=("visual_grounding", "multi_hop"),
             metadata=c2.l2_metadata(self.name, domain, "receipt_on_table", (ev,), img,
                                     kind=kind, faded=faded, quarter=quarter,
