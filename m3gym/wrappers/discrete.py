@@ -602,14 +602,17 @@ class DiscreteToolWrapper(gym.Wrapper):
 
 
 def make_discrete_env(level: int | None = 1, family: str | None = None,
-                      env_kwargs: dict[str, Any] | None = None, **wrapper_kwargs: Any
-                      ) -> DiscreteToolWrapper:
+                      env_kwargs: dict[str, Any] | None = None, flat_actions: bool = False,
+                      **wrapper_kwargs: Any) -> gym.Env:
     """Return ``DiscreteToolWrapper(M3BenchEnv(level=..., family=..., **env_kwargs))``.
 
     ``env_kwargs`` go to :class:`~m3gym.env.M3BenchEnv` (e.g. ``reward``, ``view_size``); the
-    other keyword arguments to the wrapper. The ``M3Bench-L*-Discrete`` ids use it as entry point.
+    other keyword arguments to the wrapper. With ``flat_actions`` the wrapper is wrapped again in
+    :class:`~m3gym.wrappers.flat.FlatToolActions` (one ``Discrete`` action per distinct call).
+    The ``M3Bench-L*-Discrete`` ids use it as entry point.
     """
     from m3gym.env import M3BenchEnv
+    from m3gym.wrappers.flat import FlatToolActions
 
     kwargs = dict(env_kwargs or {})
     kwargs.setdefault("observe_images", False)
@@ -619,4 +622,5 @@ def make_discrete_env(level: int | None = 1, family: str | None = None,
         if key in wrapper_kwargs:
             kwargs[key] = wrapper_kwargs.pop(key)
     env = M3BenchEnv(level=None if family else level, family=family, **kwargs)
-    return DiscreteToolWrapper(env, **wrapper_kwargs)
+    wrapped = DiscreteToolWrapper(env, **wrapper_kwargs)
+    return FlatToolActions(wrapped) if flat_actions else wrapped

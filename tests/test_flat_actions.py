@@ -1,0 +1,103 @@
+"""Tests of the flat action wrapper: one ``Discrete`` action per distinct tool call."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import m3gym  # noqa: F401  (registers the base ids)
+from m3gym.wrappers import discrete_env_ids
+from m3gym.wrappers.flat import FlatToolActions, flat_action_table
+
+CLASSIC_TOOLS = ["answer", "crop", "rotate", "flip", "autocontrast"]
+POOL = {"task_pool": 3, "cache_size": 3}
+
+
+def test_table_counts_by_hand() -> None:
+    table = flat_action_table(tuple(CLASSIC_TOOLS), 8)
+    # answer 8 choices, crop 3 sources x 14 regions, rotate 3 x 3 angles, flip 3 x 3
+    # directions, autocontrast 3 x 6 cutoffs
+    assert len(table) == 8 + 42 + 9 + 9 + 18 == 86
+    assert np.bincount(table[:, 0]).tolist() == [8, 42, 9, 9, 18]
+    assert len({tuple(r) for r in table}) == len(table)  # every call listed once
+    assert table[:8, 4].tolist() == list(range(8)) and not table[:8, 1:4].any()
+    assert (table[table[:, 0] != 1, 2] == 0).all()  # only crops use a region
+    assert (table[table[:, 0] != 0, 4] == 0).all()  # only answers use a choice
+    # a tool without options gets one row per source
+    assert len(flat_action_table(("answer", "equalize"), 2)) == 2 + 3
+
+
+def flat_and_twin(**kwargs: object) -> tuple[gym.Env, gym.Env]:
+    """Return a flat env and its MultiDiscrete twin, both reset with seed 0."""
+    flat = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
+                    obs_size=48, **POOL, **kwargs)
+    twin = gym.make("M3Bench-Classic-Discrete", tools=CLASSIC_TOOLS, obs_size=48, **POOL,
+                    **kwargs)
+    flat.reset(seed=0)
+    twin.reset(seed=0)
+    return flat, twin
+
+
+def components_valid(twin: gym.Env, table: np.ndarray) -> np.ndarray:
+    """Return, per flat action, whether all its components are valid in the twin's mask."""
+    mask = twin.get_wrapper_attr("action_masks")()
+    offsets = np.concatenate([[0], np.cumsum(twin.action_space.nvec)])[:-1]
+    return np.array([all(mask[offsets[d] + row[d]] for d in range(5)) for row in table])
+
+
+@pytest.mark.parametrize("first", [9, 30, 55, 70])  # a crop, a crop, rotate, autocontrast
+def test_masks_and_steps_match_the_multidiscrete_twin(first: int) -> None:
+    flat, twin = flat_and_twin()
+    table = flat.get_wrapper_attr("table")
+    mask = flat.get_wrapper_attr("action_masks")()
+    assert mask.tolist() == components_valid(twin, table).tolist()
+    assert not mask[:8].any() and mask[first]  # a tool step first (answer_at_end)
+    obs_f, r_f, term_f, _, info_f = flat.step(first)
+    obs_t, r_t, term_t, _, info_t = twin.step(table[first])
+    assert info_f["decoded_action"] == info_t["decoded_action"]
+    assert r_f == r_t and term_f == term_t
+    assert all(np.array_equal(obs_f[k], obs_t[k]) for k in obs_t)
+    mask = info_f["action_mask"]
+    assert mask.tolist() == components_valid(twin, table).tolist()
+    assert mask[:8].sum() == len(twin.unwrapped.task.choices) and not mask[8:].any()
+    answer = int(np.flatnonzero(mask)[0])
+    *_, info_f = flat.step(answer)
+    *_, info_t = twin.step(table[answer])
+    assert info_f["answer_correct"] == info_t["answer_correct"]
+
+
+@pytest.mark.parametrize("env_id", discrete_env_ids())
+def test_flat_ids_pass_the_env_checkers(env_id: str) -> None:
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    env = gym.make(env_id, flat_actions=True, **POOL)
+    assert isinstance(env.action_space, gym.spaces.Discrete)
+    sb3_check_env(env, warn=True)
+    _, info = env.reset(seed=1)
+    valid = np.flatnonzero(info["action_mask"])
+    rng = np.random.default_rng(0)
+    for _ in range(4):  # masked-valid actions never fail
+        _, _, term, trunc, info = env.step(int(rng.choice(valid)))
+        assert info["metrics"]["failed_calls"] == 0 if term else info.get("error") is None
+        if term or trunc:
+            break
+        valid = np.flatnonzero(info["action_mask"])
+
+
+def test_refuses_an_env_without_the_discrete_wrapper() -> None:
+    with pytest.raises(TypeError, match="DiscreteToolWrapper"):
+        FlatToolActions(gym.make("M3Bench-L1"))
+
+
+def test_maskable_ppo_runs_on_flat_actions() -> None:
+    from sb3_contrib import MaskablePPO
+
+    env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
+                   obs_size=48, **POOL)
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, batch_size=16, n_epochs=1,
+                        seed=0, device="cpu")
+    model.learn(64)
+    action, _ = model.predict(env.reset(seed=0)[0], action_masks=env.get_wrapper_attr(
+        "action_masks")())
+    assert env.get_wrapper_attr("action_masks")()[int(action)]
