@@ -101,3 +101,72 @@ def test_maskable_ppo_runs_on_flat_actions() -> None:
     action, _ = model.predict(env.reset(seed=0)[0], action_masks=env.get_wrapper_attr(
         "action_masks")())
     assert env.get_wrapper_attr("action_masks")()[int(action)]
+
+
+# ------------------------------------------------------------------ the oracle's actions
+
+
+def test_box_iou_and_nearest_option_by_hand() -> None:
+    from m3gym.wrappers.discrete import TOOL_OPTIONS, box_iou, nearest_option
+
+    assert box_iou(np.array([0, 0, 10, 10]), np.array([5, 5, 15, 15])) == pytest.approx(25 / 175)
+    assert box_iou(np.array([0, 0, 1, 1]), np.array([2, 2, 3, 3])) == 0.0
+    rotate = TOOL_OPTIONS["rotate"]  # 90, 180, 270
+    assert nearest_option(rotate, {"angle": -90}) == 2
+    assert nearest_option(rotate, {"angle": 100}) == 0
+    assert nearest_option(rotate, {"angle": 540}) == 1
+    assert nearest_option(TOOL_OPTIONS["flip"], {"direction": "vertical"}) == 1
+    assert nearest_option(TOOL_OPTIONS["autocontrast"], {"cutoff": 1.2}) == 2  # 1.0 %
+
+
+@pytest.mark.parametrize("flat", [False, True])
+@pytest.mark.parametrize("family", m3gym.family_names(suite="classic"))
+def test_expert_actions_solve_the_classic_suite(flat: bool, family: str) -> None:
+    env = gym.make("M3Bench-Classic-Discrete", flat_actions=flat, tools=CLASSIC_TOOLS,
+                   obs_size=48, family=family)
+    expert = env.get_wrapper_attr("expert_action")
+    for seed in range(4):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            action = expert()
+            if flat:
+                assert info["action_mask"][action]
+            _, _, term, trunc, info = env.step(action)
+            done = term or trunc
+        assert info["answer_correct"] and info["metrics"]["S"] == 1.0
+        assert info["metrics"]["V"] == 1.0
+
+
+def test_expert_actions_are_valid_and_answer_right_on_a_benchmark_level() -> None:
+    env = gym.make("M3Bench-L1-Discrete", flat_actions=True, **POOL)
+    expert = env.get_wrapper_attr("expert_action")
+    for seed in range(3):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            action = expert()
+            assert info["action_mask"][action]
+            _, _, term, trunc, info = env.step(action)
+            done = term or trunc
+        assert info["answer_correct"]
+
+
+def test_behaviour_cloning_fits_the_demos() -> None:
+    import sys
+    from pathlib import Path
+
+    from sb3_contrib import MaskablePPO
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+    from bc import clone, collect_demos
+
+    env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
+                   obs_size=48, family="glyph_rotate", **POOL)
+    obs, actions, masks = collect_demos(env, 6)
+    assert len(actions) == 12 and set(obs) == {"image", "features"}
+    assert all(m[a] for m, a in zip(masks, actions))  # the oracle acts within the masks
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, seed=0, device="cpu")
+    history = clone(model, obs, actions, masks, epochs=80, batch_size=12, learning_rate=3e-3)
+    assert history[-1]["loss"] < 0.5 * history[0]["loss"]
+    assert history[-1]["accuracy"] == 1.0

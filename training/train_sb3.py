@@ -56,6 +56,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "torch_threads": 0,
     "out_dir": "runs/sb3",
     "curriculum": None,
+    "bc": None,
 }
 """Defaults every config is merged over (see ``configs/train/*.yaml``)."""
 
@@ -414,6 +415,14 @@ def train(cfg: dict[str, Any], resume: bool = False) -> Path:
         model = cls(policy_name(cfg), venv, seed=int(cfg["seed"]), verbose=0,
                     policy_kwargs=resolve_policy_kwargs(cfg.get("policy_kwargs")),
                     **cfg.get("algo_kwargs", {}))
+        if cfg.get("bc"):  # behaviour-cloning warm start (training/bc.py) on training tasks
+            from bc import warm_start
+
+            demo_env = make_env_fn(cfg["env"]["id"], dict(cfg["env"].get("kwargs", {})),
+                                   int(cfg["seed"]) + 7919)()
+            report = warm_start(model, demo_env, cfg, out_dir)
+            print(f"behaviour cloning: {report['samples']} samples, "
+                  f"final {report['history'][-1]}")
     else:
         model = cls.load(checkpoint[0], env=venv)
         print(f"resuming from {checkpoint[0]} at {checkpoint[1]} steps")

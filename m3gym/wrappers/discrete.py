@@ -83,6 +83,7 @@ import numpy as np
 from gymnasium import spaces
 
 from m3gym.cache import LRUCache
+from m3gym.scoring.answer import answer_is_correct
 from m3gym.tasks.registry import family_names, make_task
 from m3gym.tasks.spec import Task
 
@@ -167,6 +168,34 @@ def action_table(tools: Sequence[str] = DEFAULT_TOOLS,
         rows.append({"dimension": f"param[{tool}]", "size": len(TOOL_OPTIONS.get(tool, ())),
                      "meaning": options_text(TOOL_OPTIONS.get(tool, ()))})
     return rows
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Return the intersection over union of two ``[x1, y1, x2, y2]`` boxes (0 if disjoint)."""
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = w * h
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return float(inter / union) if union > 0 else 0.0
+
+
+def nearest_option(options: Sequence[dict[str, Any]], arguments: dict[str, Any]) -> int:
+    """Return the index of the option closest to ``arguments`` (angles compared modulo 360).
+
+    Options are compared on their first key: equal strings win, numbers by distance.
+    """
+    key = next(iter(options[0]))
+    value = arguments.get(key)
+    if isinstance(value, str) or value is None:
+        return next((i for i, o in enumerate(options) if o[key] == value), 0)
+    if key == "angle":
+        def dist(o: dict[str, Any]) -> float:
+            d = (float(value) - float(o[key])) % 360.0
+            return min(d, 360.0 - d)
+    else:
+        def dist(o: dict[str, Any]) -> float:
+            return abs(float(value) - float(o[key]))
+    return int(np.argmin([dist(o) for o in options]))
 
 
 def letterbox(image: np.ndarray, size: int) -> np.ndarray:
@@ -500,6 +529,40 @@ class DiscreteToolWrapper(gym.Wrapper):
             options = TOOL_OPTIONS[decoded.tool]
             args.update(options[decoded.param % len(options)])
         return {"name": decoded.tool, "arguments": args}
+
+    def expert_action(self) -> np.ndarray:
+        """Return the ``MultiDiscrete`` action closest to the task's reference at this step.
+
+        Tool step ``k`` maps the ``k``-th reference call (in step order) to the discrete space:
+        its tool, the source holding its input image, for a crop the region whose box overlaps
+        the reference box most (IoU on the 0-1000 scale), for a tool with options the nearest
+        option (angles modulo 360). When the reference is used up, a tool step is not possible,
+        or the call's tool is not in ``tools``, it is the answer: the first choice the answer
+        matcher accepts. The oracle for imitation (behaviour cloning, DAgger); it reads the task.
+        """
+        task = self.env.unwrapped.task
+        calls = [c for step in task.reference for c in step]
+        mask = self.action_masks()
+        can_call = bool(mask[1:len(self.tools)].any())
+        if can_call and self._steps < len(calls) and calls[self._steps].name in self.tools:
+            return self.call_action(calls[self._steps].name, calls[self._steps].arguments)
+        choice = next((i for i, c in enumerate(self._choices)
+                       if answer_is_correct(c, task.answer)), 0)
+        return np.array([0, 0, 0, 0, choice], dtype=np.int64)
+
+    def call_action(self, name: str, arguments: dict[str, Any]) -> np.ndarray:
+        """Return the ``MultiDiscrete`` action nearest to the call ``name(**arguments)``."""
+        n_images = len(self.env.unwrapped.state)
+        index = int(arguments.get("image_index", n_images - 1))
+        source = 0 if index == n_images - 1 else 1 if index == 0 else 2
+        region = param = 0
+        if name == "crop":
+            box = np.asarray(arguments.get("bbox_2d", [0, 0, 1000, 1000]), float)
+            region = int(np.argmax([box_iou(box, np.asarray(region_box(r)[0]))
+                                    for r in range(len(REGION_NAMES))]))
+        elif name in TOOL_OPTIONS:
+            param = nearest_option(TOOL_OPTIONS[name], arguments)
+        return np.array([self.tools.index(name), source, region, param, 0], dtype=np.int64)
 
     def action_masks(self) -> np.ndarray:
         """Return the flat boolean mask (length ``sum(nvec)``) of valid action components.

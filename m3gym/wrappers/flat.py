@@ -82,6 +82,26 @@ class FlatToolActions(gym.Wrapper):
         components = self.inner.action_masks()
         return components[self._offsets[None, :] + self.table].all(axis=1)
 
+    def flat_index(self, multi: np.ndarray) -> int:
+        """Return the flat action of a ``MultiDiscrete`` action.
+
+        Components the tool ignores are dropped; a ``param`` is read modulo the tool's option
+        count.
+        """
+        t, s, r, p, ch = (int(v) for v in np.asarray(multi).reshape(-1))
+        tool = self.inner.tools[t]
+        row = (t, 0, 0, 0, ch) if tool == "answer" else \
+            (t, s, r, 0, 0) if tool == "crop" else \
+            (t, s, 0, p % len(TOOL_OPTIONS[tool]), 0) if tool in TOOL_OPTIONS else (t, s, 0, 0, 0)
+        hits = np.flatnonzero((self.table == np.array(row)).all(axis=1))
+        if not len(hits):
+            raise ValueError(f"no flat action for {row}")
+        return int(hits[0])
+
+    def expert_action(self) -> int:
+        """Return the flat action of the inner wrapper's :meth:`expert_action` (the oracle)."""
+        return self.flat_index(self.inner.expert_action())
+
     def multi_action(self, action: Any) -> np.ndarray:
         """Return the inner ``MultiDiscrete`` action of flat ``action`` (clipped into range)."""
         index = int(np.clip(int(np.asarray(action).reshape(-1)[0]), 0, len(self.table) - 1))
