@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -52,11 +53,25 @@ def chance(family: str, seeds: Sequence[int]) -> float | None:
 
 
 def curve_rows(families: Sequence[str], episodes: int,
-               difficulties: Sequence[float] = DIFFICULTIES) -> list[dict[str, object]]:
-    """Return one row per (family, difficulty): accuracy of the heuristic over ``episodes``."""
-    rows = []
+               difficulties: Sequence[float] = DIFFICULTIES,
+               cache: Path | None = None) -> list[dict[str, object]]:
+    """Return one row per (family, difficulty): accuracy of the heuristic over ``episodes``.
+
+    With ``cache`` (a folder) each family's rows are saved there as ``<family>.json`` once
+    computed and read back on a later run with the same episodes and difficulties, so a long run
+    can be interrupted and resumed family by family.
+    """
+    rows: list[dict[str, object]] = []
     seeds = range(episodes)
     for family in families:
+        saved = cache / f"{family}.json" if cache is not None else None
+        if saved is not None and saved.exists():
+            old = json.loads(saved.read_text())
+            if [r["difficulty"] for r in old] == list(difficulties) and \
+                    all(r["episodes"] == episodes for r in old):
+                rows.extend(old)
+                print(f"{family}: cached", flush=True)
+                continue
         start = time.perf_counter()
         for d in difficulties:
             acc = heuristic_accuracy(family, d, seeds)
@@ -65,6 +80,9 @@ def curve_rows(families: Sequence[str], episodes: int,
                          "episodes": episodes, "accuracy": round(acc, 4)})
         print(f"{family}: " + " ".join(f"{r['accuracy']:.2f}" for r in rows[-len(difficulties):])
               + f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+        if saved is not None:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_text(json.dumps(rows[-len(difficulties):]))
     return rows
 
 
@@ -107,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--family", action="append", default=[],
                         help="only this family (repeatable; default: every family with knobs)")
     parser.add_argument("--out-dir", default=str(OUT_DIR))
+    parser.add_argument("--cache", help="folder keeping each finished family's rows (resume)")
     parser.add_argument("--readme", action="store_true",
                         help="also rewrite the table in README.md (## Difficulty and curricula)")
     args = parser.parse_args(argv)
@@ -118,7 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown families {unknown}")
     families = [n for n in names if has_knobs(n)]
     skipped = [n for n in names if n not in families]
-    rows = curve_rows(families, args.episodes)
+    rows = curve_rows(families, args.episodes,
+                      cache=Path(args.cache) if args.cache else None)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "difficulty_curves.csv", "w", newline="") as fh:

@@ -42,6 +42,28 @@ def test_run_on_the_example_family(tmp_path: Path) -> None:
     assert (tmp_path / "difficulty_curves.md").read_text().startswith("| family | level |")
 
 
+def test_cache_resumes_family_by_family(tmp_path: Path) -> None:
+    import json
+
+    from examples.example_family import SerialPlateFamily
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    fake = [{"family": "serial_plate", "level": 1, "suite": "m3bench", "difficulty": d,
+             "episodes": 1, "accuracy": 0.5} for d in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    (cache / "serial_plate.json").write_text(json.dumps(fake))
+    with registered(SerialPlateFamily):  # the cached rows are used, not recomputed
+        assert main(["--episodes", "1", "--family", "serial_plate", "--out-dir",
+                     str(tmp_path), "--cache", str(cache)]) == 0
+        with open(tmp_path / "difficulty_curves.csv") as fh:
+            assert {r["accuracy"] for r in csv.DictReader(fh)} == {"0.5"}
+        # another episode count does not match the cache: computed afresh and saved
+        assert main(["--episodes", "2", "--family", "serial_plate", "--out-dir",
+                     str(tmp_path), "--cache", str(cache)]) == 0
+    saved = json.loads((cache / "serial_plate.json").read_text())
+    assert all(r["episodes"] == 2 and r["accuracy"] in (0.0, 0.5, 1.0) for r in saved)
+
+
 def test_readme_block_is_replaced() -> None:
     start, end = README_MARKERS
     text = f"intro\n{start}\nold\n{end}\nrest\n"
