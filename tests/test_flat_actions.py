@@ -170,3 +170,25 @@ def test_behaviour_cloning_fits_the_demos() -> None:
     history = clone(model, obs, actions, masks, epochs=80, batch_size=12, learning_rate=3e-3)
     assert history[-1]["loss"] < 0.5 * history[0]["loss"]
     assert history[-1]["accuracy"] == 1.0
+
+
+def test_behaviour_cloning_goes_on_until_the_demo_accuracy() -> None:
+    import sys
+    from pathlib import Path
+
+    from sb3_contrib import MaskablePPO
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+    from bc import clone, collect_demos
+
+    env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
+                   obs_size=48, family="glyph_rotate", **POOL)
+    obs, actions, masks = collect_demos(env, 6)
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, seed=0, device="cpu")
+    short = clone(model, obs, actions, masks, epochs=1, batch_size=12, learning_rate=3e-3)
+    assert len(short) == 1
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, seed=0, device="cpu")
+    longer = clone(model, obs, actions, masks, epochs=1, batch_size=12, learning_rate=3e-3,
+                   min_accuracy=1.0, max_epochs=200)
+    assert 1 < len(longer) < 200 and longer[-1]["accuracy"] == 1.0
+    assert all(h["accuracy"] < 1.0 for h in longer[:-1])  # stops at the first epoch reaching it
