@@ -157,3 +157,22 @@ def test_reward_ablation_threshold_table_by_hand() -> None:
     assert np.isnan(mean_ci([])[0])
     table = markdown_table([row])
     assert "| `a` | 1.5 ± 6.4 (2/3) | 3.0 (1/3) | 0.617 ± 0.379 at 3,000 |" in table
+
+
+def test_behaviour_cloning_warm_start_then_ppo(tmp_path: Path) -> None:
+    cfg = load_config(None, [
+        f"out_dir={tmp_path / 'bc'}", "total_timesteps=128", "n_envs=2", "torch_threads=1",
+        "env.id=M3Bench-Classic-Discrete",
+        "algo_kwargs={n_steps: 64, batch_size: 64, n_epochs: 1}",
+        "eval={freq: 128, n_episodes: 4, pool_offset: 1000000000}", "checkpoint_freq=0",
+        "bc={episodes: 6, epochs: 1, batch_size: 8, min_accuracy: 0.0}",
+    ])
+    cfg["env"]["kwargs"] = {"obs_size": 48, "task_pool": 8, "cache_size": 8,
+                            "flat_actions": True, "tools": ["answer", "crop", "rotate", "flip",
+                                                            "autocontrast"]}
+    out = train(cfg)
+    report = json.loads((out / "bc.json").read_text())
+    assert report["samples"] == 12 and len(report["history"]) == 1  # 6 episodes x 2 steps
+    history = [json.loads(line) for line in (out / "eval_history.jsonl").read_text().splitlines()]
+    assert history[0]["timesteps"] == 0 and history[0]["after_bc"] is True
+    assert history[-1]["timesteps"] == 128 and all(h["episodes"] == 4 for h in history)

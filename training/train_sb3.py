@@ -249,6 +249,28 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def held_out_venv(cfg: dict[str, Any]) -> Any:
+    """Return the one-env held-out evaluation env of ``cfg`` (sequential pool, seeded)."""
+    n = int(cfg["eval"]["n_episodes"])
+    venv = make_vec_env(cfg, 1, cfg["seed"] + 10_000, {
+        "task_pool": n, "pool_offset": int(cfg["eval"]["pool_offset"]),
+        "pool_order": "sequential", "cache_size": min(n, 256)})
+    venv.seed(cfg["seed"] + 10_000)
+    return venv
+
+
+def record_eval(cfg: dict[str, Any], model: Any, out_dir: Path, timesteps: int,
+                **extra: Any) -> dict[str, Any]:
+    """Evaluate ``model`` on the held-out pool once; append the entry to ``eval_history.jsonl``."""
+    venv = held_out_venv(cfg)
+    summary = summarize(run_episodes(model, venv, int(cfg["eval"]["n_episodes"]), cfg["algo"]))
+    venv.close()
+    entry = {"timesteps": timesteps, **extra, **summary}
+    with open(out_dir / "eval_history.jsonl", "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+    return entry
+
+
 def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
     """Return a callback evaluating on held-out seeds every ``eval.freq`` env steps."""
     from stable_baselines3.common.callbacks import BaseCallback
@@ -269,10 +291,7 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
             self.last = self.num_timesteps  # a resumed run evaluates on from its checkpoint
             lines = (out_dir / "eval_history.jsonl").read_text().splitlines()
             self.best = max((json.loads(line)["accuracy"] for line in lines if line), default=-1.0)
-            n = int(ev["n_episodes"])
-            self.venv = make_vec_env(cfg, 1, cfg["seed"] + 10_000, {
-                "task_pool": n, "pool_offset": int(ev["pool_offset"]),
-                "pool_order": "sequential", "cache_size": min(n, 256)})
+            self.venv = held_out_venv(cfg)
 
         def evaluate(self) -> None:
             """Run the held-out episodes and log their summary."""
@@ -423,6 +442,8 @@ def train(cfg: dict[str, Any], resume: bool = False) -> Path:
             report = warm_start(model, demo_env, cfg, out_dir)
             print(f"behaviour cloning: {report['samples']} samples, "
                   f"final {report['history'][-1]}")
+            if int(cfg["eval"].get("freq", 0)) > 0:  # what the warm start alone is worth
+                record_eval(cfg, model, out_dir, 0, after_bc=True)
     else:
         model = cls.load(checkpoint[0], env=venv)
         print(f"resuming from {checkpoint[0]} at {checkpoint[1]} steps")
