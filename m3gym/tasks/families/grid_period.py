@@ -61,22 +61,34 @@ class GridPeriod(FamilyConfig):
     """Count the rows and columns of a barely visible repetitive pattern.
 
     Scene:
-        A well plate, a dot-array calibration slide or a tiled facade (1400–1800 px) covering
-        the whole image, washed out: the exposure maps the full range onto ``span_range`` gray
-        levels, so objects differ from the background by only a few levels under sensor noise
-        (``noise_range`` sigma) and uneven light.
+        A photograph (1400–1800 px) of one of three periodic objects, drawn by
+        :mod:`m3gym.tasks.render.grid_scenes` and pasted with a slight perspective (tilt up to
+        2.5°): a white microplate on a lab bench (moulded rim and chamfered corner, embossed row
+        letters and column numbers, shaded wells with a meniscus glint, whole columns filled
+        with tinted liquid, a soft drop shadow); a glass calibration slide on a light box
+        (ground glass edges, a printed label with a fictional maker and serial number, a chrome
+        dot array in an etched frame, vignetting); or a tiled facade below a cornice (dark
+        window frames with mullions and transoms, stone sills and their shadows, some rooms lit,
+        some windows with blinds). The whole photo is washed out (weak light, underexposure,
+        fog): its full range is squeezed into ``span_range`` gray levels, then lens blur,
+        sensor noise (``noise_range`` sigma) and JPEG, so the counted objects differ from their
+        surround by only a few levels.
     Question:
         "How many rows and columns of <things> does the pattern have?" (ROWSxCOLUMNS) or, with
         probability ``total_prob``, how many in total — six candidate grids (2 consecutive row
         counts x 3 column counts, or 3 x 2) drawn before the true one.
     Why a tool is needed:
         The contrast is under the 28-level visibility threshold at any zoom, so no crop helps:
-        the evidence is global. A global ``autocontrast`` (or ``equalize``) stretches it, and a
-        ``threshold`` between objects and background yields a clean binary pattern in which
-        rows and columns can be counted. ``glyph_height`` of the evidence is the smaller grid
-        pitch.
+        the evidence is global. The surroundings (bench, light box, sky) are washed out with
+        the rest, so nothing in the photo already spans the full range: a global
+        ``autocontrast`` (or ``equalize``) stretches it, and a ``threshold`` between the objects
+        and their surround yields a binary pattern in which rows and columns can be counted.
+        ``glyph_height`` of the evidence is the smallest distance between neighbouring objects
+        in the image.
     Reference trajectory:
-        autocontrast of image 0 → threshold at the level midway between objects and background.
+        autocontrast of image 0 → threshold at the level midway between the objects and their
+        surround on the object (plate deck, glass, wall); labels, rims, sills, blinds and lit
+        rooms stay on their own side of it.
     Checkpoints:
         ``global_op`` S checkpoints for the stretch and the threshold, a ``v_tool`` on the
         threshold and a ``v_true`` (an artifact shows the whole pattern with visible contrast).

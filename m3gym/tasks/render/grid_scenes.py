@@ -37,8 +37,14 @@ from m3gym.tasks.render.util import jitter_color
 TILT: tuple[float, float] = (0.0, 0.05)
 """Range of :func:`perspective_quad` strengths (0.05: tilts up to 2.5°, roll up to 0.6°)."""
 
-ROW_LETTERS: str = "ABCDEFGHIJKLMNOP"
-"""Row labels moulded beside a plate's wells (16 rows at most)."""
+ROW_LETTERS: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""Row labels moulded beside a plate's wells (then AA, AB, ... as on 1536-well plates)."""
+
+
+def row_label(i: int) -> str:
+    """Return the plate's label of row ``i`` (0-based): A..Z, then AA, AB, ..."""
+    n = len(ROW_LETTERS)
+    return ROW_LETTERS[i] if i < n else ROW_LETTERS[i // n - 1] + ROW_LETTERS[i % n]
 
 LIQUID_TINTS: tuple[tuple[int, int, int], ...] = (
     (205, 92, 122), (72, 112, 190), (182, 112, 44), (128, 82, 160), (96, 150, 96),
@@ -173,7 +179,7 @@ def well_plate(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) -
     font = pick_font(rng, ("sans-bold", "condensed-bold", "sans"))
     glyph = max(7.0, pitch * float(rng.uniform(0.24, 0.32)))
     emboss = float(rng.uniform(14.0, 22.0))
-    labels = [(ROW_LETTERS[i], x0 - pitch * lm * 0.5, y0 + (i + 0.5) * pitch) for i in range(rows)]
+    labels = [(row_label(i), x0 - pitch * lm * 0.5, y0 + (i + 0.5) * pitch) for i in range(rows)]
     labels += [(str(j + 1), x0 + (j + 0.5) * pitch, y0 - pitch * tm * 0.45) for j in range(cols)]
     for text, cx, cy in labels:
         a = truetype_text(text, glyph, font).alpha
@@ -340,7 +346,7 @@ def facade(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) -> Gr
     fall = max(2, int(cornice * 0.8))  # the cornice's soft shadow on the wall
     img[r1:r1 + fall] *= np.linspace(0.84, 1.0, fall, dtype=np.float32)[:, None, None]
     ww, wh = px * float(rng.uniform(0.5, 0.64)), py * float(rng.uniform(0.55, 0.68))
-    fw = max(2.0, ww * 0.07)
+    fw = max(2.0, min(ww, wh) * 0.08)
     frame_color = _rgb(jitter_color(rng, (64, 62, 60), 10))
     glass_top = _rgb(jitter_color(rng, (104, 112, 122), 8))
     glass_bottom = _rgb(jitter_color(rng, (58, 64, 72), 6))
