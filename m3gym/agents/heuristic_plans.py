@@ -729,6 +729,13 @@ def count_runs(profile: np.ndarray, level: float = 0.5) -> int:
     return int(np.count_nonzero(above[1:] & ~above[:-1]) + int(above[0]))
 
 
+MAX_GRID_BLOBS: int = 1000
+"""More alike blobs than this is speckle, not a pattern to count."""
+
+GRID_LEVELS: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7)
+"""Threshold levels (fractions of 255) tried beside Otsu's by :func:`grid_threshold`."""
+
+
 def _uniform_blobs(mask: np.ndarray) -> np.ndarray:
     """Return the ``(n, 4)`` centroid x, y and width, height of the largest set of alike blobs.
 
@@ -791,7 +798,7 @@ def grid_shape(binary: np.ndarray) -> tuple[int, int, int] | None:
     fg = (gray >= 128).astype(np.uint8) * 255
     found = [_uniform_blobs(cv2.medianBlur(m, 5) // 255) for m in (fg, 255 - fg)]
     blobs = max(found, key=len)
-    if len(blobs) < 2:
+    if not 2 <= len(blobs) <= MAX_GRID_BLOBS:
         return None
     pts = blobs[:, :2]
     d = pts[None, :, :] - pts[:, None, :]
@@ -808,13 +815,33 @@ def grid_shape(binary: np.ndarray) -> tuple[int, int, int] | None:
     return rows, cols, len(blobs)
 
 
+def grid_threshold(gray: np.ndarray) -> int:
+    """Return the level that best separates a repetitive pattern in a stretched ``gray`` image.
+
+    Otsu's level splits the largest areas, which in a photo may be a label or a light box's
+    vignetted corners rather than the objects; so :data:`GRID_LEVELS` are tried too, and the
+    level whose binary image holds a complete lattice (rows x columns = objects) of the most
+    objects wins (Otsu's on ties or when none is complete).
+    """
+    otsu, _ = cv2.threshold(cv2.GaussianBlur(gray, (5, 5), 0), 0, 255,
+                            cv2.THRESH_BINARY | cv2.THRESH_OTSU)
+    best: tuple[bool, int, int] = (False, 0, int(otsu))
+    for value in [int(otsu)] + [int(255 * f) for f in GRID_LEVELS]:
+        shape = grid_shape(((gray > value) * 255).astype(np.uint8))
+        if shape is not None:
+            rows, cols, n = shape
+            key = (rows * cols == n, n)
+            if key > best[:2]:
+                best = (key[0], key[1], value)
+    return best[2]
+
+
 def plan_grid_period(view: EpisodeView) -> Plan:
-    """Stretch the whole faint image, threshold it between its two levels, count rows/columns."""
+    """Stretch the faint photo, threshold it where the pattern separates, count rows/columns."""
     out = yield [op_call("autocontrast", 0, cutoff=0.5)]
     if not out.images or out.images[0] is None or out.indices[0] is None:
         return None
-    gray = cv2.GaussianBlur(cv2.cvtColor(out.images[0], cv2.COLOR_RGB2GRAY), (5, 5), 0)
-    value, _ = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY | cv2.THRESH_OTSU)
+    value = grid_threshold(cv2.cvtColor(out.images[0], cv2.COLOR_RGB2GRAY))
     out = yield [op_call("threshold", int(out.indices[0]), value=int(value), mode="binary")]
     if not out.images or out.images[0] is None:
         return None

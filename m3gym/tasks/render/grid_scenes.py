@@ -222,6 +222,34 @@ R_BENCH: tuple[str, ...] = ("paper", "noise", "wood", "gradient")
 """Bench surfaces under the plate (:func:`~m3gym.tasks.render.backgrounds.background` kinds)."""
 
 
+def _slide_label(rng: np.random.Generator, slide: np.ndarray, box: tuple[int, int, int, int],
+                 max_glyph: float) -> None:
+    """Paint a slide's label in ``box`` of ``slide`` (float32 RGB, in place).
+
+    Backlit paper with printed lines (a fictional maker, the title, the kind of target, a
+    serial number), glyphs at most ``max_glyph`` px tall so they stay smaller than the dots.
+    """
+    lx0, ly0, lx1, ly1 = box
+    paper = _rgb(jitter_color(rng, (196, 188, 172), 8))
+    slide[ly0:ly1, lx0:lx1] = paper
+    lines = [fake_company(rng, ascii_only=True)[:22], "CALIBRATION SLIDE",
+             str(rng.choice(["Dot grid", "Dot array", "Stage target"])),
+             f"S/N {fake_id(rng)}"]
+    gl = max(6.0, min((ly1 - ly0) * float(rng.uniform(0.045, 0.06)), max_glyph))
+    text, _ = truetype_lines(lines, gl, pick_font(rng, ("sans", "condensed", "mono")),
+                             line_spacing=1.9)
+    tw, th = text.alpha.shape[1], text.alpha.shape[0]
+    scale = min(1.0, ((lx1 - lx0) * 0.86) / tw)
+    ta = cv2.resize(text.alpha, (max(1, int(tw * scale)), max(1, int(th * scale))),
+                    interpolation=cv2.INTER_AREA) if scale < 1 else text.alpha
+    tx, ty = lx0 + ((lx1 - lx0) - ta.shape[1]) // 2, ly0 + int((ly1 - ly0 - ta.shape[0]) * 0.35)
+    a = ta.astype(np.float32)[..., None] / 255.0
+    ink = _rgb(jitter_color(rng, (40, 40, 52), 8))
+    region = slide[ty:ty + ta.shape[0], tx:tx + ta.shape[1]]
+    region *= 1.0 - a
+    region += ink * a
+
+
 def dot_slide(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) -> GridScene:
     """Draw a glass calibration slide on a light box: chrome dots, a printed label, edges."""
     panel = _rgb(jitter_color(rng, (236, 240, 242), 5))
@@ -236,7 +264,7 @@ def dot_slide(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) ->
     sh = int(h * float(rng.uniform(0.66, 0.78)))
     end = int(w * float(rng.uniform(0.03, 0.07)))  # the slide's short end, inside the frame
     sw = w - end + int(0.25 * w)  # the far end runs out of the frame
-    label_w = int(sh * float(rng.uniform(0.7, 0.9)))
+    label_w = int(sh * float(rng.uniform(0.55, 0.75)))
     margin = 0.06 * w
     region_w = w - end - label_w - 0.09 * sh - margin  # from the label to near the frame edge
     region_h = sh * 0.8
@@ -244,6 +272,10 @@ def dot_slide(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) ->
     glass = _rgb(jitter_color(rng, (214, 226, 219), 5))
     slide = np.empty((sh, sw, 3), np.float32)
     slide[:] = glass
+    # a soft diagonal reflection of the room light across the glass
+    xs = np.arange(sw, dtype=np.float32)[None, :] + np.arange(sh, dtype=np.float32)[:, None]
+    streak = float(rng.uniform(0.2, 0.8)) * sw
+    slide *= (1.0 + 0.05 * np.exp(-(((xs - streak) / (0.12 * sh)) ** 2)))[..., None]
     edge = max(2, int(sh * 0.012))
     for sl in (slice(0, edge), slice(sh - edge, sh)):  # ground long edges: bright, then a dark line
         slide[sl] = glass * 1.07
@@ -253,28 +285,9 @@ def dot_slide(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) ->
     slide[:, edge:edge + 2] *= 0.78
     alpha = np.zeros((sh, sw), np.uint8)
     cv2.rectangle(alpha, (0, 0), (sw - 1, sh - 1), 255, -1)
-    # the label: backlit paper, printed text (maker, title, serial)
     lx0, ly0 = edge + 3, edge + 3
     lx1, ly1 = lx0 + label_w, sh - edge - 3
-    paper = _rgb(jitter_color(rng, (196, 188, 172), 8))
-    slide[ly0:ly1, lx0:lx1] = paper
-    lines = [fake_company(rng, ascii_only=True)[:22], "CALIBRATION SLIDE",
-             str(rng.choice(["Dot grid", "Dot array", "Stage target"])),
-             f"S/N {fake_id(rng)}"]
     radius = pitch * float(rng.uniform(0.22, 0.3))
-    gl = max(6.0, min((ly1 - ly0) * float(rng.uniform(0.045, 0.06)), radius * 0.8))
-    text, _ = truetype_lines(lines, gl, pick_font(rng, ("sans", "condensed", "mono")),
-                             line_spacing=1.9)
-    tw, th = text.alpha.shape[1], text.alpha.shape[0]
-    scale = min(1.0, (label_w * 0.86) / tw)
-    ta = cv2.resize(text.alpha, (max(1, int(tw * scale)), max(1, int(th * scale))),
-                    interpolation=cv2.INTER_AREA) if scale < 1 else text.alpha
-    tx, ty = lx0 + (label_w - ta.shape[1]) // 2, ly0 + int((ly1 - ly0 - ta.shape[0]) * 0.35)
-    a = ta.astype(np.float32)[..., None] / 255.0
-    ink = _rgb(jitter_color(rng, (40, 40, 52), 8))
-    region = slide[ty:ty + ta.shape[0], tx:tx + ta.shape[1]]
-    region *= 1.0 - a
-    region += ink * a
     # the dot array, framed by a thin etched line
     gx0 = lx1 + 0.09 * sh + (region_w - cols * pitch) / 2
     gy0 = (sh - rows * pitch) / 2
@@ -295,15 +308,18 @@ def dot_slide(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) ->
     if rng.random() < 0.5:  # label at the right end instead: turn the slide end for end
         slide, alpha, objects = slide[::-1, ::-1], alpha[::-1, ::-1], objects[::-1, ::-1]
         centres = np.array([sw, sh]) - centres[::-1]
+        lx0, lx1 = sw - lx1, sw - lx0
         cx = w - end - sw / 2
     else:
         cx = end + sw / 2
+    slide = np.ascontiguousarray(slide)
+    _slide_label(rng, slide, (lx0, ly0, lx1, ly1), radius * 0.8)
     patch = np.clip(slide, 0, 255).astype(np.uint8)
     centre = (cx, h / 2 + float(rng.uniform(-0.04, 0.04)) * h)
     mask, gap = _paste(frame_u8, np.ascontiguousarray(patch), np.ascontiguousarray(alpha),
                        np.ascontiguousarray(objects), centres, rows, cols, centre, rng,
                        shadow=0.15)
-    gain = vignette_field(h, w, float(rng.uniform(0.15, 0.3)))
+    gain = vignette_field(h, w, float(rng.uniform(0.1, 0.25)))
     lit = cv2.multiply(frame_u8, cv2.merge([gain, gain, gain]), dtype=cv2.CV_8U)
     return GridScene(lit, mask, gap, {})
 
