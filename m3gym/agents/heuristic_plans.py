@@ -742,7 +742,8 @@ def _uniform_blobs(mask: np.ndarray) -> np.ndarray:
     Components touching the border (a bench, a sky, the frame of a light box) and ragged ones
     (text, lines: under half of their box filled) are dropped; of the rest, the group whose
     areas lie within a factor 1.6 of each other and cover the most pixels is kept (the counted
-    objects, not a label's smaller letters).
+    objects, not a label's smaller letters), less the members whose aspect ratio is off the
+    group's median by more than a factor 1.5.
     """
     n, _, stats, cents = cv2.connectedComponentsWithStats(mask, connectivity=8)
     h, w = mask.shape
@@ -755,6 +756,8 @@ def _uniform_blobs(mask: np.ndarray) -> np.ndarray:
     areas = stats[idx, 4].astype(np.float64)
     best = max(areas, key=lambda a: (float(areas[(areas >= a) & (areas <= 1.6 * a)].sum()), a))
     sel = idx[(areas >= best) & (areas <= 1.6 * best)]
+    aspect = np.log(stats[sel, 2] / stats[sel, 3])
+    sel = sel[np.abs(aspect - np.median(aspect)) <= np.log(1.5)]  # not a broken line's piece
     return np.column_stack([cents[sel], stats[sel, 2], stats[sel, 3]]).astype(np.float64)
 
 
