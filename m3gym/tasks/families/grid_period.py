@@ -63,8 +63,9 @@ class GridPeriod(FamilyConfig):
     Scene:
         A photograph (1400–1800 px) of one of three periodic objects, drawn by
         :mod:`m3gym.tasks.render.grid_scenes` and pasted with a slight perspective (tilt up to
-        2.5°): a white microplate on a lab bench (moulded rim and chamfered corner, embossed row
-        letters and column numbers, shaded wells with a meniscus glint, whole columns filled
+        2.5°): a white microplate on a lab bench (moulded rim and chamfered corner, an embossed
+        maker's mark and lot but no row letters or column numbers, which would print the
+        answer, shaded wells with a meniscus glint, whole columns filled
         with tinted liquid, a soft drop shadow); a glass calibration slide on a light box
         (ground glass edges, a printed label with a fictional maker and serial number, a chrome
         dot array in an etched frame, vignetting); or a tiled facade below a cornice (dark

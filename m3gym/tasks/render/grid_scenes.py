@@ -37,14 +37,9 @@ from m3gym.tasks.render.util import jitter_color
 TILT: tuple[float, float] = (0.0, 0.05)
 """Range of :func:`perspective_quad` strengths (0.05: tilts up to 2.5°, roll up to 0.6°)."""
 
-ROW_LETTERS: str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-"""Row labels moulded beside a plate's wells (then AA, AB, ... as on 1536-well plates)."""
-
-
-def row_label(i: int) -> str:
-    """Return the plate's label of row ``i`` (0-based): A..Z, then AA, AB, ..."""
-    n = len(ROW_LETTERS)
-    return ROW_LETTERS[i] if i < n else ROW_LETTERS[i // n - 1] + ROW_LETTERS[i % n]
+PLATE_MAKERS: tuple[str, ...] = ("NUNCLON", "CELLSTAR", "MICROLAB", "ASSAYPLATE", "BIOCLEAR",
+                                  "POLYWELL")
+"""Fictional maker names moulded on a plate's margin."""
 
 LIQUID_TINTS: tuple[tuple[int, int, int], ...] = (
     (205, 92, 122), (72, 112, 190), (182, 112, 44), (128, 82, 160), (96, 150, 96),
@@ -148,7 +143,7 @@ def _well_sprite(radius: float, floor: np.ndarray, wall: np.ndarray,
 
 
 def well_plate(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) -> GridScene:
-    """Draw a white microplate on a lab bench from above: wells, moulded labels, a rim."""
+    """Draw a white microplate on a lab bench from above: wells, a moulded maker's mark, a rim."""
     s, lm, tm, rm, bm = 0.22, 0.85, 0.8, 0.5, 0.55  # margins in pitches: skirt, labels
     pitch = min(w * float(rng.uniform(0.82, 0.92)) / (cols + 2 * s + lm + rm),
                 h * float(rng.uniform(0.8, 0.9)) / (rows + 2 * s + tm + bm))
@@ -175,15 +170,16 @@ def well_plate(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) -
     plate += (cv2.GaussianBlur(lip, (0, 0), 0.8) * 14.0)[..., None]
     x0, y0 = pitch * (s + lm), pitch * (s + tm)
     centres = _grid_centres(x0, y0, pitch, pitch, rows, cols)
-    # moulded row letters and column numbers
+    # a moulded maker's mark and lot in the top margin. No row letters or column numbers: the
+    # last of them would print the answer (how many rows and columns) on the plate.
     font = pick_font(rng, ("sans-bold", "condensed-bold", "sans"))
     glyph = max(7.0, pitch * float(rng.uniform(0.24, 0.32)))
     emboss = float(rng.uniform(14.0, 22.0))
-    labels = [(row_label(i), x0 - pitch * lm * 0.5, y0 + (i + 0.5) * pitch) for i in range(rows)]
-    labels += [(str(j + 1), x0 + (j + 0.5) * pitch, y0 - pitch * tm * 0.45) for j in range(cols)]
-    for text, cx, cy in labels:
-        a = truetype_text(text, glyph, font).alpha
-        _emboss(plate, a, int(cx - a.shape[1] / 2), int(cy - a.shape[0] / 2), emboss)
+    maker = PLATE_MAKERS[int(rng.integers(len(PLATE_MAKERS)))]
+    mark = f"{maker}  LOT {int(rng.integers(10**5)):05d}"
+    a = truetype_text(mark, glyph, font).alpha
+    if a.shape[1] < pw - 2 * x0:
+        _emboss(plate, a, int(x0), int(y0 - pitch * tm * 0.45 - a.shape[0] / 2), emboss)
     # wells: empty ones shaded, some filled with tinted liquid (whole columns, as in an assay)
     radius = pitch * float(rng.uniform(0.34, 0.4))
     wall = _rgb(jitter_color(rng, (92, 97, 104), 8))
