@@ -32,8 +32,8 @@ SCORES = ("acc", "S", "V", "m3")
 def env() -> M3BenchEnv:
     """One code-mode env for the module (its worker stays warm).
 
-    grid_period's plate photo: the canonical-call detection is a pixel comparison, and this scene
-    (unchanged by the realism work) separates cv2's and PIL's equalisation clearly.
+    grid_period's washed-out photo: the canonical-call detection is a pixel comparison, and a
+    narrow histogram separates cv2's and PIL's equalisation clearly.
     """
     e = M3BenchEnv(family="grid_period", interface="code")
     yield e

@@ -206,3 +206,34 @@ def test_search_hit_fails_for_the_distractor_query(family):
                                                       "top_k": 5}})
         assert evaluate_checkpoints(task, env.trace, env.state).result(hit.id).passed, seed
     assert listed_lower >= 3  # the leniency max_rank = 1 removes is real
+
+
+def test_grid_photo_is_washed_out_and_the_threshold_splits_objects_from_their_surround():
+    """The whole photo (bench, light box, sky included) spans few levels; after the reference's
+    autocontrast and threshold nearly every object pixel and nearly every pixel of the ring
+    around the objects fall on opposite sides, for each of the three scenes."""
+    import cv2
+    import numpy as np
+
+    from m3gym.tasks import render as R
+
+    seen = set()
+    for seed in range(9):
+        task = make_task("grid_period", seed, difficulty=0.5)
+        seen.add(task.metadata["scene"])
+        img = np.asarray(task.images[0])
+        gray = R.to_gray(img)
+        lo, hi = np.percentile(gray, [0.5, 99.5])
+        assert hi - lo < 28, (seed, lo, hi)
+        ref = task.reference[0][0].arguments["cutoff"]
+        stretched = R.to_gray(R.autocontrast_pil(img, ref))
+        binary = stretched > task.reference[1][0].arguments["value"]
+        ev = task.evidence[0]
+        x0, y0, x1, y1 = (int(v) for v in ev.box)
+        ink = ev.mask.astype(np.uint8)
+        reach = max(2, int(ev.glyph_height * 0.15))
+        ring = (cv2.dilate(ink, np.ones((2 * reach + 1,) * 2, np.uint8))
+                & (1 - cv2.dilate(ink, np.ones((5, 5), np.uint8)))).astype(bool)
+        box = binary[y0:y1, x0:x1]
+        assert box[ev.mask].mean() < 0.1 and box[ring].mean() > 0.9, seed
+    assert seen == {"well_plate", "dot_slide", "facade"}

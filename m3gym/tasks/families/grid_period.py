@@ -16,15 +16,21 @@ from m3gym.tasks import render as R
 from m3gym.tasks.families import _analysis_common as ac
 from m3gym.tasks.families._l2_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
+from m3gym.tasks.render.grid_scenes import SCENES
 from m3gym.tasks.spec import AnswerSpec, Checkpoint, RefCall, Task
 
 PATTERNS: dict[str, tuple[str, str]] = {
-    "well_plate": ("a microplate photographed under very weak light", "wells"),
-    "dot_slide": ("a microscope calibration slide with a dot array, badly underexposed",
-                  "dots"),
+    "well_plate": ("a microplate on a lab bench photographed under very weak light", "wells"),
+    "dot_slide": ("a microscope calibration slide with a dot array on a light box, badly "
+                  "underexposed", "dots"),
     "facade": ("a tiled building facade in dense fog", "windows"),
 }
 """Pattern kind → (scene phrase for the question, what is counted)."""
+
+EXPOSURE: dict[str, tuple[float, float]] = {
+    "well_plate": (60.0, 130.0), "dot_slide": (25.0, 70.0), "facade": (165.0, 210.0),
+}
+"""Pattern kind → range of the washed-out photo's darkest level (weak light, underexposure, fog)."""
 
 
 def _grid_block(rng: np.random.Generator, rows: tuple[int, int],
@@ -55,22 +61,35 @@ class GridPeriod(FamilyConfig):
     """Count the rows and columns of a barely visible repetitive pattern.
 
     Scene:
-        A well plate, a dot-array calibration slide or a tiled facade (1400–1800 px) covering
-        the whole image, washed out: the exposure maps the full range onto ``span_range`` gray
-        levels, so objects differ from the background by only a few levels under sensor noise
-        (``noise_range`` sigma) and uneven light.
+        A photograph (1400–1800 px) of one of three periodic objects, drawn by
+        :mod:`m3gym.tasks.render.grid_scenes` and pasted with a slight perspective (tilt up to
+        2.5°): a white microplate on a lab bench (moulded rim and chamfered corner, an embossed
+        maker's mark and lot but no row letters or column numbers, which would print the
+        answer, shaded wells with a meniscus glint, whole columns filled
+        with tinted liquid, a soft drop shadow); a glass calibration slide on a light box
+        (ground glass edges, a printed label with a fictional maker and serial number, a chrome
+        dot array in an etched frame, vignetting); or a tiled facade below a cornice (dark
+        window frames with mullions and transoms, stone sills and their shadows, some rooms lit,
+        some windows with blinds). The whole photo is washed out (weak light, underexposure,
+        fog): its full range is squeezed into ``span_range`` gray levels, then lens blur,
+        sensor noise (``noise_range`` sigma) and JPEG, so the counted objects differ from their
+        surround by only a few levels.
     Question:
         "How many rows and columns of <things> does the pattern have?" (ROWSxCOLUMNS) or, with
         probability ``total_prob``, how many in total — six candidate grids (2 consecutive row
         counts x 3 column counts, or 3 x 2) drawn before the true one.
     Why a tool is needed:
         The contrast is under the 28-level visibility threshold at any zoom, so no crop helps:
-        the evidence is global. A global ``autocontrast`` (or ``equalize``) stretches it, and a
-        ``threshold`` between objects and background yields a clean binary pattern in which
-        rows and columns can be counted. ``glyph_height`` of the evidence is the smaller grid
-        pitch.
+        the evidence is global. The surroundings (bench, light box, sky) are washed out with
+        the rest, so nothing in the photo already spans the full range: a global
+        ``autocontrast`` (or ``equalize``) stretches it, and a ``threshold`` between the objects
+        and their surround yields a binary pattern in which rows and columns can be counted.
+        ``glyph_height`` of the evidence is the smallest distance between neighbouring objects
+        in the image.
     Reference trajectory:
-        autocontrast of image 0 → threshold at the level midway between objects and background.
+        autocontrast of image 0 → threshold at the level midway between the objects and their
+        surround on the object (plate deck, glass, wall); labels, rims, sills, blinds and lit
+        rooms stay on their own side of it.
     Checkpoints:
         ``global_op`` S checkpoints for the stretch and the threshold, a ``v_tool`` on the
         threshold and a ``v_true`` (an artifact shows the whole pattern with visible contrast).
@@ -125,56 +144,32 @@ class GridPeriod(FamilyConfig):
         n_rows, n_cols = R.pick(rng, block)
         w = int(rng.integers(1400, 1801))
         h = int(rng.integers(1000, 1301))
-        mx, my = int(w * rng.uniform(0.04, 0.1)), int(h * rng.uniform(0.04, 0.1))
-        pitch_x = (w - 2 * mx) / n_cols
-        pitch_y = (h - 2 * my) / n_rows
-        fill = float(rng.uniform(0.4, 0.7))
-        bg = int(rng.uniform(150, 200))
-        light = R.lighting_field(rng, max(2, h // 16), max(2, w // 16), 0.08)
-        shade = cv2.resize(((1.0 - light) * bg * 0.5).astype(np.uint8), (w, h),
-                           interpolation=cv2.INTER_LINEAR)
-        clean_gray = cv2.subtract(np.full((h, w), bg, np.uint8), shade)
-        mask = np.zeros((h, w), np.uint8)
-        xs = mx + (np.arange(n_cols) + 0.5) * pitch_x + rng.uniform(-0.03, 0.03, n_cols) * pitch_x
-        ys = my + (np.arange(n_rows) + 0.5) * pitch_y + rng.uniform(-0.03, 0.03, n_rows) * pitch_y
-        rx, ry = fill * pitch_x / 2, fill * pitch_y / 2
-        for cy in ys:
-            for cx in xs:
-                if kind == "facade":
-                    cv2.rectangle(mask, (int(cx - rx), int(cy - ry)), (int(cx + rx), int(cy + ry)),
-                                  1, -1)
-                elif kind == "well_plate":
-                    cv2.circle(mask, (int(cx), int(cy)), int(min(rx, ry)), 1, -1, cv2.LINE_8)
-                else:
-                    r = int(min(rx, ry) * 0.8)
-                    cv2.rectangle(mask, (int(cx) - r, int(cy) - r), (int(cx) + r, int(cy) + r), 1,
-                                  -1)
-        dark_objects = bool(rng.random() < 0.6)
-        delta = np.full((h, w), int(rng.uniform(70, 100)), np.uint8)
-        if dark_objects:
-            cv2.subtract(clean_gray, delta, dst=clean_gray, mask=mask)
-        else:
-            cv2.add(clean_gray, delta, dst=clean_gray, mask=mask)
-        # tint and washed-out exposure in one per-channel lookup table
-        tint = np.asarray(R.jitter_color(rng, (128, 128, 128), 40), np.float32) / 128.0
+        scene = SCENES[kind](rng, w, h, n_rows, n_cols)
+        mask = scene.mask
+        # the exposure problem: the whole photo squeezed into ``span`` levels above ``low``
         span = float(rng.uniform(*self.span_range))
-        low = np.array([float(rng.uniform(40, 150)) for _ in range(3)], np.float32)
-        levels = np.arange(256, dtype=np.float32)[:, None]
-        lut = np.clip(np.clip(levels * tint, 0, 255) * (span / 255.0) + low + 0.5, 0, 255)
-        lut8 = lut.astype(np.uint8)
-        img = cv2.merge([cv2.LUT(clean_gray, lut8[:, c]) for c in range(3)])  # = a 3-channel LUT
+        base = float(rng.uniform(*EXPOSURE[kind]))
+        low = [base + float(rng.uniform(-8.0, 8.0)) for _ in range(3)]
+        img = R.compress_dynamic_range(scene.rgb, low, span)
+        img = R.lens_blur(img, float(rng.uniform(0.0, 1.2)))
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_range)))
+        img = R.jpeg_artifacts(img, int(rng.integers(85, 96)))
+        clean_gray = R.to_gray(scene.rgb)
 
-        # the reference's threshold: midway between objects and background after autocontrast
+        # the reference's threshold: midway between the objects and their surround on the
+        # object (plate deck, glass, wall) after autocontrast
         from m3gym.tools.visual import autocontrast_luts, channel_histograms
 
         cutoff = 0.5
         sub = np.ascontiguousarray(img[::2, ::2])  # one copy (calcHist copied it per channel)
         luts = autocontrast_luts(channel_histograms(sub), cutoff).astype(np.float64)
-        sub_mask = np.ascontiguousarray(mask[::2, ::2])
-        ring = cv2.dilate(sub_mask, np.ones((5, 5), np.uint8))
+        sub_mask = np.ascontiguousarray(mask[::2, ::2]).astype(np.uint8)
+        near = cv2.dilate(sub_mask, np.ones((5, 5), np.uint8))
+        reach = max(3, int(scene.pitch * 0.1))
+        ring = cv2.dilate(sub_mask, cv2.getStructuringElement(
+            cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1))) & (1 - near)
         ink_mean = cv2.mean(sub, mask=sub_mask)[:3]
-        bg_mean = cv2.mean(sub, mask=cv2.bitwise_not(ring * 255))[:3]
+        bg_mean = cv2.mean(sub, mask=ring)[:3]
         weights = (0.299, 0.587, 0.114)
 
         def stretched_gray(rgb: tuple[float, ...]) -> float:
@@ -182,10 +177,11 @@ class GridPeriod(FamilyConfig):
                        for c, (wt, v) in enumerate(zip(weights, rgb)))
 
         thr = int(round((stretched_gray(ink_mean) + stretched_gray(bg_mean)) / 2))
-        ink = mask.astype(bool)
+        ink = mask
         ys0, xs0 = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
         box = (int(xs0[0]), int(ys0[0]), int(xs0[-1]) + 1, int(ys0[-1]) + 1)
-        pitch = float(min(pitch_x, pitch_y))
+        pitch = scene.pitch
+        dark_objects = True
         ev = R.region_evidence("grid", clean_gray, box, ink[box[1]:box[3], box[0]:box[2]],
                                text=None, glyph_height=pitch, image=0)
         steps = (
@@ -203,16 +199,16 @@ class GridPeriod(FamilyConfig):
             v_true_checkpoint("grid", "v_true_grid",
                               "an artifact shows the whole pattern with visible contrast"),
         )
-        scene, things = PATTERNS[kind]
+        phrase, things = PATTERNS[kind]
         if rng.random() < self.total_prob:
             total = n_rows * n_cols
-            question = (f"This image shows {scene}. How many {things} does the pattern have in "
+            question = (f"This image shows {phrase}. How many {things} does the pattern have in "
                         "total?")
             answer = AnswerSpec(str(total), match="numeric")
             choices = R.shuffled(rng, list(dict.fromkeys(str(r * c) for r, c in block)))
         else:
             rc = f"{n_rows}x{n_cols}"
-            question = (f"This image shows {scene}. How many rows and columns of {things} does "
+            question = (f"This image shows {phrase}. How many rows and columns of {things} does "
                         "the pattern have? Answer as ROWSxCOLUMNS, e.g. 3x5.")
             answer = AnswerSpec(rc, variants=(f"{n_rows} x {n_cols}", f"{n_rows} by {n_cols}",
                                               f"{n_rows}×{n_cols}",
@@ -225,5 +221,6 @@ class GridPeriod(FamilyConfig):
             question=question, answer=answer, reference=steps, evidence=evidence,
             checkpoints=checkpoints, choices=choices, capabilities=("global_cv",),
             metadata=ac.l3_metadata(self, domain, kind, images, evidence, rows=n_rows, cols=n_cols,
-                           pitch=pitch, threshold=thr, dark_objects=dark_objects),
+                           pitch=pitch, threshold=thr, dark_objects=dark_objects,
+                           **scene.details),
         )
