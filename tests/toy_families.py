@@ -114,9 +114,32 @@ class ToyLegible(SerialPlateFamily):
         return SerialPlateFamily.generate(replace(self, glyph_range=(40.0, 42.0)), rng)
 
 
+@register_family
+class ToySeedless(SerialPlateFamily):
+    __doc__ = DOC
+    name: ClassVar[str] = "toy_seedless"
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """The same task whatever the seed (a generator of its own)."""
+        return super().generate(np.random.default_rng(0))
+
+
+@register_family
+class ToyBadMask(SerialPlateFamily):
+    __doc__ = DOC
+    name: ClassVar[str] = "toy_bad_mask"
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """An evidence mask one row short of its box."""
+        task = super().generate(rng)
+        ev = task.evidence[0]
+        assert ev.mask is not None
+        return replace(task, evidence=(replace(ev, mask=ev.mask[1:]), *task.evidence[1:]))
+
+
 TOYS: tuple[type[FamilyConfig], ...] = (
     ToyNondeterministic, ToyHashSeeded, ToyBadOracle, ToyMissingDoc, ToyLaxValidate, ToyNoKnobs,
-    ToyDuplicateChoices, ToyLegible,
+    ToyDuplicateChoices, ToyLegible, ToySeedless, ToyBadMask,
 )
 ALL: tuple[type[FamilyConfig], ...] = (SerialPlateFamily, *TOYS)
 """Every family importing this module registers (the example family included): what a test
