@@ -15,9 +15,12 @@ guarantee, the seed and the difficulty. The checks, in order:
 4. **determinism** — the same ``(family, seed, difficulty)`` gives a byte-identical task
    (:meth:`~m3gym.tasks.spec.Task.content_hash`) twice in this process, whatever was built in
    between, and in a fresh interpreter with another hash seed (:func:`subprocess_hashes`);
-5. **task sanity and choices** — family, level and domain as declared; the answer among the
-   choices exactly once (no other choice accepted as the answer), no duplicate choices, as many
-   choices as the config's ``choices`` field declares;
+   different seeds give different tasks;
+5. **task sanity and choices** — family, level and domain as declared; read-only ``uint8`` RGB
+   images; every evidence box inside its image, its ``clean`` render and ``mask`` of the box's
+   size, the mask boolean and not empty; the answer among the choices exactly once (no other
+   choice accepted as the answer), no duplicate choices, as many choices as the config's
+   ``choices`` field declares;
 6. **oracle** — the oracle replaying the reference scores ``acc = S = V = 1`` and ``OT = 0``;
 7. **why a tool is needed** — every evidence is illegible in its input image at the family's view
    size (:func:`~m3gym.scoring.checkpoints.measure_evidence`) and legible in some artifact after
@@ -43,7 +46,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from typing import Any
 
 import numpy as np
@@ -326,9 +329,18 @@ def check_in_process(name: str, seeds: Sequence[int], difficulty: float | None) 
     """Raise unless each seed's task is byte-identical when built twice; return the tasks.
 
     All seeds are built, then all again, so other tasks are built in between (with one seed,
-    a task of another seed is): state leaking from one build into the next shows.
+    a task of another seed is): state leaking from one build into the next shows. Two seeds
+    that give the same task fail too (the seed does not reach the scene).
     """
     first = [make_task(name, s, difficulty=difficulty) for s in seeds]
+    seen: dict[str, int] = {}
+    for seed, task in zip(seeds, first):
+        content = replace(task, task_id="").content_hash()  # the id names the seed: not content
+        other = seen.setdefault(content, int(seed))
+        if other != int(seed):
+            raise _fail(name, "determinism",
+                        f"seeds {other} and {seed}, difficulty {difficulty}: the same task "
+                        f"(all but the id; hash {content[:12]}): the seed must reach the task")
     if len(seeds) == 1:
         make_task(name, int(seeds[0]) + 1000, difficulty=difficulty)
     for seed, task in zip(seeds, first):
@@ -375,6 +387,15 @@ def check_task(cls: type[FamilyConfig], task: Task, config: FamilyConfig, where:
         if not (0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h):
             raise _fail(name, "task", f"{where}: evidence {ev.id!r} box {ev.box} leaves image "
                         f"{ev.image} ({w}x{h})")
+        size = (int(y1 - y0), int(x1 - x0))
+        for what, arr in (("clean", ev.clean), ("mask", ev.mask)):
+            if arr is not None and arr.shape != size:
+                raise _fail(name, "task", f"{where}: evidence {ev.id!r} {what} has shape "
+                            f"{arr.shape}, its box {ev.box} is {size} (rows, cols)")
+        if ev.mask is not None and (ev.mask.dtype != bool or not ev.mask.any()):
+            raise _fail(name, "task", f"{where}: evidence {ev.id!r} mask must be boolean and "
+                        f"mark some ink (dtype {ev.mask.dtype}, {int(np.count_nonzero(ev.mask))} "
+                        "set)")
     if task.choices is None:
         return
     choices = list(task.choices)

@@ -104,6 +104,15 @@ def test_duplicate_choices_fail(toys) -> None:
     assert "duplicate choices" in _fails("toy_duplicate_choices", "choices")
 
 
+def test_seed_that_changes_nothing_fails(toys) -> None:
+    message = _fails("toy_seedless", "determinism", seeds=[0, 1])
+    assert "seeds 0 and 1, difficulty None: the same task" in message
+
+
+def test_evidence_mask_of_the_wrong_size_fails(toys) -> None:
+    assert "evidence 'code' mask has shape" in _fails("toy_bad_mask", "task")
+
+
 def test_evidence_legible_without_tools_fails(toys) -> None:
     assert "already legible in input image 0" in _fails("toy_legible", "tool needed")
 

@@ -1,4 +1,9 @@
-"""Tests of the classic-RL suite: glyph_zoom, glyph_rotate, glyph_faint and their env ids."""
+"""Tests of the classic-RL suite: glyph_zoom, glyph_rotate, glyph_faint and their env ids.
+
+The generic guarantees (determinism, task sanity, oracle Acc = S = V = 1 and OT = 0, evidence
+illegible at the family's view size and legible after the reference, validate() probes) are
+m3gym.testing.check_family's (tests/test_check_family.py, every family).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,6 @@ import numpy as np
 import pytest
 
 import m3gym
-from m3gym.agents.base import OracleAgent
-from m3gym.rollout import run_episode
 from m3gym.scoring.checkpoints import measure_evidence
 from m3gym.tasks.families._glyph_common import CLASSIC_VIEW, GLYPHS, grid_cell
 from m3gym.tasks.registry import family_names, get_family, make_task
@@ -44,24 +47,12 @@ def test_fixed_choices_small_images_and_balanced_answers(family: str) -> None:
         task = make_task(family, seed)
         assert task.choices == GLYPHS
         assert task.answer.value in GLYPHS
-        assert task.images[0].shape == (288, 288, 3) and not task.images[0].flags.writeable
-        assert task.metadata["suite"] == "classic" and task.level == 1
+        assert task.images[0].shape == (288, 288, 3)
+        assert task.metadata["suite"] == "classic"
         answers[task.answer.value] += 1
     assert set(answers) == set(GLYPHS)
     # uniform draws: 50 expected per digit, sd 6.6; no digit is a shortcut for a policy
     assert 25 <= min(answers.values()) and max(answers.values()) <= 80, answers
-
-
-@pytest.mark.parametrize("family", CLASSIC)
-def test_oracle_solves_and_no_tool_view_is_illegible(family: str) -> None:
-    env = gym.make(m3gym.family_env_id(family)).unwrapped
-    for seed in range(40):
-        result = run_episode(env, OracleAgent(), seed=seed)
-        m = result.final_info["metrics"]
-        assert (m["acc"], m["S"], m["V"], m["m3"], m["OT"]) == (1.0, 1.0, 1.0, 1.0, 0.0), seed
-        task = env.task
-        view = measure_evidence(env.state[0], task.evidence[0], CLASSIC_VIEW)
-        assert not view.passed, (seed, view.reason)  # the tool is needed
 
 
 def test_zoom_quadrant_crop_is_legible_full_crop_is_not() -> None:

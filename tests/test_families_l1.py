@@ -1,10 +1,13 @@
-"""Tests of the level-1 text families (tiny_text, rotated_text, faint_text) and render helpers."""
+"""Tests of the level-1 text families (tiny_text, rotated_text, faint_text) and render helpers.
+
+Only what is specific to these families: the generic guarantees (determinism in and across
+processes, task and choice sanity, oracle Acc = S = V = 1, evidence illegible at view size and
+legible after the reference, validate() probes, knobs) are m3gym.testing.check_family's, run for
+every family by tests/test_check_family.py.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from functools import cache
 
 import cv2
@@ -16,7 +19,7 @@ from PIL import Image, ImageOps
 
 from m3gym.state import ImageState, apply_affine
 from m3gym.tasks import render as R
-from m3gym.tasks.registry import family_names, get_family, make_task
+from m3gym.tasks.registry import get_family, make_task
 from m3gym.tasks.spec import Evidence, Task
 
 FAMILIES = ("tiny_text", "rotated_text", "faint_text")
@@ -54,42 +57,18 @@ def region(img: np.ndarray, box) -> np.ndarray:
 # ------------------------------------------------------------------------------- all families
 
 
-def test_families_registered_at_level_1():
-    for name in FAMILIES:
-        assert name in family_names(level=1)
-        assert get_family(name).level == 1
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_same_seed_same_bytes_and_different_seeds_differ(family):
-    a, b = make_task(family, 7), make_task(family, 7)
-    assert a.images[0].tobytes() == b.images[0].tobytes()
-    assert a.content_hash() == b.content_hash()
-    hashes = {t.content_hash() for t in all_tasks(family)}
-    assert len(hashes) == len(SEEDS)
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_task_structure(family):
     for t in all_tasks(family):
         img = t.images[0]
-        assert img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
-        assert not img.flags.writeable
         assert max(img.shape[:2]) <= 2400
-        assert t.level == 1 and t.family == family and t.domain in get_family(family).domains
-        assert t.choices is not None and len(t.choices) == 6 == len(set(t.choices))
-        assert t.answer.value in t.choices
         assert all(len(c) == len(t.answer.value) for c in t.choices)
         assert len(t.reference) == 1 and len(t.reference[0]) == 1
         call = t.reference[0][0]
         assert call.name in VISUAL and call.arguments["image_index"] == 0
         assert t.capabilities == ("visual_grounding",)
         (ev,) = t.evidence
-        h, w = img.shape[:2]
-        x0, y0, x1, y1 = ev.box
-        assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
         assert ev.text == t.answer.value and ev.clean is not None and ev.mask is not None
-        assert ev.clean.shape == ev.mask.shape and ev.mask.dtype == bool and ev.mask.any()
         for cp in t.checkpoints:
             assert cp.params.get("evidence", ev.id) == ev.id
         m = t.metadata
@@ -109,32 +88,6 @@ def test_checkpoint_kinds():
     assert task("tiny_text", 0).checkpoints[1].params["tools"] == ["crop"]
     assert task("rotated_text", 0).checkpoints[1].params["tools"] == ["rotate", "flip"]
     assert "autocontrast" in task("faint_text", 0).checkpoints[0].params["tools"]
-
-
-ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_oracle_passes_every_checkpoint(family):
-    """The reference's single call passes S, v_tool and v_true at once (S = V = 1)."""
-    from m3gym.agents import OracleAgent
-    from m3gym.env import M3BenchEnv
-    from m3gym.scoring.checkpoints import evaluate_checkpoints
-
-    env = M3BenchEnv(family=family)
-    for seed in range(ORACLE_SEEDS):
-        t = make_task(family, seed)
-        agent = OracleAgent(t)
-        obs, info = env.reset(options={"task": t})
-        agent.reset(obs, info)
-        done = False
-        while not done:
-            obs, _, term, trunc, info = env.step(agent.act(obs, info))
-            done = term or trunc
-        assert info["answer_correct"], seed
-        assert all(c.ok for c in env.trace.calls), seed
-        report = evaluate_checkpoints(t, env.trace, env.state)
-        assert report.S == 1.0 and report.V == 1.0, (seed, report.to_dict())
 
 
 def _scored(t: Task, calls: list[tuple[str, dict]]):
@@ -366,10 +319,6 @@ def test_reference_replays_through_visual_tools(family):
         x0, y0, x1, y1 = mapped_box(out, ev.box)
         assert -1 <= x0 and -1 <= y0 and x1 <= ow + 1 and y1 <= oh + 1
         scale = abs(float(np.linalg.det(out.provenance.affine[:, :2]))) ** 0.5
-        checker = pytest.importorskip("m3gym.scoring.checkpoints")
-        state, _ = replay(t)
-        assert not checker.measure_evidence(state[0], ev).passed
-        assert checker.measure_evidence(out, ev).passed, checker.measure_evidence(out, ev)
         if family == "tiny_text":
             assert ev.glyph_height * scale * R.view_scale(oh, ow) >= MIN_VIEW
         elif family == "rotated_text":
@@ -378,23 +327,6 @@ def test_reference_replays_through_visual_tools(family):
             assert ncc(got, upright) > 0.9
         else:
             assert R.ink_contrast(region(arr, ev.box), ev.mask) >= 1.3 * MIN_CONTRAST
-
-
-# ------------------------------------------------------------------------------- processes
-
-
-def test_cross_process_determinism():
-    code = (
-        "from m3gym.tasks.registry import make_task\n"
-        "for f in ('tiny_text', 'rotated_text', 'faint_text'):\n"
-        "    for s in (0, 3):\n"
-        "        print(make_task(f, s).content_hash())\n"
-    )
-    env = dict(os.environ, PYTHONHASHSEED="12345")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True).stdout.split()
-    expected = [task(f, s).content_hash() for f in FAMILIES for s in (0, 3)]
-    assert out == expected
 
 
 # ------------------------------------------------------------------------------- render helpers

@@ -1,4 +1,11 @@
-"""Level-2 families: determinism, oracle replay through the real tools, tool necessity."""
+"""Level-2 families: reference structure, chains that need every step, the answer helpers.
+
+The generic guarantees (determinism in and across processes, task and choice sanity, oracle
+Acc = S = V = 1, evidence illegible at view size and legible after the reference, validate()
+probes) are m3gym.testing.check_family's (tests/test_check_family.py, every family).
+price_sum keeps its copies of those generic tests (``UNCLEANED``) until its scene rewrite
+lands; the issue-14 clean-up left its tests alone.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +30,8 @@ from m3gym.tools.visual import VISUAL_TOOLS
 from m3gym.trace import Trace
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
+UNCLEANED = ("price_sum",)
+"""Families whose generic tests below are still run here (left for their own rewrite)."""
 ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
@@ -47,7 +56,7 @@ def test_families_registered_at_level_2() -> None:
         assert get_family(fam).level == 2
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_same_seed_same_task(family: str) -> None:
     for seed in range(3):
         assert make_task(family, seed).content_hash() == make_task(family, seed).content_hash()
@@ -57,16 +66,16 @@ def test_same_seed_same_task(family: str) -> None:
 def test_determinism_across_processes() -> None:
     code = ("import json; from m3gym.tasks.registry import make_task; "
             f"print(json.dumps({{f: [make_task(f, s).content_hash() for s in range(2)] "
-            f"for f in {list(FAMILIES)!r}}}))")
+            f"for f in {list(UNCLEANED)!r}}}))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
     theirs = json.loads(out.stdout)
-    for fam in FAMILIES:
+    for fam in UNCLEANED:
         assert theirs[fam] == [make_task(fam, s).content_hash() for s in range(2)]
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_oracle_solves_every_seed(family: str) -> None:
     for seed in range(ORACLE_SEEDS):
         task = make_task(family, seed)
@@ -85,7 +94,7 @@ def test_oracle_solves_every_seed(family: str) -> None:
         assert not any(answer_is_correct(c, task.answer) for c in wrong), (seed, task.choices)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_evidence_inside_and_not_legible_in_full_image(family: str) -> None:
     for seed in range(25):
         task = make_task(family, seed)
@@ -102,6 +111,16 @@ def test_evidence_inside_and_not_legible_in_full_image(family: str) -> None:
             view = measure_evidence(state[ev.image], ev)
             assert not view.passed, (seed, ev.id, view.reason)
             assert ev.glyph_height * c2.full_view_scale(w, h) < ev.min_view_height
+
+
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) - set(UNCLEANED)))
+def test_evidence_glyphs_are_below_view_legibility(family: str) -> None:
+    """The scene's geometry: at full view every evidence glyph is under the legible height."""
+    for seed in range(25):
+        task = make_task(family, seed)
+        for ev in task.evidence:
+            h, w = task.images[ev.image].shape[:2]
+            assert ev.glyph_height * c2.full_view_scale(w, h) < ev.min_view_height, (seed, ev.id)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -184,7 +203,7 @@ def test_zoom_for_reaches_the_margin() -> None:
         c2.zoom_for((2000, 2000), 2.0)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_validate_rejects_bad_config(family: str) -> None:
     cls = get_family(family)
     field = next(f for f in ("glyph_range", "radius_range", "size_range") if hasattr(cls, f))

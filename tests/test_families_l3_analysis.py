@@ -1,4 +1,11 @@
-"""Tests of the level-3 analysis families: cross_image, knowledge_count, grid_period."""
+"""Tests of the level-3 analysis families: cross_image, knowledge_count, grid_period.
+
+The generic guarantees (determinism in and across processes, task and choice sanity, oracle
+Acc = S = V = 1, evidence illegible at view size and legible after the reference, validate()
+probes) are m3gym.testing.check_family's (tests/test_check_family.py, every family).
+grid_period keeps its copies of those generic tests (``UNCLEANED``) until its scene rewrite
+lands; the issue-14 clean-up left its tests alone.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +24,8 @@ from m3gym.web.world import build_world
 FAMILIES = ("cross_image", "knowledge_count", "grid_period")
 ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
 SEARCH_FAMILIES = ("cross_image", "knowledge_count")
+UNCLEANED = ("grid_period",)
+"""Families whose generic tests below are still run here (left for their own rewrite)."""
 
 
 VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
@@ -49,13 +58,13 @@ def test_registered_as_level_3(family):
     assert cls.__doc__ and "WHY" not in cls.__doc__  # a real docstring, not a placeholder
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_deterministic_in_process(family):
     assert make_task(family, 7).content_hash() == make_task(family, 7).content_hash()
     assert make_task(family, 7).content_hash() != make_task(family, 8).content_hash()
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_deterministic_across_processes(family):
     code = ("from m3gym.tasks.registry import make_task; "
             f"print(make_task({family!r}, 11).content_hash())")
@@ -78,7 +87,7 @@ def _run_oracle(env: M3BenchEnv, seed: int):
     return task, term, info, calls
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_oracle_solves_every_seed(family):
     env = M3BenchEnv(family=family)
     for seed in range(ORACLE_SEEDS):
@@ -90,7 +99,7 @@ def test_oracle_solves_every_seed(family):
         assert report.S == 1.0 and report.V == 1.0, (family, seed, report.to_dict())
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", UNCLEANED)
 def test_task_invariants(family):
     for seed in range(30):
         task = make_task(family, seed)
@@ -106,6 +115,14 @@ def test_task_invariants(family):
             # not legible in the full input image at view size 768
             assert not measure_evidence(_input_entry(task, ev.image), ev).passed
         assert not any(img.flags.writeable for img in task.images)
+
+
+@pytest.mark.parametrize("family", SEARCH_FAMILIES)
+def test_checkpoint_density_and_choice_count(family):
+    for seed in range(30):
+        task = make_task(family, seed)
+        assert_checkpoint_density(task)
+        assert len(task.choices) >= 4
 
 
 def _input_entry(task, index):
@@ -175,7 +192,6 @@ def test_test_split_world():
 
 
 @pytest.mark.parametrize("family,config", [
-    ("cross_image", {"split": "dev"}), ("cross_image", {"rotated_prob": 2.0}),
     ("knowledge_count", {"world_seed": -1}), ("knowledge_count", {"other_teams": (0, 2)}),
     ("grid_period", {"rows": (1, 3)}), ("grid_period", {"total_prob": -0.1}),
 ])

@@ -1,18 +1,19 @@
-"""Tests of the level-3 lookup families (code_lookup, logo_lookup, privacy_safe_lookup)."""
+"""Tests of the level-3 lookup families (code_lookup, logo_lookup, privacy_safe_lookup).
+
+The generic guarantees (determinism in and across processes, task and choice sanity, oracle
+Acc = S = V = 1 at the default difficulty and at 0 and 1, evidence illegible at view size and
+legible after the reference, validate() probes, knobs valid at 0, 0.5 and 1) are
+m3gym.testing.check_family's (tests/test_check_family.py, every family).
+"""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from m3gym.agents import OracleAgent
 from m3gym.env import M3BenchEnv
-from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
-from m3gym.state import ImageState
+from m3gym.scoring.checkpoints import evaluate_checkpoints
 from m3gym.tasks import render as R
 from m3gym.tasks.families._lookup_common import answer_choices, reference_crop
 from m3gym.tasks.families.code_lookup import CodeLookupFamily, code_pairs
@@ -23,7 +24,6 @@ from m3gym.tasks.spec import Task
 from m3gym.web.world import build_world
 
 FAMILIES = ("code_lookup", "logo_lookup", "privacy_safe_lookup")
-ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
 
 
 VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
@@ -76,48 +76,10 @@ def test_families_registered_at_level_3():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_same_seed_same_task(family):
-    a, b = make_task(family, 11), make_task(family, 11)
-    assert a.content_hash() == b.content_hash()
-    assert make_task(family, 12).content_hash() != a.content_hash()
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_determinism_across_processes(family):
-    code = ("from m3gym.tasks.registry import make_task;"
-            f"print(make_task({family!r}, 5).content_hash())")
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=True)
-    assert out.stdout.strip() == make_task(family, 5).content_hash()
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_oracle_solves_every_seed(family):
-    env = M3BenchEnv(family=family)
-    for seed in range(ORACLE_SEEDS):
-        task = make_task(family, seed)
-        info, calls = run_oracle(env, task)
-        assert all(c["ok"] for c in calls), (seed, [c for c in calls if not c["ok"]])
-        assert info["answer_correct"], (seed, task.answer)
-        report = evaluate_checkpoints(task, env.trace, env.state)
-        assert report.S == 1.0 and report.V == 1.0, (seed, report.to_dict())
-        assert len(report.passed_ids) == len(task.checkpoints)
-
-
-@pytest.mark.parametrize("family", FAMILIES)
 def test_task_structure(family):
     for seed in range(30):
         task = make_task(family, seed)
-        assert task.level == 3 and task.family == family
-        assert task.choices is not None and task.answer.value in task.choices
-        assert len(set(task.choices)) == len(task.choices) >= 4
         assert task.metadata["world"] == {"seed": 0, "split": "train"}
-        img = task.images[0]
-        h, w = img.shape[:2]
-        for ev in task.evidence:
-            x0, y0, x1, y1 = ev.box
-            assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
         assert_checkpoint_density(task)
         names = [c.name for c in task.reference_calls]
         assert names[0] == "crop"
@@ -130,14 +92,12 @@ def test_task_structure(family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_evidence_not_legible_in_full_image(family):
+def test_evidence_glyphs_are_below_view_legibility(family):
+    """The scene's geometry: at full view the evidence glyph is under the legible height."""
     for seed in range(30):
         task = make_task(family, seed)
-        state = ImageState(4, 1 << 28)
-        state.add_root(task.images[0])
         ev = task.evidence[0]
         assert ev.glyph_height * R.view_scale(*task.images[0].shape[:2]) < ev.min_view_height
-        assert not measure_evidence(state[0], ev).passed
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -220,13 +180,10 @@ def test_test_split_world_is_used():
 
 
 @pytest.mark.parametrize("cls, bad", [
-    (CodeLookupFamily, {"split": "dev"}),
     (CodeLookupFamily, {"glyph_max": 30.0}),
     (CodeLookupFamily, {"contrast_max": 40.0}),
     (CodeLookupFamily, {"attributes": ("nope",)}),
     (LogoLookupFamily, {"side_max": 110}),
-    (LogoLookupFamily, {"scenes": ()}),
-    (PrivacySafeLookupFamily, {"faded_prob": 1.5}),
     (PrivacySafeLookupFamily, {"world_seed": -1}),
 ])
 def test_validate_rejects_bad_configs(cls, bad):
@@ -269,7 +226,7 @@ KNOB_CLASSES = (CodeLookupFamily, LogoLookupFamily, PrivacySafeLookupFamily)
 
 
 @pytest.mark.parametrize("cls", KNOB_CLASSES)
-@pytest.mark.parametrize("d", [0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+@pytest.mark.parametrize("d", [0.2, 0.4, 0.6, 0.8])  # 0, 0.5, 1: check_family's knobs check
 def test_difficulty_knobs_give_valid_configs(cls, d):
     cls(**cls.difficulty_knobs(d)).validate()
 
@@ -338,24 +295,11 @@ def test_tilted_logo_is_rotated_upright_before_the_search():
                                                                   easy.reference_calls}
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("d", [0.0, 1.0])
-def test_oracle_solves_extreme_difficulties(family, d):
-    env = M3BenchEnv(family=family)
-    for seed in range(10):
-        task = make_task(family, seed, difficulty=d)
-        info, calls = run_oracle(env, task)
-        assert all(c["ok"] for c in calls) and info["answer_correct"], (seed, d)
-        report = evaluate_checkpoints(task, env.trace, env.state)
-        assert report.S == 1.0 and report.V == 1.0, (seed, d, report.to_dict())
-
-
 @pytest.mark.parametrize("cls, bad", [
     (CodeLookupFamily, {"hops": (3,)}),
     (CodeLookupFamily, {"hops": (2,), "attributes": ("colour",)}),
     (CodeLookupFamily, {"decoy_tags": (2, 1)}),
     (LogoLookupFamily, {"tilt": (5.0, 8.0)}),
-    (LogoLookupFamily, {"twin_prob": 1.5}),
     (PrivacySafeLookupFamily, {"decoy_plates": (0, 9)}),
 ])
 def test_validate_rejects_bad_knobs(cls, bad):

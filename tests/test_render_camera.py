@@ -166,6 +166,28 @@ def test_lighting_and_shadow_only_darken_or_mildly_brighten():
     assert (shaded[0, :] == 200).all()  # far from the shadow
 
 
+def test_shade_polygon_darkens_the_polygon_by_the_darkness():
+    img = np.full((60, 80, 3), 200, np.uint8)
+    square = np.array([[20.0, 10.0], [60.0, 10.0], [60.0, 50.0], [20.0, 50.0]])
+    out = R.shade_polygon(img, square, (0, 0, 80, 60), 1, (60, 80), 0.5, 0.25)
+    assert out.shape == img.shape and (img == 200).all()
+    assert (out[25:35, 35:45] == 150).all()  # 200 x (1 - 0.25) inside
+    assert (out[:, :10] == 200).all() and (out[:3] == 200).all()  # well outside
+    half = R.shade_polygon(img, square, (10, 0, 50, 60), 2, (30, 20), 0.25, 0.25)
+    assert half.shape == (60, 40, 3) and (half[25:35, 25:35] == 150).all()  # the box only
+
+
+def test_sheet_shadow_falls_down_right_of_the_sheet():
+    img = np.full((200, 240, 3), 220, np.uint8)
+    quad = np.array([[60.0, 50.0], [160.0, 50.0], [160.0, 130.0], [60.0, 130.0]])
+    out = R.sheet_shadow(img, np.random.default_rng(0), quad, 0.5)
+    again = R.sheet_shadow(img, np.random.default_rng(0), quad, 0.5)
+    assert np.array_equal(out, again) and (img == 220).all()
+    assert out[90, 110, 0] == 110  # the core: 220 x (1 - 0.5)
+    assert (out[:40] == 220).all() and (out[:, :50] == 220).all()  # above and left: no shadow
+    assert out[140, 165, 0] < 215  # just below-right of the sheet: in its shadow
+
+
 def test_blur_kernels_conserve_light_and_follow_the_angle():
     flat = np.full((30, 30, 3), 77, np.uint8)
     assert np.array_equal(R.lens_blur(flat, 3.0), flat)

@@ -7,6 +7,7 @@ they leave the registry as they found it.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -20,39 +21,61 @@ DOC = SerialPlateFamily.__doc__
 _COUNTER = itertools.count()
 
 
-@register_family
-class ToyNondeterministic(SerialPlateFamily):
-    __doc__ = DOC
-    name: ClassVar[str] = "toy_nondeterministic"
-
-    def generate(self, rng: np.random.Generator) -> Task:
-        """A question that changes with every build (a process-global counter)."""
-        task = super().generate(rng)
-        return replace(task, question=f"{task.question} (#{next(_COUNTER)})")
+def _generate_toy(class_name: str, name: str,
+                  generate: Callable[[SerialPlateFamily, np.random.Generator], Task]
+                  ) -> type[SerialPlateFamily]:
+    """Register a toy: the example family with ``generate`` (its docstring says what breaks)."""
+    cls = type(class_name, (SerialPlateFamily,), {"__doc__": DOC, "name": name,
+                                                   "generate": generate, "__module__": __name__})
+    return register_family(cls)
 
 
-@register_family
-class ToyHashSeeded(SerialPlateFamily):
-    __doc__ = DOC
-    name: ClassVar[str] = "toy_hash_seeded"
-
-    def generate(self, rng: np.random.Generator) -> Task:
-        """A question that depends on the interpreter's string-hash seed."""
-        task = super().generate(rng)
-        return replace(task, question=f"{task.question} (#{hash('plate') % 1000})")
+def _counted_question(self: SerialPlateFamily, rng: np.random.Generator) -> Task:
+    """A question that changes with every build (a process-global counter)."""
+    task = SerialPlateFamily.generate(self, rng)
+    return replace(task, question=f"{task.question} (#{next(_COUNTER)})")
 
 
-@register_family
-class ToyBadOracle(SerialPlateFamily):
-    __doc__ = DOC
-    name: ClassVar[str] = "toy_bad_oracle"
+def _hashed_question(self: SerialPlateFamily, rng: np.random.Generator) -> Task:
+    """A question that depends on the interpreter's string-hash seed."""
+    task = SerialPlateFamily.generate(self, rng)
+    return replace(task, question=f"{task.question} (#{hash('plate') % 1000})")
 
-    def generate(self, rng: np.random.Generator) -> Task:
-        """A reference crop of the wrong corner: the oracle's S and V fail."""
-        task = super().generate(rng)
-        call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": [0, 0, 60, 60],
-                                      "zoom_scale": 2.0})
-        return replace(task, reference=((call,),))
+
+def _wrong_corner_crop(self: SerialPlateFamily, rng: np.random.Generator) -> Task:
+    """A reference crop of the wrong corner: the oracle's S and V fail."""
+    task = SerialPlateFamily.generate(self, rng)
+    call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": [0, 0, 60, 60], "zoom_scale": 2.0})
+    return replace(task, reference=((call,),))
+
+
+def _answer_twice(self: SerialPlateFamily, rng: np.random.Generator) -> Task:
+    """The answer listed twice among the choices."""
+    task = SerialPlateFamily.generate(self, rng)
+    assert task.choices is not None
+    return replace(task, choices=(task.answer.value, *task.choices[:-1]))
+
+
+def _seed_ignored(self: SerialPlateFamily, rng: np.random.Generator) -> Task:
+    """The same task whatever the seed (a generator of its own)."""
+    return SerialPlateFamily.generate(self, np.random.default_rng(0))
+
+
+def _short_mask(self: SerialPlateFamily, rng: np.random.Generator) -> Task:
+    """An evidence mask one row short of its box."""
+    task = SerialPlateFamily.generate(self, rng)
+    ev = task.evidence[0]
+    assert ev.mask is not None
+    return replace(task, evidence=(replace(ev, mask=ev.mask[1:]), *task.evidence[1:]))
+
+
+ToyNondeterministic = _generate_toy("ToyNondeterministic", "toy_nondeterministic",
+                                    _counted_question)
+ToyHashSeeded = _generate_toy("ToyHashSeeded", "toy_hash_seeded", _hashed_question)
+ToyBadOracle = _generate_toy("ToyBadOracle", "toy_bad_oracle", _wrong_corner_crop)
+ToyDuplicateChoices = _generate_toy("ToyDuplicateChoices", "toy_duplicate_choices", _answer_twice)
+ToySeedless = _generate_toy("ToySeedless", "toy_seedless", _seed_ignored)
+ToyBadMask = _generate_toy("ToyBadMask", "toy_bad_mask", _short_mask)
 
 
 @register_family
@@ -82,18 +105,6 @@ class ToyNoKnobs(SerialPlateFamily):
 
 
 @register_family
-class ToyDuplicateChoices(SerialPlateFamily):
-    __doc__ = DOC
-    name: ClassVar[str] = "toy_duplicate_choices"
-
-    def generate(self, rng: np.random.Generator) -> Task:
-        """The answer listed twice among the choices."""
-        task = super().generate(rng)
-        assert task.choices is not None
-        return replace(task, choices=(task.answer.value, *task.choices[:-1]))
-
-
-@register_family
 class ToyLegible(SerialPlateFamily):
     __doc__ = DOC
     name: ClassVar[str] = "toy_legible"
@@ -116,7 +127,7 @@ class ToyLegible(SerialPlateFamily):
 
 TOYS: tuple[type[FamilyConfig], ...] = (
     ToyNondeterministic, ToyHashSeeded, ToyBadOracle, ToyMissingDoc, ToyLaxValidate, ToyNoKnobs,
-    ToyDuplicateChoices, ToyLegible,
+    ToyDuplicateChoices, ToyLegible, ToySeedless, ToyBadMask,
 )
 ALL: tuple[type[FamilyConfig], ...] = (SerialPlateFamily, *TOYS)
 """Every family importing this module registers (the example family included): what a test

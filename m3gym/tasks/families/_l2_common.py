@@ -92,15 +92,22 @@ def lerp(difficulty: float, easy: float, hard: float) -> float:
 
 
 def lerp_range(difficulty: float, easy: tuple[float, float], hard: tuple[float, float],
-               integer: bool = False) -> tuple[Any, Any]:
-    """Return a ``(low, high)`` range interpolated between ``easy`` and ``hard`` (rounded ints).
+               integer: bool = False, half_even: bool = False) -> tuple[Any, Any]:
+    """Return a ``(low, high)`` range interpolated between ``easy`` and ``hard``.
 
-    Both ends move linearly; ``integer`` rounds them half-up and keeps ``low <= high``.
+    Both ends move linearly (:func:`lerp`). Floats are rounded to 3 decimals. ``integer``
+    rounds both ends to whole numbers, halves up, and keeps ``low <= high``; ``half_even``
+    rounds halves to the even neighbour instead (Python's ``round``), the rule the lookup and
+    document families' knobs were drawn with (a half such as ``labels`` 2.5 at difficulty 0.5
+    would otherwise change their tasks).
     """
     lo, hi = lerp(difficulty, easy[0], hard[0]), lerp(difficulty, easy[1], hard[1])
     if not integer:
         return (round(lo, 3), round(hi, 3))
-    ilo, ihi = int(math.floor(lo + 0.5)), int(math.floor(hi + 0.5))
+    if half_even:
+        ilo, ihi = int(round(lo)), int(round(hi))
+    else:
+        ilo, ihi = int(math.floor(lo + 0.5)), int(math.floor(hi + 0.5))
     return (min(ilo, ihi), max(ilo, ihi))
 
 

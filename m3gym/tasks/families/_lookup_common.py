@@ -293,11 +293,6 @@ def lerp(a: float, b: float, t: float) -> float:
     return _l2_common.lerp(t, a, b)
 
 
-def count_range(low: tuple[int, int], high: tuple[int, int], t: float) -> tuple[int, int]:
-    """Return the integer range between ``low`` (t = 0) and ``high`` (t = 1), rounded."""
-    return int(round(lerp(low[0], high[0], t))), int(round(lerp(low[1], high[1], t)))
-
-
 def check_count_range(name: str, value: tuple[int, int], most: int) -> None:
     """Raise ``ValueError`` unless ``value`` is an ordered ``(low, high)`` within ``0..most``."""
     if len(value) != 2 or not 0 <= value[0] <= value[1] <= most:

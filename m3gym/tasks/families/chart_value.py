@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -124,9 +125,9 @@ class ChartValue(FamilyConfig):
         """Return glyph size, series/category counts, camera and question knobs."""
         d = float(difficulty)
         lerp = lambda a, b: a + (b - a) * d  # noqa: E731
+        counts = partial(c2.lerp_range, d, integer=True, half_even=True)
         return {"glyph_range": (lerp(12.0, 8.0), lerp(13.0, 9.0)),
-                "series": (int(round(lerp(2, 3))), int(round(lerp(2, 4)))),
-                "categories": (int(round(lerp(3, 6))), int(round(lerp(4, 7)))),
+                "series": counts((2, 2), (3, 4)), "categories": counts((3, 4), (6, 7)),
                 "perspective": lerp(0.0, 0.04), "difference_prob": lerp(0.1, 0.8)}
 
     def validate(self) -> None:
@@ -236,7 +237,7 @@ class ChartValue(FamilyConfig):
             quad = D.sheet_quad(rng, (pw, ph), 1.0, (w / 2 + float(rng.uniform(-20, 20)),
                                                        h / 2 + float(rng.uniform(-20, 20))),
                                 float(rng.uniform(-2.0, 2.0)), self.perspective)
-            desk = D.drop_shadow(desk, rng, quad, float(rng.uniform(0.25, 0.45)))
+            desk = R.sheet_shadow(desk, rng, quad, float(rng.uniform(0.25, 0.45)))
             photo = D.photograph(desk, sheet, quad)
             shot = R.camera_pipeline(photo.scene, rng, float(rng.uniform(0.2, 0.45)),
                                      keep=[photo.box])

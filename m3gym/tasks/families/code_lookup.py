@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -11,6 +11,7 @@ import numpy as np
 from m3gym.scoring.checkpoints import evidence_checkpoints, search_hit_checkpoint
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
+from m3gym.tasks.families._l2_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.spec import Evidence, RefCall, Task
@@ -142,11 +143,12 @@ class CodeLookupFamily(FamilyConfig):
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
         """Return glyph size, ink contrast, clutter, look-alike tags and hops for ``difficulty``."""
         d = float(difficulty)
+        counts = partial(lerp_range, d, integer=True, half_even=True)
         return {"glyph_min": C.lerp(9.0, 6.5, d), "glyph_max": C.lerp(10.0, 8.0, d),
                 "contrast_min": C.lerp(13.0, 7.0, d), "contrast_max": C.lerp(16.0, 10.0, d),
-                "clutter": C.count_range((2, 5), (8, 14), d),
-                "labels": C.count_range((1, 3), (5, 8), d),
-                "decoy_tags": C.count_range((0, 0), (2, 3), d), "hops": C.hops_for(d)}
+                "clutter": counts((2, 5), (8, 14)),
+                "labels": counts((1, 3), (5, 8)),
+                "decoy_tags": counts((0, 0), (2, 3)), "hops": C.hops_for(d)}
 
     def validate(self) -> None:
         """Check the world, the illegibility of the code at view size, and the attributes."""

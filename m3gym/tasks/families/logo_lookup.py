@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -14,6 +15,7 @@ from m3gym.scoring.checkpoints import (
 )
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _lookup_common as C
+from m3gym.tasks.families._l2_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import lookup_scenes as S
 from m3gym.tasks.spec import RefCall, Task
@@ -141,12 +143,13 @@ class LogoLookupFamily(FamilyConfig):
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
         """Return logo size, tilt, decoys, the twin, clutter and hops for ``difficulty``."""
         d = float(difficulty)
+        counts = partial(lerp_range, d, integer=True, half_even=True)
         tilt = (0.0, 0.0) if d < 0.25 else (C.lerp(12.0, 20.0, d), C.lerp(20.0, 35.0, d))
         return {"side_min": int(round(C.lerp(60, 34, d))),
                 "side_max": int(round(C.lerp(70, 42, d))), "tilt": tilt,
-                "decoys": C.count_range((0, 1), (2, 3), d), "twin_prob": d,
-                "clutter": C.count_range((2, 5), (8, 13), d),
-                "labels": C.count_range((1, 3), (4, 7), d), "hops": C.hops_for(d)}
+                "decoys": counts((0, 1), (2, 3)), "twin_prob": d,
+                "clutter": counts((2, 5), (8, 13)),
+                "labels": counts((1, 3), (4, 7)), "hops": C.hops_for(d)}
 
     def validate(self) -> None:
         """Check the world, the illegibility of the logo at view size, and the scenes."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -239,9 +240,10 @@ class ReceiptTotal(FamilyConfig):
         """Return glyph size, ink contrast, item count, camera and question knobs."""
         d = float(difficulty)
         lerp = lambda a, b: a + (b - a) * d  # noqa: E731
+        counts = partial(c2.lerp_range, d, integer=True, half_even=True)
         return {"glyph_range": (lerp(14.0, 8.0), lerp(15.0, 9.0)),
                 "contrast_range": (lerp(16.0, 8.0), lerp(18.0, 10.0)),
-                "items": (int(round(lerp(3, 9))), int(round(lerp(5, 12)))),
+                "items": counts((3, 5), (9, 12)),
                 "tilt_deg": lerp(1.0, 5.0), "perspective": lerp(0.01, 0.05),
                 "two_item_prob": lerp(0.1, 0.9)}
 
@@ -293,7 +295,7 @@ class ReceiptTotal(FamilyConfig):
         rbox = (int(quad[:, 0].min()), int(quad[:, 1].min()), int(quad[:, 0].max()) + 1,
                 int(quad[:, 1].max()) + 1)
         D.desk_props(table, rng, [R.grow_box(rbox, 30, w, h)], int(rng.integers(2, 6)))
-        table = D.drop_shadow(table, rng, quad, float(rng.uniform(0.3, 0.5)))
+        table = R.sheet_shadow(table, rng, quad, float(rng.uniform(0.3, 0.5)))
         contrast = float(rng.uniform(*self.contrast_range))
         shown = receipt.sheet.faded(dc.faded_keep(receipt.sheet.paper, INK, contrast)) if faded \
             else None

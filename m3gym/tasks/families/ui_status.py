@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -89,10 +90,10 @@ class UiStatus(FamilyConfig):
         """Return glyph size and clutter (rows, dock apps, badges) knobs."""
         d = float(difficulty)
         lerp = lambda a, b: a + (b - a) * d  # noqa: E731
+        counts = partial(c2.lerp_range, d, integer=True, half_even=True)
         return {"glyph_range": (lerp(13.0, 8.0), lerp(14.0, 9.0)),
-                "rows": (int(round(lerp(3, 6))), int(round(lerp(3, 7)))),
-                "apps": (int(round(lerp(5, 9))), int(round(lerp(5, 10)))),
-                "badges": (int(round(lerp(1, 4))), int(round(lerp(2, 5))))}
+                "rows": counts((3, 3), (6, 7)), "apps": counts((5, 5), (9, 10)),
+                "badges": counts((1, 2), (4, 5))}
 
     def validate(self) -> None:
         """Check glyph sizes and clutter counts."""

@@ -27,8 +27,9 @@ The package is split along its seams; every public name is re-exported here:
 * :mod:`~m3gym.tasks.render.degradations` — :func:`compress_dynamic_range`,
   :func:`add_sensor_noise`, :func:`mild_blur`, :func:`jpeg_artifacts`, :func:`faded_color`;
 * :mod:`~m3gym.tasks.render.camera` — perspective placement (:func:`perspective_quad`,
-  :func:`warp_patch`), :func:`uneven_lighting`, :func:`soft_shadow`, :func:`lens_blur`,
-  :func:`motion_blur` and :func:`camera_pipeline`;
+  :func:`warp_patch`), :func:`uneven_lighting`, :func:`soft_shadow`, :func:`sheet_shadow`
+  (both through :func:`shade_polygon`), :func:`lens_blur`, :func:`motion_blur` and
+  :func:`camera_pipeline`;
 * :mod:`~m3gym.tasks.render.measures` — the one :func:`to_gray`, :func:`ink_contrast`,
   :func:`autocontrast_pil` / :func:`autocontrast_luts` (PIL's algorithm),
   :func:`region_evidence`, :func:`freeze`.
@@ -53,6 +54,8 @@ from m3gym.tasks.render.camera import (
     patch_corners,
     perspective_quad,
     quad_box,
+    shade_polygon,
+    sheet_shadow,
     soft_shadow,
     uneven_lighting,
     warp_alpha,
@@ -156,8 +159,8 @@ __all__ = [
     "FAKER_LOCALES", "FONT_FACES", "MAX_ROLL_DEG", "MAX_TILT_DEG", "ascii_fold", "camera_pipeline",
     "draw_truetype", "fake", "fake_address", "fake_company", "fake_date", "fake_id", "fake_person",
     "fake_product", "font_covers", "homography", "lens_blur", "motion_blur", "patch_corners",
-    "perspective_quad", "pick_font", "quad_box", "soft_shadow", "truetype_lines", "truetype_text",
-    "uneven_lighting", "warp_alpha", "warp_patch",
+    "perspective_quad", "pick_font", "quad_box", "shade_polygon", "sheet_shadow", "soft_shadow",
+    "truetype_lines", "truetype_text", "uneven_lighting", "warp_alpha", "warp_patch",
     "ALL_FACES", "BACKGROUND_DETAIL", "BACKGROUND_KINDS", "CLUTTER_KINDS", "CODE_DIGITS",
     "CODE_LETTERS", "CODE_PATTERNS", "CONFUSABLE_CYCLES", "DISTRACTOR_WORDS", "NAMED_COLORS",
     "NOISE_TILE_SHAPE", "READABLE_FACES", "VIEW_SIZE", "Box", "Color", "PlacedText", "TextPatch",

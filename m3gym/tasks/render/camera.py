@@ -8,8 +8,9 @@ and a quad is four image points in that order (top-left, top-right, bottom-right
 * :func:`perspective_quad` samples where a flat ``w x h`` object lands when seen at an angle;
   :func:`warp_patch` pastes a patch there (in place) and returns the pixel box and the coverage
   mask (:func:`warp_alpha` warps any other layer, e.g. a text's ink, with the same geometry);
-* :func:`uneven_lighting`, :func:`soft_shadow`, :func:`lens_blur`, :func:`motion_blur` return
-  new images;
+* :func:`uneven_lighting`, :func:`soft_shadow` (an object's), :func:`sheet_shadow` (a page's on
+  the table), :func:`lens_blur`, :func:`motion_blur` return new images; both shadows darken
+  under one blurred polygon drawn small (:func:`shade_polygon`);
 * :func:`camera_pipeline` samples one chain of them plus sensor noise and JPEG per task, keeping
   the ``keep`` boxes (the evidence) in focus and out of cast shadows.
 """
@@ -225,13 +226,46 @@ def soft_shadow(
         return out
     k = max(1, int(blur // 3))  # the shadow is smooth: draw it k times smaller
     mh, mw = max(1, -(-(by1 - by0) // k)), max(1, -(-(bx1 - bx0) // k))
-    mask = np.zeros((mh, mw), np.float32)
-    cv2.fillPoly(mask, [np.round((shifted - (bx0, by0)) / k * 16).astype(np.int32)], 1.0,
-                 cv2.LINE_AA, shift=4)
-    mask = cv2.GaussianBlur(mask, (0, 0), blur / k)
-    mask = cv2.resize(mask, (bx1 - bx0, by1 - by0), interpolation=cv2.INTER_LINEAR)
-    out[by0:by1, bx0:bx1] = _apply_gain(img[by0:by1, bx0:bx1], 1.0 - np.float32(darkness) * mask)
+    out[by0:by1, bx0:bx1] = shade_polygon(img, shifted, (bx0, by0, bx1, by1), k, (mh, mw),
+                                          blur / k, darkness)
     return out
+
+
+def sheet_shadow(img: np.ndarray, rng: np.random.Generator, quad: np.ndarray,
+                 strength: float) -> np.ndarray:
+    """Return ``img`` darkened by the soft, offset outline of a sheet of paper at ``quad``.
+
+    Drawn before the sheet is composited (the shadow falls on the table). A page lies flat, so
+    unlike :func:`soft_shadow` (an object standing off its background: an offset, blur and
+    darkness drawn in proportion to its size) the outline moves 4-16 px down-right, is blurred
+    by 1.5 % of the sheet's size at a quarter of the resolution over the whole image, and
+    ``strength`` in ``[0, 0.6]`` is the darkening at its core.
+    """
+    h, w = img.shape[:2]
+    small = 4
+    shifted = np.asarray(quad, np.float64) + rng.uniform(4.0, 16.0, size=2)
+    side = float(np.ptp(shifted[:, 0] / small) + np.ptp(shifted[:, 1] / small))
+    return shade_polygon(img, shifted, (0, 0, w, h), small, (max(2, h // small),
+                         max(2, w // small)), max(1.0, 0.015 * side), strength)
+
+
+def shade_polygon(img: np.ndarray, pts: np.ndarray, box: Box, k: int,
+                  mask_shape: tuple[int, int], sigma: float, darkness: float) -> np.ndarray:
+    """Return the ``box`` region of ``img`` darkened under the blurred polygon ``pts``.
+
+    The polygon (image coordinates) is drawn anti-aliased ``k`` times smaller into a
+    ``mask_shape`` (rows, cols) mask with the box's top-left at its origin, blurred with a
+    Gaussian of ``sigma`` mask pixels and stretched bilinearly over the box; where the mask is
+    1 the region darkens by ``darkness`` (a gain of ``1 - darkness``). The soft shadows'
+    common step (:func:`soft_shadow`, :func:`sheet_shadow`).
+    """
+    x0, y0, x1, y1 = box
+    mask = np.zeros(mask_shape, np.float32)
+    cv2.fillPoly(mask, [np.round((pts - (x0, y0)) / k * 16).astype(np.int32)], 1.0,
+                 cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), sigma)
+    mask = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    return _apply_gain(img[y0:y1, x0:x1], 1.0 - np.float32(darkness) * mask)
 
 
 def lens_blur(img: np.ndarray, radius: float) -> np.ndarray:

@@ -222,27 +222,6 @@ def mapped_glyph(hom: np.ndarray, placed: Iterable[R.PlacedText]) -> float:
     return out
 
 
-def drop_shadow(background: np.ndarray, rng: np.random.Generator, quad: np.ndarray,
-                strength: float) -> np.ndarray:
-    """Return ``background`` darkened by the soft, offset outline of a sheet at ``quad``.
-
-    Drawn before the sheet is composited (the shadow falls on the table). Unlike
-    :func:`render.soft_shadow`, whose blur grows with the object (seconds for a page), the
-    shadow is blurred at a quarter of the resolution with a blur of 1.5 % of the sheet's size.
-    ``strength`` in ``[0, 0.6]`` is the darkening at the shadow's core.
-    """
-    h, w = background.shape[:2]
-    small = 4
-    pts = (np.asarray(quad, np.float64) + rng.uniform(4.0, 16.0, size=2)) / small
-    side = float(np.ptp(pts[:, 0]) + np.ptp(pts[:, 1]))
-    mask = np.zeros((max(2, h // small), max(2, w // small)), np.float32)
-    cv2.fillPoly(mask, [np.round(pts * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
-    mask = cv2.GaussianBlur(mask, (0, 0), max(1.0, 0.015 * side))
-    mask = cv2.resize(mask, (w, h), interpolation=cv2.INTER_LINEAR)
-    gain = cv2.merge([1.0 - np.float32(strength) * mask] * 3)
-    return cv2.multiply(background.astype(np.float32), gain, dtype=cv2.CV_8U)
-
-
 def curl_shading(img: np.ndarray, box: Box, strength: float, vertical: bool = False
                  ) -> np.ndarray:
     """Return ``img`` with a brightness dip towards two edges of ``box`` (curled paper).
