@@ -58,14 +58,16 @@ class PriceSum(FamilyConfig):
         holes, uprights and a dark plinth, two or three shelves whose dark price rails cast a
         soft shadow on the back below them, and on each shelf two or more product groups of
         ``tags`` in all, each a row of identical shaded 3-D packages (cartons, cans, bottles,
-        jars; Faker brand and product printed in TrueType). Under every group a shelf-edge
-        price tag clips into the rail: a store-colour stripe, the product's name in small
-        type, the price in ``glyph_range`` px TrueType glyphs, a tiny barcode and a coloured
-        dot sticker (large enough to see at view size; eight dot colours at most). ``talkers``
-        promotional shelf talkers hang from the rails away from the tags. The photo is taken
-        through a slightly rolled, off-axis camera (a whole-image homography) and the camera
-        pipeline (uneven light, a cast shadow, blur outside the target tags, sensor noise, JPEG),
-        both at a strength drawn from ``camera_range``.
+        jars, stacked up to three high; Faker brand and product printed in TrueType, colours
+        kept clear of the dot colours). Under every group a shelf-edge price tag clips into
+        the rail: a store-colour stripe, the product's name in small type, the price in
+        ``glyph_range`` px TrueType glyphs, a tiny barcode and a coloured dot sticker (large
+        enough to see at view size; eight dot colours at most). ``talkers`` promotional shelf
+        talkers hang from the rails away from the tags. The photo is taken
+        through a slightly rolled, off-axis camera (a whole-image homography; the tags are
+        clipped on upright after it, at their rail's place, so their print is not resampled)
+        and the camera pipeline (uneven light, a cast shadow, blur outside the target tags,
+        sensor noise, JPEG), both at a strength drawn from ``camera_range``.
     Question:
         "What is the total of the prices on the shelf tag with the <colour> dot and the shelf
         tag with the <colour> dot?" — six sums to choose from (digit-slip misreadings of a
