@@ -102,10 +102,10 @@ def draw_back_panel(img: np.ndarray, rng: np.random.Generator, rows: Sequence[Sh
     metal = R.jitter_color(rng, (214, 214, 210), 14)
     LS.fill_gradient(img, (0, 0, w, h), LS.shade(metal, 1.04), LS.shade(metal, 0.9))
     step = int(rng.integers(26, 40))
-    hole = LS.shade(metal, 0.78)
-    for y in range(step // 2, h, step):
-        for x in range(step // 2, w, step):
-            cv2.circle(img, (x, y), 2, hole, -1, cv2.LINE_AA)
+    for dy, dx, dark in ((0, 0, 0.78), (0, 1, 0.78), (1, 0, 0.78), (1, 1, 0.78), (-1, 0, 0.9),
+                         (2, 0, 0.9), (0, -1, 0.9), (0, 2, 0.9), (2, 1, 0.9), (1, 2, 0.9)):
+        holes = img[step // 2 + dy::step, step // 2 + dx::step]  # a peg hole's 2x2 core, rim
+        holes[:] = (holes * np.float32(dark) + 0.5).astype(np.uint8)
     for r in rows:
         top = r.rail[1]
         depth = max(24, (r.rail[1] - r.top) // 6)
@@ -346,14 +346,14 @@ def fill_facings(img: np.ndarray, rng: np.random.Generator, look: PackageLook,
     for _ in range(count):
         for k in range(layers):
             foot = base - k * (look.size[1] + 2)
-            img[:] = _contact_shadow(img, (x, foot - look.size[1], x + w, foot))
+            _contact_shadow(img, (x, foot - look.size[1], x + w, foot))
             boxes.append(draw_package(img, look, x, foot, lit_left))
         x += w + gap
     return boxes
 
 
-def _contact_shadow(img: np.ndarray, front: R.Box) -> np.ndarray:
-    """Darken the back panel just right of and above a package (light from the upper left)."""
+def _contact_shadow(img: np.ndarray, front: R.Box) -> None:
+    """Darken the back panel just right of and above a package (in place; light upper left)."""
     x0, y0, x1, y1 = front
     h, w = img.shape[:2]
     off = max(4, (x1 - x0) // 10)
@@ -361,7 +361,6 @@ def _contact_shadow(img: np.ndarray, front: R.Box) -> np.ndarray:
     if sx1 > sx0 and sy1 > sy0:
         region = img[sy0:sy1, sx0:sx1].astype(np.float32) * 0.82
         img[sy0:sy1, sx0:sx1] = (region + 0.5).astype(np.uint8)
-    return img
 
 
 # --------------------------------------------------------------------------------------------
