@@ -319,9 +319,10 @@ def plan_tiny_faint_text(view: EpisodeView) -> Plan:
 def plan_price_sum(view: EpisodeView) -> Plan:
     """Find the two dotted tags, crop both in parallel, autocontrast both, add the prices.
 
-    Each price is read from several versions of its tag (:func:`_tag_versions`), its readings
-    ranked by how often they were read; the best-ranked pair of readings whose sum is one of the
-    choices wins, else the top readings' sum is matched to the nearest choice.
+    Each price is read from versions of its tag (:func:`_tag_versions`: the plain ones, then
+    smoothed ones only when no pair of readings sums to a choice), its readings ranked by how
+    often they were read; the best-ranked pair whose sum is one of the choices wins, else the
+    top readings' sum is matched to the nearest choice.
     """
     img = view.images[0]
     colors = named_colors_in(view.question, list(hv.COLORS))[:2]
@@ -340,21 +341,29 @@ def plan_price_sum(view: EpisodeView) -> Plan:
     out = yield [op_call("autocontrast", i, cutoff=1.0) for i, _ in pairs]
     if len(out.images) < 2 or any(im is None for im in out.images):
         return None
-    versions = [_tag_versions(ac, crop) for ac, (_, crop) in zip(out.images, pairs)
-                if ac is not None]
-    n = len(versions[0])
-    readings = read_words_batch([v for vs in versions for v in vs], both_polarities=True)
-    per_tag = [_ranked([p for ws in readings[k * n:(k + 1) * n] for p in _price_readings(ws)])
-               for k in range(len(versions))]
-    if any(not ps for ps in per_tag):
-        return None
-    return _consistent_sum(per_tag[0], per_tag[1], view.choices)
+    tags = [(ac, crop) for ac, (_, crop) in zip(out.images, pairs) if ac is not None]
+    per_tag: list[list[float]] = [[] for _ in tags]
+    for stage in (0, 1):  # the plain versions first; the smoothed ones only when they disagree
+        versions = [_tag_versions(ac, crop, stage) for ac, crop in tags]
+        n = len(versions[0])
+        readings = read_words_batch([v for vs in versions for v in vs], both_polarities=True)
+        for k in range(len(tags)):
+            per_tag[k] += [p for ws in readings[k * n:(k + 1) * n] for p in _price_readings(ws)]
+        ranked = [_ranked(ps) for ps in per_tag]
+        if all(ranked) and (stage or _matching_choice(ranked[0], ranked[1], view.choices)):
+            return _consistent_sum(ranked[0], ranked[1], view.choices)
+    return None
 
 
-def _tag_versions(contrasted: np.ndarray, crop: np.ndarray) -> list[np.ndarray]:
-    """Return the versions of a tag read for its price: autocontrast, crop, smoothed, enlarged."""
-    return [contrasted, crop, cv2.GaussianBlur(contrasted, (0, 0), 1.2),
-            cv2.GaussianBlur(crop, (0, 0), 1.0),
+def _tag_versions(contrasted: np.ndarray, crop: np.ndarray, stage: int) -> list[np.ndarray]:
+    """Return the versions of a tag read for its price.
+
+    Stage 0: the autocontrast and the plain crop; stage 1: both smoothed and the autocontrast
+    enlarged.
+    """
+    if stage == 0:
+        return [contrasted, crop]
+    return [cv2.GaussianBlur(contrasted, (0, 0), 1.2), cv2.GaussianBlur(crop, (0, 0), 1.0),
             cv2.resize(contrasted, None, fx=1.5, fy=1.5, interpolation=cv2.INTER_CUBIC)]
 
 
@@ -372,12 +381,9 @@ def _price_readings(words: Sequence[OcrWord]) -> list[float]:
     return [price, float(f"{price % 100:.2f}")] if price >= 100 else [price]
 
 
-def _consistent_sum(first: Sequence[float], second: Sequence[float],
-                    choices: Sequence[str]) -> str | None:
-    """Return the choice equal to a sum of one reading of each tag (readings in order of trust).
-
-    Without such a pair, the choice nearest the sum of the most trusted readings.
-    """
+def _matching_choice(first: Sequence[float], second: Sequence[float],
+                     choices: Sequence[str]) -> str | None:
+    """Return the choice equal to a sum of one reading of each tag, best-ranked pair first."""
     pairs = sorted(((i + j, i, a + b) for i, a in enumerate(first)
                     for j, b in enumerate(second)))
     for *_, total in pairs:
@@ -387,7 +393,14 @@ def _consistent_sum(first: Sequence[float], second: Sequence[float],
                     return c
             except ValueError:
                 continue
-    return _nearest_number(first[0] + second[0], choices)
+    return None
+
+
+def _consistent_sum(first: Sequence[float], second: Sequence[float],
+                    choices: Sequence[str]) -> str | None:
+    """Return :func:`_matching_choice`, else the choice nearest the top readings' sum."""
+    return (_matching_choice(first, second, choices)
+            or _nearest_number(first[0] + second[0], choices))
 
 
 def _price_in(words: Sequence[OcrWord]) -> float | None:
