@@ -233,7 +233,7 @@ def draw_package(img: np.ndarray, look: PackageLook, x: int, base: int, lit_left
     """Draw ``look`` with its front's bottom-left at ``(x, base)`` (in place); return its box."""
     if look.kind == "box":
         return _draw_box(img, look, x, base, lit_left)
-    return _draw_vessel(img, look, x, base, lit_left)
+    return paste_sprite(img, vessel_sprite(look, lit_left), x, base)
 
 
 def _print_lines(canvas: np.ndarray, look: PackageLook, cx: float, y: int) -> None:
@@ -283,9 +283,12 @@ def _vessel_outline(kind: str, w: int, h: int) -> tuple[np.ndarray, tuple[int, i
     return np.array(pts, np.int32), (int(h * 0.45), int(h * 0.78)), cap
 
 
-def _draw_vessel(img: np.ndarray, look: PackageLook, x: int, base: int, lit_left: bool
-                 ) -> R.Box:
-    """Draw a can, bottle or jar: flat print, then a cylindrical light profile and a streak."""
+def vessel_sprite(look: PackageLook, lit_left: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Return a can, bottle or jar as ``(rgb float32, alpha float32 (h, w, 1))``.
+
+    The print is drawn flat, then shaded by a cylindrical light profile with a specular streak
+    on the lit side. Drawn once per product, pasted for every facing.
+    """
     w, h = look.size
     poly, (ly0, ly1), cap = _vessel_outline(look.kind, w, h)
     canvas = np.empty((h, w, 3), np.uint8)
@@ -301,10 +304,9 @@ def _draw_vessel(img: np.ndarray, look: PackageLook, x: int, base: int, lit_left
     _print_lines(canvas[ly0:ly1], look, w / 2, max(3, (ly1 - ly0) // 8))
     u = (np.arange(w, dtype=np.float32) + 0.5) / w
     light = 0.3 if lit_left else 0.7
-    profile = 0.52 + 0.5 * np.sin(np.pi * u) ** 0.6
+    profile = (0.52 + 0.5 * np.sin(np.pi * u) ** 0.6)[None, :, None]
     streak = np.exp(-((u - light) / 0.06) ** 2)[None, :, None] * 0.45
-    body = canvas.astype(np.float32) * profile[None, :, None]
-    body = body * (1 - streak) + 255.0 * streak
+    body = canvas.astype(np.float32) * (profile * (1 - streak)) + 255.0 * streak
     mask = np.zeros((h + 1, w + 1), np.uint8)
     if look.kind == "can":
         cv2.rectangle(mask, (0, cap), (w - 1, h - cap), 255, -1)
@@ -312,7 +314,14 @@ def _draw_vessel(img: np.ndarray, look: PackageLook, x: int, base: int, lit_left
         cv2.ellipse(mask, (w // 2, h - cap), (w // 2, cap), 0, 0, 180, 255, -1, cv2.LINE_AA)
     else:
         cv2.fillPoly(mask, [poly], 255, cv2.LINE_AA)
-    alpha = mask[:h, :w].astype(np.float32)[..., None] / 255.0
+    return body, mask[:h, :w].astype(np.float32)[..., None] / 255.0
+
+
+def paste_sprite(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int, base: int
+                 ) -> R.Box:
+    """Blend a :func:`vessel_sprite` with its bottom-left at ``(x, base)`` (in place); its box."""
+    body, alpha = sprite
+    h, w = body.shape[:2]
     y0 = base - h
     ih, iw = img.shape[:2]
     sx0, sy0, sx1, sy1 = max(0, x), max(0, y0), min(iw, x + w), min(ih, base)
@@ -321,7 +330,7 @@ def _draw_vessel(img: np.ndarray, look: PackageLook, x: int, base: int, lit_left
     a = alpha[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
     src = body[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
     dst = img[sy0:sy1, sx0:sx1].astype(np.float32)
-    img[sy0:sy1, sx0:sx1] = np.clip(src * a + dst * (1 - a) + 0.5, 0, 255).astype(np.uint8)
+    img[sy0:sy1, sx0:sx1] = np.clip(dst + a * (src - dst) + 0.5, 0, 255).astype(np.uint8)
     return sx0, sy0, sx1, sy1
 
 
@@ -342,12 +351,14 @@ def fill_facings(img: np.ndarray, rng: np.random.Generator, look: PackageLook,
     count = max(1, (span[1] - span[0] - gap) // (w + gap))
     x = span[0] + (span[1] - span[0] - count * (w + gap) + gap) // 2
     lit_left = bool(rng.random() < 0.5)
+    sprite = vessel_sprite(look, lit_left) if look.kind != "box" else None
     boxes = []
     for _ in range(count):
         for k in range(layers):
             foot = base - k * (look.size[1] + 2)
             _contact_shadow(img, (x, foot - look.size[1], x + w, foot))
-            boxes.append(draw_package(img, look, x, foot, lit_left))
+            boxes.append(draw_package(img, look, x, foot, lit_left) if sprite is None
+                          else paste_sprite(img, sprite, x, foot))
         x += w + gap
     return boxes
 
