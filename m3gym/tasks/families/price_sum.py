@@ -102,7 +102,7 @@ class PriceSum(FamilyConfig):
     description: ClassVar[str] = "crop two tiny shelf-edge price tags in parallel, add the prices"
 
     glyph_range: tuple[float, float] = (8.0, 11.0)
-    faint_prob: float = 0.4
+    faint_prob: float = 0.3
     contrast_range: tuple[float, float] = (9.0, 15.0)
     tags: tuple[int, int] = (5, 8)
     talkers: tuple[int, int] = (1, 3)

@@ -102,8 +102,8 @@ def draw_back_panel(img: np.ndarray, rng: np.random.Generator, rows: Sequence[Sh
     metal = R.jitter_color(rng, (214, 214, 210), 14)
     LS.fill_gradient(img, (0, 0, w, h), LS.shade(metal, 1.04), LS.shade(metal, 0.9))
     step = int(rng.integers(26, 40))
-    for dy, dx, dark in ((0, 0, 0.78), (0, 1, 0.78), (1, 0, 0.78), (1, 1, 0.78), (-1, 0, 0.9),
-                         (2, 0, 0.9), (0, -1, 0.9), (0, 2, 0.9), (2, 1, 0.9), (1, 2, 0.9)):
+    for dy, dx, dark in ((0, 0, 0.88), (0, 1, 0.88), (1, 0, 0.88), (1, 1, 0.88), (-1, 0, 0.95),
+                         (2, 0, 0.95), (0, -1, 0.95), (0, 2, 0.95), (2, 1, 0.95), (1, 2, 0.95)):
         holes = img[step // 2 + dy::step, step // 2 + dx::step]  # a peg hole's 2x2 core, rim
         holes[:] = (holes * np.float32(dark) + 0.5).astype(np.uint8)
     for r in rows:
