@@ -229,8 +229,13 @@ def _marker_crop(img: np.ndarray, marker: hv.Box, scale: float) -> tuple[list[in
     return hv.to_bbox1000(grown, img.shape[1], img.shape[0]), hv.zoom_for(grown, scale, 3.2)
 
 
-def marker_candidates(img: np.ndarray, color: str, where: str | None, round_: bool) -> list[hv.Box]:
-    """Return boxes of small tabs (tall bars) or dots of ``color``, best placed first."""
+def marker_candidates(img: np.ndarray, color: str, where: str | None, round_: bool,
+                      tag_shaped: bool = False) -> list[hv.Box]:
+    """Return boxes of small tabs (tall bars) or dots of ``color``, best placed first.
+
+    With ``tag_shaped`` a marker whose plate is not shaped like a tag (wider than tall, at most
+    a few markers high: :func:`_tag_shaped_plate`) ranks after every marker whose plate is.
+    """
     blobs = hv.color_blobs(img, hv.COLORS[color], tol=55.0, close=2, min_area=4)
     scored = []
     for b in blobs:
@@ -242,6 +247,8 @@ def marker_candidates(img: np.ndarray, color: str, where: str | None, round_: bo
         if not round_ and not (h >= 0.9 * w and b.fill >= 0.6):
             continue
         plate_ok = 0 if _has_plate(img, b.box) else 1
+        if tag_shaped and not _tag_shaped_plate(img, b.box):
+            plate_ok = 2
         scored.append((plate_ok, round(hv.position_distance(b.center, img.shape, where), 2),
                        -b.area, b.box))
     scored.sort()
@@ -257,6 +264,15 @@ def _has_plate(img: np.ndarray, marker: hv.Box) -> bool:
     x = min(max(seed[0], 0), img.shape[1] - 1)
     light = float(img[seed[1], x].astype(np.float32).mean())
     return light >= 150 and plate[2] - plate[0] >= 2 * (marker[2] - marker[0])
+
+
+def _tag_shaped_plate(img: np.ndarray, marker: hv.Box) -> bool:
+    """Return whether the plate right of ``marker`` is tag-shaped: wider than tall, low."""
+    plate = hv.flood_region(img, (marker[2] + 2, (marker[1] + marker[3]) // 2))
+    if plate is None:
+        return False
+    pw, ph = plate[2] - plate[0], plate[3] - plate[1]
+    return pw >= ph and ph <= 4.5 * max(marker[3] - marker[1], 4)
 
 
 def _upright_reading(images: Sequence[np.ndarray], choices: Sequence[str]
@@ -301,28 +317,90 @@ def plan_tiny_faint_text(view: EpisodeView) -> Plan:
 
 
 def plan_price_sum(view: EpisodeView) -> Plan:
-    """Find the two dotted tags, crop both in parallel, autocontrast both, add the prices."""
+    """Find the two dotted tags, crop both in parallel, autocontrast both, add the prices.
+
+    Each price is read from versions of its tag (:func:`_tag_versions`: the plain ones, then
+    smoothed ones only when no pair of readings sums to a choice), its readings ranked by how
+    often they were read; the best-ranked pair whose sum is one of the choices wins, else the
+    top readings' sum is matched to the nearest choice.
+    """
     img = view.images[0]
     colors = named_colors_in(view.question, list(hv.COLORS))[:2]
     boxes = []
     for c in colors:
-        cands = marker_candidates(img, c, None, round_=True)
+        cands = marker_candidates(img, c, None, round_=True, tag_shaped=True)
         if cands:
             boxes.append(cands[0])
     if len(boxes) < 2:
         return None
     calls = [crop_call(0, *_marker_crop(img, b, view.view_scale(0))) for b in boxes]
     out = yield calls
-    idx = [i for i in out.indices if i is not None]
-    if len(idx) < 2:
+    pairs = [(i, im) for i, im in zip(out.indices, out.images) if i is not None and im is not None]
+    if len(pairs) < 2:
         return None
-    out = yield [op_call("autocontrast", i, cutoff=1.0) for i in idx]
-    imgs = [im for im in out.images if im is not None]
-    prices = [_price_in(ws) for ws in read_words_batch(imgs, both_polarities=True)]
-    if len(prices) < 2 or any(p is None for p in prices):
+    out = yield [op_call("autocontrast", i, cutoff=1.0) for i, _ in pairs]
+    if len(out.images) < 2 or any(im is None for im in out.images):
         return None
-    total = sum(p for p in prices if p is not None)
-    return _nearest_number(total, view.choices)
+    tags = [(ac, crop) for ac, (_, crop) in zip(out.images, pairs) if ac is not None]
+    per_tag: list[list[float]] = [[] for _ in tags]
+    for stage in (0, 1):  # the plain versions first; the smoothed ones only when they disagree
+        versions = [_tag_versions(ac, crop, stage) for ac, crop in tags]
+        n = len(versions[0])
+        readings = read_words_batch([v for vs in versions for v in vs], both_polarities=True)
+        for k in range(len(tags)):
+            per_tag[k] += [p for ws in readings[k * n:(k + 1) * n] for p in _price_readings(ws)]
+        ranked = [_ranked(ps) for ps in per_tag]
+        if all(ranked) and (stage or _matching_choice(ranked[0], ranked[1], view.choices)):
+            return _consistent_sum(ranked[0], ranked[1], view.choices)
+    return None
+
+
+def _tag_versions(contrasted: np.ndarray, crop: np.ndarray, stage: int) -> list[np.ndarray]:
+    """Return the versions of a tag read for its price.
+
+    Stage 0: the autocontrast and the plain crop; stage 1: both smoothed and the autocontrast
+    enlarged.
+    """
+    if stage == 0:
+        return [contrasted, crop]
+    return [cv2.GaussianBlur(contrasted, (0, 0), 1.2), cv2.GaussianBlur(crop, (0, 0), 1.0),
+            cv2.resize(contrasted, None, fx=1.5, fy=1.5, interpolation=cv2.INTER_CUBIC)]
+
+
+def _ranked(values: Sequence[float]) -> list[float]:
+    """Return the distinct ``values``, the most often read first (ties: first read first)."""
+    order = list(dict.fromkeys(values))
+    return sorted(order, key=lambda v: (-values.count(v), order.index(v)))
+
+
+def _price_readings(words: Sequence[OcrWord]) -> list[float]:
+    """Return the price a tag reading shows, then the same without a leading "$" misread as 5."""
+    price = _price_in(words)
+    if price is None:
+        return []
+    return [price, float(f"{price % 100:.2f}")] if price >= 100 else [price]
+
+
+def _matching_choice(first: Sequence[float], second: Sequence[float],
+                     choices: Sequence[str]) -> str | None:
+    """Return the choice equal to a sum of one reading of each tag, best-ranked pair first."""
+    pairs = sorted(((i + j, i, a + b) for i, a in enumerate(first)
+                    for j, b in enumerate(second)))
+    for *_, total in pairs:
+        for c in choices:
+            try:
+                if abs(float(c) - total) < 0.005:
+                    return c
+            except ValueError:
+                continue
+    return None
+
+
+def _consistent_sum(first: Sequence[float], second: Sequence[float],
+                    choices: Sequence[str]) -> str | None:
+    """Return :func:`_matching_choice`, else the choice nearest the top readings' sum."""
+    return (_matching_choice(first, second, choices)
+            or _nearest_number(first[0] + second[0], choices))
 
 
 def _price_in(words: Sequence[OcrWord]) -> float | None:

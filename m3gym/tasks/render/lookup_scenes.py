@@ -55,8 +55,8 @@ def vertical_gradient(h: int, w: int, top: Sequence[float], bottom: Sequence[flo
     """Return an ``(h, w, 3)`` ``uint8`` patch fading from ``top`` to ``bottom``."""
     t = np.linspace(0.0, 1.0, max(h, 1), dtype=np.float32)[:, None, None]
     a, b = np.asarray(top, np.float32), np.asarray(bottom, np.float32)
-    col = a * (1 - t) + b * t
-    return np.ascontiguousarray(np.broadcast_to(col, (h, w, 3)) + 0.5).astype(np.uint8)
+    col = (a * (1 - t) + b * t + 0.5).astype(np.uint8)  # one column, then repeated
+    return np.ascontiguousarray(np.broadcast_to(col, (h, w, 3)))
 
 
 def fill_gradient(img: np.ndarray, box: R.Box, top: Sequence[float], bottom: Sequence[float]

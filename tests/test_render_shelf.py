@@ -1,0 +1,167 @@
+"""The supermarket shelf of price_sum: shelf geometry, packages, shelf-edge tags, the camera."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from m3gym.tasks import render as R
+from m3gym.tasks.registry import get_family, make_task
+from m3gym.tasks.render import shelf as SH
+
+
+def test_shelf_rows_are_evenly_spaced_above_the_plinth() -> None:
+    # gap = (1000 - 100) / 2 = 450; rail i ends at (i + 1) * 450, 40 px tall
+    rows = SH.shelf_rows(1000, 2, 40, 100)
+    assert rows == [SH.ShelfRow(top=20, base=414, rail=(410, 450)),
+                    SH.ShelfRow(top=470, base=864, rail=(860, 900))]
+
+
+@pytest.mark.parametrize("args", [(100, 3, 40, 0), (1000, 0, 40, 0), (1000, 2, 3, 0)])
+def test_shelf_rows_refuse_what_does_not_fit(args: tuple[int, int, int, int]) -> None:
+    with pytest.raises(ValueError):
+        SH.shelf_rows(*args)
+
+
+def _spec(ink_dot: R.Color | None = (206, 40, 40)) -> SH.TagSpec:
+    bars = np.full((8, 20, 3), 250, np.uint8)
+    bars[:, 4:6] = 20
+    return SH.TagSpec("Dekker Oat Milk", "$3.49", 10.0, "sans-bold", (246, 246, 240),
+                      (34, 46, 96), ink_dot, bars)
+
+
+def test_tag_layout_stripe_dot_price_barcode() -> None:
+    tag = SH.tag_patch(_spec(), (24, 24, 28))
+    rgb = tag.rgb
+    # glyph 10: pad max(9, 8) = 9, stripe max(3, 3) = 3, dot max(12, 13) = 13,
+    # price from x = 9 + 13 + 8 + 9 // 2 = 34
+    assert (rgb[1:3, 1:-1] == (34, 46, 96)).all()
+    assert tag.price_box[0] >= 34 and abs(tag.glyph - 10.0) <= 1.0
+    x0, y0, x1, y1 = tag.price_box
+    assert tag.price_mask.shape == (y1 - y0, x1 - x0) and tag.price_mask.any()
+    cy = (y0 + y1) // 2
+    assert tuple(rgb[cy, 9 + 13 // 2]) == (206, 40, 40)  # the dot's centre
+    assert rgb.shape[1] >= x1 + 9 + 20 + 9  # the barcode right of the price, inside the pad
+
+
+def test_tag_printed_in_paper_colour_shows_no_print() -> None:
+    spec = _spec(None)
+    tag = SH.tag_patch(spec, spec.paper)
+    inside = tag.rgb[4:-1, 1:-1]
+    assert (inside == spec.paper).all()  # name, price and barcode vanish; only stripe and rim
+
+
+def test_faint_and_strong_tags_share_their_layout() -> None:
+    spec = _spec()
+    faint = SH.tag_patch(spec, R.faded_color(spec.paper, 10.0))
+    strong = SH.tag_patch(spec, R.ink_for(spec.paper))
+    assert faint.rgb.shape == strong.rgb.shape and faint.price_box == strong.price_box
+    assert (faint.price_mask == strong.price_mask).all()
+
+
+def test_paste_tag_copies_the_tag_unresampled() -> None:
+    img = np.full((200, 300, 3), 120, np.uint8)
+    tag = SH.tag_patch(_spec(), (24, 24, 28)).rgb
+    box = SH.paste_tag(img, np.random.default_rng(0), tag, (150.4, 100.0))
+    th, tw = tag.shape[:2]
+    assert box == (round(150.4 - tw / 2), round(100 - th / 2), round(150.4 - tw / 2) + tw,
+                   round(100 - th / 2) + th)
+    assert (img[box[1]:box[3], box[0]:box[2]] == tag).all()
+    edge = SH.paste_tag(img, np.random.default_rng(0), tag, (0.0, 0.0))
+    assert edge[:2] == (0, 0)  # clipped into the image
+
+
+def test_camera_tilt_without_strength_only_removes_the_margin() -> None:
+    hom = SH.camera_tilt(np.random.default_rng(0), 400, 300, 20, 0.0)
+    corners = np.array([[[0, 0]], [[440, 0]], [[440, 340]], [[0, 340]]], np.float32)
+    got = cv2.perspectiveTransform(corners, hom)[:, 0]
+    assert np.allclose(got, [[-20, -20], [420, -20], [420, 320], [-20, 320]], atol=1e-3)
+    assert SH.warp_point(np.eye(3), (10, 20, 30, 60)) == (20.0, 40.0)
+    with pytest.raises(ValueError):
+        SH.camera_tilt(np.random.default_rng(0), 400, 300, 20, 1.5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.0, 1.0))
+def test_camera_tilt_always_covers_the_photo(seed: int, strength: float) -> None:
+    hom = SH.camera_tilt(np.random.default_rng(seed), 400, 300, 20, strength)
+    corners = np.array([[[0, 0]], [[440, 0]], [[440, 340]], [[0, 340]]], np.float32)
+    (ax, ay), (bx, by), (cx, cy), (dx, dy) = cv2.perspectiveTransform(corners, hom)[:, 0]
+    assert max(ax, dx) < 0 and min(bx, cx) > 400 and max(ay, by) < 0 and min(cy, dy) > 300
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_package_colours_keep_clear_of_every_dot_colour(seed: int) -> None:
+    c = np.asarray(SH.package_color(np.random.default_rng(seed), 40, 235), np.float32)
+    dots = np.asarray([R.NAMED_COLORS[d] for d in SH.DOT_COLORS], np.float32)
+    for seen in (c, 0.75 * c, 0.65 * c + 0.35 * 255.0):
+        assert np.linalg.norm(dots - seen, axis=1).min() >= SH.DOT_CLEARANCE
+
+
+def test_product_names_carry_no_digits() -> None:
+    rng = np.random.default_rng(1)
+    names = [SH.product_name(rng) for _ in range(40)]
+    assert not any(ch.isdigit() for n in names for ch in n)
+    assert all(len(n.split()) >= 2 for n in names)
+
+
+def test_packages_refuse_unknown_kinds_and_low_shelves() -> None:
+    with pytest.raises(ValueError, match="unknown package kind"):
+        SH.package_look(np.random.default_rng(0), "crate", 300, "Dekker Oat Milk")
+    with pytest.raises(ValueError, match="too low"):
+        SH.package_look(np.random.default_rng(0), "box", 40, "Dekker Oat Milk")
+
+
+@pytest.mark.parametrize("kind", SH.PACKAGE_KINDS)
+def test_every_package_kind_draws_inside_its_box(kind: str) -> None:
+    img = np.full((400, 400, 3), 200, np.uint8)
+    look = SH.package_look(np.random.default_rng(3), kind, 300, "Dekker Oat Milk")
+    box = SH.draw_package(img, look, 100, 380, True)
+    changed = np.argwhere((img != 200).any(axis=2))
+    assert changed.size and box[3] == 380
+    x0, y0, x1, y1 = R.grow_box(box, 2, 400, 400)  # anti-aliased outlines spill a pixel
+    assert y0 <= changed[:, 0].min() and changed[:, 0].max() < y1
+    assert x0 <= changed[:, 1].min() and changed[:, 1].max() < x1
+
+
+def test_price_sum_knobs_at_both_ends() -> None:
+    cls = get_family("price_sum")
+    assert cls.difficulty_knobs(0.0) == {
+        "glyph_range": (12.0, 14.0), "faint_prob": 0.0, "contrast_range": (16.0, 19.0),
+        "tags": (4, 5), "talkers": (0, 1), "camera_range": (0.0, 0.15)}
+    assert cls.difficulty_knobs(1.0) == {
+        "glyph_range": (7.5, 9.0), "faint_prob": 0.8, "contrast_range": (8.0, 12.0),
+        "tags": (9, 10), "talkers": (3, 4), "camera_range": (0.4, 0.6)}
+
+
+@pytest.mark.parametrize("field,value", [("tags", (3, 5)), ("tags", (5, 13)),
+                                         ("talkers", (0, 7)), ("camera_range", (0.5, 0.2))])
+def test_price_sum_validate_refuses(field: str, value: tuple[float, float]) -> None:
+    with pytest.raises(ValueError, match=field):
+        get_family("price_sum")(**{field: value}).validate()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_price_sum_targets_are_dotted_tags_in_opposite_halves(seed: int) -> None:
+    task = make_task("price_sum", seed)
+    img = np.asarray(task.images[0])
+    h, w = img.shape[:2]
+    names = [c for c in R.NAMED_COLORS if f"the {c} dot" in task.question]
+    assert len(names) == 2 and task.metadata["scene"] == "supermarket_shelf"
+    centres = sorted((e.box[0] + e.box[2]) / 2 for e in task.evidence)
+    assert centres[0] < w / 2 < centres[1]
+    cents = [round(float(p) * 100) for p in task.metadata["prices"]]
+    assert task.answer.value == f"{sum(cents) // 100}.{sum(cents) % 100:02d}"
+    assert [e.text for e in task.evidence] == [f"${p}" for p in task.metadata["prices"]]
+    for ev in task.evidence:  # the named dot sits just left of its price
+        x0, y0, x1, y1 = (int(v) for v in ev.box)
+        g = ev.glyph_height
+        left = img[y0:y1, max(0, x0 - int(3 * g)):x0].reshape(-1, 3).astype(np.float32)
+        dist = {c: float(np.linalg.norm(left - R.NAMED_COLORS[c], axis=1).min())
+                for c in names}
+        assert min(dist.values()) < 40
+    assert len(task.reference_calls) == (4 if task.metadata["faint"] else 2)
