@@ -17,6 +17,11 @@ MAX_MEAN_ABS_ERROR = 2.0
 MIN_PSNR_DB = 32.0
 """Lowest PSNR against ``INTER_AREA`` allowed on task images."""
 
+MIN_PSNR_DB_BINARY = 30.0
+"""Lowest PSNR for a ``threshold`` view derived from its parent's view: the true downscale of a
+binary image has gray edges that a view thresholded after the downscale does not, so a scene
+with many edges (price_sum's shelf: 30.8 dB on seed 3) costs a few dB more than other ops."""
+
 MAX_MEAN_ABS_ERROR_ANY_SIZE = 3.0
 """The bound for images of any size and shape (down to a few rows): Pillow's exact box filter
 itself differs from ``INTER_AREA`` by up to 3.2 grey levels (mean) on these images, ours by at
@@ -142,7 +147,8 @@ def test_views_derived_from_the_parent_view_stay_close(family):
             assert shown.shape == direct.shape and not shown.flags.writeable
             ref = inter_area_view(env.state[j].array, env.view_size)
             assert np.abs(shown.astype(np.int16) - ref).mean() <= MAX_MEAN_ABS_ERROR
-            assert cv2.PSNR(shown, ref) >= MIN_PSNR_DB
+            floor = MIN_PSNR_DB_BINARY if name == "threshold" else MIN_PSNR_DB
+            assert cv2.PSNR(shown, ref) >= floor, (name, args, j)
             if family != "price_sum":
                 tol = 2 if name == "grayscale" else 1
                 assert np.abs(shown.astype(np.int16) - direct).max() <= tol, (name, args, j)
