@@ -165,3 +165,9 @@ def test_price_sum_targets_are_dotted_tags_in_opposite_halves(seed: int) -> None
                 for c in names}
         assert min(dist.values()) < 40
     assert len(task.reference_calls) == (4 if task.metadata["faint"] else 2)
+
+
+def test_fallback_print_colours_are_clear_of_every_dot() -> None:
+    assert all(SH.dot_clearance(c) >= SH.DOT_CLEARANCE for c in SH.FALLBACK_PRINT)
+    # seed 5816 (found by hypothesis) exhausts 30 random draws on a 40-235 range
+    assert SH.dot_clearance(SH.package_color(np.random.default_rng(5816), 40, 235)) >= 80.0

@@ -47,6 +47,9 @@ DOT_COLORS: tuple[str, ...] = ("red", "blue", "green", "orange", "purple", "cyan
 DOT_CLEARANCE: float = 80.0
 """Least RGB distance between a package's print colour and every dot colour."""
 
+FALLBACK_PRINT: tuple[R.Color, ...] = ((60, 50, 40), (75, 65, 55), (90, 80, 70), (70, 70, 70))
+"""Warm grays clear of every dot colour (checked by a test): used when random draws are not."""
+
 TALKER_WORDS: tuple[str, ...] = ("SALE", "NEW", "SPECIAL", "HOT DEAL", "BUY 2 GET 1", "SAVE",
                                  "LOW PRICE", "2 FOR 1", "ORGANIC", "FRESH")
 """Headlines of promotional shelf talkers."""
@@ -193,17 +196,22 @@ def package_color(rng: np.random.Generator, lo: int, hi: int, tries: int = 30) -
     The distance is checked for the colour as lit, in shade and under the specular streak.
 
     The named colours are reserved for the tags' dot stickers, so a question's colour names
-    one sticker, not a can of the same paint (after ``tries`` draws the last one is kept).
+    one sticker, not a can of the same paint. After ``tries`` random draws fail, a random warm
+    gray of :data:`FALLBACK_PRINT` (every one of them clear) is used: the clearance always holds.
     """
-    dots = np.asarray([R.NAMED_COLORS[c] for c in DOT_COLORS], np.float32)[None]
-    color = R.rand_color(rng, lo, hi)
     for _ in range(tries):
-        c = np.asarray(color, np.float32)
-        seen = np.stack([c, 0.75 * c, 0.65 * c + 0.35 * 255.0])[:, None]  # lit, shaded, streak
-        if float(np.linalg.norm(dots - seen, axis=2).min()) >= DOT_CLEARANCE:
-            break
         color = R.rand_color(rng, lo, hi)
-    return color
+        if dot_clearance(color) >= DOT_CLEARANCE:
+            return color
+    return FALLBACK_PRINT[int(rng.integers(len(FALLBACK_PRINT)))]
+
+
+def dot_clearance(color: R.Color) -> float:
+    """Return the least RGB distance of ``color`` (lit, shaded, streaked) to any dot colour."""
+    dots = np.asarray([R.NAMED_COLORS[c] for c in DOT_COLORS], np.float32)[None]
+    c = np.asarray(color, np.float32)
+    seen = np.stack([c, 0.75 * c, 0.65 * c + 0.35 * 255.0])[:, None]  # lit, shaded, streak
+    return float(np.linalg.norm(dots - seen, axis=2).min())
 
 
 def product_name(rng: np.random.Generator) -> str:
