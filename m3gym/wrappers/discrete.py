@@ -188,14 +188,10 @@ def nearest_option(options: Sequence[dict[str, Any]], arguments: dict[str, Any])
     value = arguments.get(key)
     if isinstance(value, str) or value is None:
         return next((i for i, o in enumerate(options) if o[key] == value), 0)
-    if key == "angle":
-        def dist(o: dict[str, Any]) -> float:
-            d = (float(value) - float(o[key])) % 360.0
-            return min(d, 360.0 - d)
-    else:
-        def dist(o: dict[str, Any]) -> float:
-            return abs(float(value) - float(o[key]))
-    return int(np.argmin([dist(o) for o in options]))
+    gaps = np.abs(float(value) - np.array([float(o[key]) for o in options]))
+    if key == "angle":  # compared on the circle
+        gaps = np.minimum(gaps % 360.0, 360.0 - gaps % 360.0)
+    return int(np.argmin(gaps))
 
 
 def letterbox(image: np.ndarray, size: int) -> np.ndarray:

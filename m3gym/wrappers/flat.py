@@ -90,9 +90,12 @@ class FlatToolActions(gym.Wrapper):
         """
         t, s, r, p, ch = (int(v) for v in np.asarray(multi).reshape(-1))
         tool = self.inner.tools[t]
-        row = (t, 0, 0, 0, ch) if tool == "answer" else \
-            (t, s, r, 0, 0) if tool == "crop" else \
-            (t, s, 0, p % len(TOOL_OPTIONS[tool]), 0) if tool in TOOL_OPTIONS else (t, s, 0, 0, 0)
+        if tool == "answer":
+            row = (t, 0, 0, 0, ch)
+        elif tool == "crop":
+            row = (t, s, r, 0, 0)
+        else:
+            row = (t, s, 0, p % len(TOOL_OPTIONS[tool]) if tool in TOOL_OPTIONS else 0, 0)
         hits = np.flatnonzero((self.table == np.array(row)).all(axis=1))
         if not len(hits):
             raise ValueError(f"no flat action for {row}")

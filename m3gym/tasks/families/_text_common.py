@@ -312,7 +312,6 @@ def view_lookalike_codes(
         codes = lookalike_product(rng, base, alphabets, face, glyph_height, scale, count,
                                   thickness)
         if codes is not None and banned.isdisjoint(codes):
-            order = rng.permutation(len(codes))
-            choices = tuple(codes[int(i)] for i in order)
+            choices = R.shuffled(rng, codes)
             return choices[int(rng.integers(len(choices)))], choices
     raise ValueError("could not build look-alike choices outside the excluded codes")

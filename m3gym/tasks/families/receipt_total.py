@@ -156,14 +156,13 @@ def price_lookalikes(rng: np.random.Generator, glyph: float, scale: float,
     uniformly from the set after it is built, so neither the option strings nor their looks at
     view resolution single it out.
     """
-    while True:
-        base = dc.money(int(rng.integers(100, 5000)))
-        alphabets = {i: "123456789" if i == 0 else "0123456789"
-                     for i, c in enumerate(base) if c.isdigit()}
-        prices = lookalike_product(rng, base, alphabets, "mono", glyph, scale, count)
-        if prices is not None:
-            order = rng.permutation(len(prices))
-            return tuple(prices[int(i)] for i in order)
+    base = dc.money(int(rng.integers(100, 5000)))  # "1.00".."49.99": three digits at least
+    alphabets = {i: "123456789" if i == 0 else "0123456789"
+                 for i, c in enumerate(base) if c.isdigit()}
+    prices = lookalike_product(rng, base, alphabets, "mono", glyph, scale, count)
+    if prices is None:
+        raise ValueError(f"{count} look-alike prices need more digits than {base!r} has")
+    return R.shuffled(rng, prices)
 
 
 def draw_barcode(img: np.ndarray, rng: np.random.Generator, at: tuple[float, float],

@@ -44,6 +44,9 @@ DOT_COLORS: tuple[str, ...] = ("red", "blue", "green", "orange", "purple", "cyan
                                "yellow")
 """Named colours of the tags' dot stickers (keys of :data:`R.NAMED_COLORS`)."""
 
+DOT_RGB: np.ndarray = np.asarray([R.NAMED_COLORS[c] for c in DOT_COLORS], np.float32)
+"""The dot colours as an ``(n, 3)`` float array (for :func:`dot_clearance`)."""
+
 DOT_CLEARANCE: float = 80.0
 """Least RGB distance between a package's print colour and every dot colour."""
 
@@ -208,7 +211,7 @@ def package_color(rng: np.random.Generator, lo: int, hi: int, tries: int = 30) -
 
 def dot_clearance(color: R.Color) -> float:
     """Return the least RGB distance of ``color`` (lit, shaded, streaked) to any dot colour."""
-    dots = np.asarray([R.NAMED_COLORS[c] for c in DOT_COLORS], np.float32)[None]
+    dots = DOT_RGB[None]
     c = np.asarray(color, np.float32)
     seen = np.stack([c, 0.75 * c, 0.65 * c + 0.35 * 255.0])[:, None]  # lit, shaded, streak
     return float(np.linalg.norm(dots - seen, axis=2).min())
