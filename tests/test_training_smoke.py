@@ -176,3 +176,56 @@ def test_behaviour_cloning_warm_start_then_ppo(tmp_path: Path) -> None:
     history = [json.loads(line) for line in (out / "eval_history.jsonl").read_text().splitlines()]
     assert history[0]["timesteps"] == 0 and history[0]["after_bc"] is True
     assert history[-1]["timesteps"] == 128 and all(h["episodes"] == 4 for h in history)
+
+
+def test_init_model_starts_from_saved_parameters(tmp_path: Path) -> None:
+    import torch
+
+    base = [
+        "total_timesteps=0", "n_envs=2", "torch_threads=1", "env.id=M3Bench-Classic-Discrete",
+        "algo_kwargs={n_steps: 64, batch_size: 64, n_epochs: 1}",
+        "eval={freq: 64, n_episodes: 4, pool_offset: 1000000000}", "checkpoint_freq=0",
+    ]
+    kwargs = {"obs_size": 48, "task_pool": 8, "cache_size": 8, "flat_actions": True,
+              "tools": ["answer", "crop", "rotate", "flip", "autocontrast"]}
+    warm = load_config(None, [*base, f"out_dir={tmp_path / 'warm'}",
+                              "bc={episodes: 6, epochs: 2, batch_size: 8}"])
+    warm["env"]["kwargs"] = dict(kwargs)
+    train(warm)
+    cell = load_config(None, [*base, f"out_dir={tmp_path / 'cell'}", "seed=5",
+                              f"init_model={tmp_path / 'warm' / 'final_model.zip'}"])
+    cell["env"]["kwargs"] = dict(kwargs)
+    train(cell)
+    cls = algo_class("maskable_ppo")
+    a = cls.load(tmp_path / "warm" / "final_model.zip").policy.state_dict()
+    b = cls.load(tmp_path / "cell" / "final_model.zip").policy.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    entry = json.loads((tmp_path / "cell" / "eval_history.jsonl").open().readline())
+    assert entry["timesteps"] == 0 and entry["init_model"].endswith("final_model.zip")
+    both = load_config(None, [*base, f"out_dir={tmp_path / 'both'}", "bc={episodes: 2}",
+                              f"init_model={tmp_path / 'warm' / 'final_model.zip'}"])
+    with pytest.raises(ValueError, match="two warm starts"):
+        train(both)
+
+
+def test_reward_ablation_cells_share_a_warm_start_and_add_variants(tmp_path: Path) -> None:
+    from reward_ablation import cell_configs, cell_names
+
+    spec = {"presets": ["sparse", "m3"], "seeds": [0, 1],
+            "warm_start": {"bc": {"episodes": 10}},
+            "variants": [{"name": "cur", "preset": "process",
+                          "set": {"curriculum": {"mode": "band"}}}],
+            "base": {"env": {"id": "M3Bench-Classic-Discrete", "kwargs": {"obs_size": 48}},
+                     "total_timesteps": 100}}
+    cfgs = cell_configs(spec, tmp_path, train_warm_starts=False)
+    assert cell_names(spec) == ["sparse", "m3", "cur"]
+    assert [(c["cell"], c["seed"]) for c in cfgs] == [
+        ("sparse", 0), ("m3", 0), ("cur", 0), ("sparse", 1), ("m3", 1), ("cur", 1)]
+    assert [c["env"]["kwargs"]["reward"] for c in cfgs[:3]] == ["sparse", "m3", "process"]
+    assert cfgs[2]["curriculum"] == {"mode": "band"} and cfgs[0]["curriculum"] is None
+    assert {c["init_model"] for c in cfgs[:3]} == {str(tmp_path / "warm_start_seed0"
+                                                       / "final_model.zip")}
+    assert cfgs[3]["init_model"].endswith("warm_start_seed1/final_model.zip")
+    assert all("bc" not in c or c["bc"] is None for c in cfgs)  # cells load, not re-clone
+    assert cfgs[0]["env"]["kwargs"] == {"obs_size": 48, "reward": "sparse"}
+    assert cfgs[2]["out_dir"] == str(tmp_path / "cur_seed0")

@@ -12,6 +12,14 @@ For every ``(preset, seed)`` it trains ``base`` (a :mod:`train_sb3` config) with
 ``ablation_table.md`` (steps to 50 % and 70 % held-out accuracy and the final accuracy, mean and
 95 % t interval over seeds) to ``out_dir``. Cells resume from their newest checkpoint and finished
 cells are skipped, so an interrupted ablation continues where it stopped.
+
+Two optional sections widen it:
+
+* ``warm_start:`` (train_sb3 keys, e.g. a ``bc`` section) trains one warm start per seed
+  (``out_dir/warm_start_seed<s>``, 0 PPO steps) and starts every cell of that seed from it
+  (``init_model``), so the presets are compared from the same policy;
+* ``variants:`` adds named cells, each a preset plus config overrides (``{name: curriculum,
+  preset: process, set: {curriculum: {...}}}``), plotted and tabled beside the presets.
 """
 
 from __future__ import annotations
@@ -34,13 +42,77 @@ from train_sb3 import DEFAULT_CONFIG, apply_overrides, deep_merge, train  # noqa
 CSV_FIELDS = ("preset", "seed", "timesteps", "accuracy", "mean_reward", "mean_length", "S", "V")
 
 
-def run_config(base: dict[str, Any], preset: str, seed: int, out_dir: Path) -> dict[str, Any]:
-    """Return the training config of one ablation cell."""
-    cfg = deep_merge(DEFAULT_CONFIG, base)
+def run_config(base: dict[str, Any], preset: str, seed: int, out_dir: Path,
+               name: str | None = None, overrides: dict[str, Any] | None = None,
+               init_model: str | None = None) -> dict[str, Any]:
+    """Return the training config of one ablation cell.
+
+    ``name`` labels the cell (default: the preset) and ``overrides`` are merged into ``base``
+    (a variant such as a curriculum); ``init_model`` starts it from a saved warm start.
+    """
+    cfg = deep_merge(DEFAULT_CONFIG, deep_merge(base, overrides or {}))
     cfg["env"].setdefault("kwargs", {})["reward"] = preset
     cfg["seed"] = int(seed)
-    cfg["out_dir"] = str(out_dir / f"{preset}_seed{seed}")
+    cfg["out_dir"] = str(out_dir / f"{name or preset}_seed{seed}")
+    cfg["cell"] = name or preset
+    if init_model is not None:
+        cfg["init_model"] = init_model
     return cfg
+
+
+def warm_start_config(base: dict[str, Any], warm: dict[str, Any], seed: int,
+                      out_dir: Path) -> dict[str, Any]:
+    """Return the config of one seed's shared warm start: ``warm`` (e.g. a ``bc`` section) merged
+    into ``base``, trained for 0 PPO steps, saved in ``out_dir/warm_start_seed<seed>``."""
+    cfg = deep_merge(DEFAULT_CONFIG, deep_merge(base, warm))
+    cfg["seed"] = int(seed)
+    cfg["total_timesteps"] = 0
+    cfg["out_dir"] = str(out_dir / f"warm_start_seed{seed}")
+    return cfg
+
+
+def warm_start_model(cfg: dict[str, Any]) -> str:
+    """Train one warm start unless its model exists; return the saved model's path."""
+    path = Path(cfg["out_dir"]) / "final_model.zip"
+    if not path.exists():
+        train(cfg)
+    return str(path)
+
+
+def cell_configs(spec: dict[str, Any], out_dir: Path, jobs: int = 1,
+                 train_warm_starts: bool = True) -> list[dict[str, Any]]:
+    """Return every cell's config: seeds outer; the presets, then the ``variants``, inner.
+
+    With a ``warm_start`` section each seed's warm start is trained first (once, shared by all
+    of that seed's cells, so they start from the same policy); ``train_warm_starts=False`` only
+    points the cells at where it is saved.
+    """
+    seeds = [int(s) for s in spec["seeds"]]
+    warm = spec.get("warm_start")
+    inits: dict[int, str | None] = {s: None for s in seeds}
+    if warm:
+        wcfgs = [warm_start_config(spec["base"], warm, s, out_dir) for s in seeds]
+        if not train_warm_starts:
+            paths = [str(Path(c["out_dir"]) / "final_model.zip") for c in wcfgs]
+        elif jobs > 1:
+            with ProcessPoolExecutor(jobs) as pool:
+                paths = list(pool.map(warm_start_model, wcfgs))
+        else:
+            paths = [warm_start_model(c) for c in wcfgs]
+        inits = dict(zip(seeds, paths))
+    cfgs = []
+    for s in seeds:
+        cfgs += [run_config(spec["base"], str(p), s, out_dir, init_model=inits[s])
+                 for p in spec["presets"]]
+        cfgs += [run_config(spec["base"], str(v.get("preset", "process")), s, out_dir,
+                            name=str(v["name"]), overrides=v.get("set"), init_model=inits[s])
+                 for v in spec.get("variants") or []]
+    return cfgs
+
+
+def cell_names(spec: dict[str, Any]) -> list[str]:
+    """Return the cell labels in plotting order: the presets, then the variants' names."""
+    return [str(p) for p in spec["presets"]] + [str(v["name"]) for v in spec.get("variants") or []]
 
 
 def cell_done(cfg: dict[str, Any]) -> bool:
@@ -58,7 +130,7 @@ def train_cell(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
 def cell_rows(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """Return the evaluation rows of a trained cell (read from its ``eval_history.jsonl``)."""
-    preset = cfg["env"]["kwargs"]["reward"]
+    preset = cfg.get("cell", cfg["env"]["kwargs"]["reward"])
     rows = []
     for line in (Path(cfg["out_dir"]) / "eval_history.jsonl").read_text().splitlines():
         h = json.loads(line)
@@ -214,13 +286,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = apply_overrides(yaml.safe_load(Path(args.config).read_text()), args.set)
     out_dir = Path(spec.get("out_dir", "runs/reward_ablation"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    presets = [str(p) for p in spec["presets"]]
+    presets = cell_names(spec)
     seeds = [int(s) for s in spec["seeds"]]
     chance = args.chance if args.chance is not None else float(spec.get("chance", 1 / 6))
     if len(seeds) < 3:
         print("warning: fewer than 3 seeds; the spread is not meaningful", file=sys.stderr)
     # seeds outer, presets inner: a partial run still compares every preset
-    cfgs = [run_config(spec["base"], p, s, out_dir) for s in seeds for p in presets]
+    cfgs = cell_configs(spec, out_dir, args.jobs, train_warm_starts=not args.plot_only)
     rows: list[dict[str, Any]] = []
     if args.plot_only:
         rows = [r for cfg in cfgs if (Path(cfg["out_dir"]) / "eval_history.jsonl").exists()

@@ -19,6 +19,11 @@ env's; ``state: path`` restores a saved state). The curriculum lives in the lear
 its state to the training envs (also under ``SubprocVecEnv``) after every rollout; its state is
 saved next to each checkpoint (``checkpoints/curriculum_<steps>_steps.json``) and as
 ``curriculum.json`` at the end. Evaluation ignores the curriculum (held-out pool).
+
+``bc:`` (optional) warm-starts the policy by behaviour cloning of the env's oracle
+(``training/bc.py``); ``init_model: path`` instead starts from the parameters of a saved model of
+the same algorithm and architecture (e.g. one warm start shared by every cell of an ablation,
+``training/reward_ablation.py``). Either way the starting policy is evaluated once at 0 steps.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "out_dir": "runs/sb3",
     "curriculum": None,
     "bc": None,
+    "init_model": None,
 }
 """Defaults every config is merged over (see ``configs/train/*.yaml``)."""
 
@@ -406,6 +412,8 @@ def train(cfg: dict[str, Any], resume: bool = False) -> Path:
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.logger import configure
 
+    if cfg.get("bc") and cfg.get("init_model"):
+        raise ValueError("`bc` and `init_model` are two warm starts; give one")
     if cfg.get("torch_threads"):
         torch.set_num_threads(int(cfg["torch_threads"]))
     out_dir = Path(cfg["out_dir"])
@@ -444,6 +452,10 @@ def train(cfg: dict[str, Any], resume: bool = False) -> Path:
                   f"final {report['history'][-1]}")
             if int(cfg["eval"].get("freq", 0)) > 0:  # what the warm start alone is worth
                 record_eval(cfg, model, out_dir, 0, after_bc=True)
+        elif cfg.get("init_model"):  # a saved warm start (same algorithm and architecture)
+            model.set_parameters(str(cfg["init_model"]), exact_match=True)
+            if int(cfg["eval"].get("freq", 0)) > 0:
+                record_eval(cfg, model, out_dir, 0, init_model=str(cfg["init_model"]))
     else:
         model = cls.load(checkpoint[0], env=venv)
         print(f"resuming from {checkpoint[0]} at {checkpoint[1]} steps")
