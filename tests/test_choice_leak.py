@@ -51,10 +51,6 @@ VIEW_LEAKS_KNOWN = {
     "glyph_faint": "classic suite: fixed digit choices, the digit is legible to a matcher",
     "glyph_rotate": "classic suite: fixed digit choices, the digit is legible to a matcher",
     "glyph_zoom": "classic suite: fixed digit choices, the digit is legible to a matcher",
-    "receipt_total": "look-alike prices at view scale lowered the matcher from 0.56 to 0.47 "
-                     "(`m3gym audit-leaks --family receipt_total --probe view-only`): its 3-5 px "
-                     "mono digits stay matchable by a probe that knows font, size and place; "
-                     "smaller type is illegible after the camera chain even when zoomed",
 }
 """Families whose view-only target is not met by choice design (see the issue-10 note)."""
 

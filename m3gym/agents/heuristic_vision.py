@@ -141,8 +141,12 @@ def text_lines_horizontal(gray: np.ndarray) -> bool:
     return rv >= cv
 
 
-def bright_region(rgb: np.ndarray, min_level: int = 200) -> Box | None:
-    """Return the box of the largest bright (paper-like) low-saturation region, or None."""
+def bright_region(rgb: np.ndarray, min_level: int = 200, min_fraction: float = 0.02
+                  ) -> Box | None:
+    """Return the box of the largest bright (paper-like) low-saturation region.
+
+    ``None`` when there is none or it covers less than ``min_fraction`` of the image.
+    """
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
     mask = ((hsv[..., 2] >= min_level) & (hsv[..., 1] <= 60)).astype(np.uint8) * 255
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((9, 9), np.uint8))
@@ -151,7 +155,7 @@ def bright_region(rgb: np.ndarray, min_level: int = 200) -> Box | None:
         return None
     k = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
     x, y, w, h, area = (int(v) for v in stats[k])
-    if area < 0.02 * rgb.shape[0] * rgb.shape[1]:
+    if area < min_fraction * rgb.shape[0] * rgb.shape[1]:
         return None
     return x, y, x + w, y + h
 

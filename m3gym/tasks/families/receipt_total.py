@@ -198,13 +198,14 @@ class ReceiptTotal(FamilyConfig):
         (:func:`price_lookalikes`, the answer a uniformly random member); for a sum or a
         difference (not drawn) look-alike digit slips of a hidden pivot.
     Why a tool is needed:
-        The receipt text is 9-12 px tall in a 2000-2400 px photo, 3-4.6 px at the 768 px view: no
-        price is legible without a zoomed crop. Faded ink (9-17 gray levels off the paper)
-        stays below the legible contrast in the crop until it is stretched; a sideways receipt
-        must be turned upright. Known limit (issue 10's view-only probe): a template matcher that
-        knows the face, size and place of the price still picks it among the look-alike prices
-        in 0.47 of price questions (chance 0.17); smaller type would be illegible after the
-        camera chain even when zoomed.
+        The receipt text is 9-12 px tall in a 3000-3400 px photo (``scene_long``), 2-3 px at
+        the 768 px view: no price is legible without a zoomed crop. Faded ink (9-17 gray levels
+        off the paper) stays below the legible contrast in the crop until it is stretched; a
+        sideways receipt must be turned upright. The photo is large on purpose: at 2000-2400
+        px (3-4.6 px type in the view) a template matcher that knows the face, size and place
+        of the price picked it among the look-alike prices in 0.47 of price questions (chance
+        0.17); at 3000-3400 px it is at chance (issue 10's view-only probe), while the crop the
+        reference makes is as legible as before (the type is the same size in the photo).
     Reference trajectory:
         crop (zoomed) of the asked line(s) → rotate (sideways receipts) → autocontrast (faded
         receipts); the answer is read, or added / subtracted.
@@ -217,7 +218,7 @@ class ReceiptTotal(FamilyConfig):
         ``perspective`` (0.01 at 0, 0.05 at 1), ``two_item_prob`` (0.1 at 0, 0.9 at 1).
     Config:
         glyph_range, contrast_range, items, tilt_deg, perspective, two_item_prob, faded_prob,
-        sideways_prob.
+        sideways_prob, scene_long (the photo's long side, px).
     """
 
     name: ClassVar[str] = "receipt_total"
@@ -233,6 +234,7 @@ class ReceiptTotal(FamilyConfig):
     two_item_prob: float = 0.6
     faded_prob: float = 0.6
     sideways_prob: float = 0.55
+    scene_long: tuple[int, int] = (3000, 3400)
 
     @classmethod
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
@@ -255,6 +257,7 @@ class ReceiptTotal(FamilyConfig):
             raise ValueError("tilt_deg must lie in [0, 6] (the evidence must stay upright)")
         if not 0.0 <= self.perspective <= 0.06:
             raise ValueError("perspective must lie in [0, 0.06]")
+        c2.check_range("scene_long", *self.scene_long, 1400, 4096)
         for f in ("two_item_prob", "faded_prob", "sideways_prob"):
             if not 0.0 <= getattr(self, f) <= 1.0:
                 raise ValueError(f"{f} must lie in [0, 1]")
@@ -271,7 +274,7 @@ class ReceiptTotal(FamilyConfig):
         kind = c2.pick(rng, KINDS[1:]) if two else "price"
         asked = sorted(int(i) for i in rng.choice(n_items, size=2 if two else 1, replace=False))
         glyph = float(rng.uniform(*self.glyph_range))
-        w, h = c2.scene_size(rng, (2000, 2400))
+        w, h = c2.scene_size(rng, self.scene_long)
         fixed: dict[int, int] = {}
         choices: tuple[str, ...] | None = None
         if kind == "price":  # the answer is drawn: its options must look alike in the view

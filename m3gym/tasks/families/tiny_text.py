@@ -171,13 +171,16 @@ class TinyTextFamily(FamilyConfig):
         "What LOT code is printed in small type on the red sticker on a parcel in the top-left
         part of the image?" Six choices: codes that differ only in characters that look alike
         at view resolution (:func:`~m3gym.tasks.families._text_common.view_lookalike_codes`);
-        the target sticker's other rows print other choices.
+        the target sticker's other rows print the other choices (all five by default).
     Why a tool is needed:
-        At the agent's view (longest side 768) the glyphs are about 3 px tall, far below
+        At the agent's view (longest side 768) the glyphs are 2-2.6 px tall, far below
         :attr:`Evidence.min_view_height`; the sticker's rows of look-alike codes blur into one
         block and the field names are unreadable, so the view does not tell which option is
-        printed next to the named field (the view-only leak probe stays near chance). One
-        zoomed ``crop`` of the sticker shows every row legibly.
+        printed next to the named field. One zoomed ``crop`` of the sticker shows every row
+        legibly. Measured by issue 10's view-only probe (a template matcher that knows the
+        face, size and place): 0.345 with the code alone on the sticker, 0.21-0.23 with four or
+        five rows in a 2400 px photo (a matcher tells the printed options from the others),
+        0.15 with every option printed in a 3200 px photo (chance 0.167).
     Reference trajectory:
         One ``crop`` of the target sticker (grown by a margin) with the smallest zoom that shows
         the code at 1.5x the legible height.
@@ -185,8 +188,8 @@ class TinyTextFamily(FamilyConfig):
         ``s_crop`` (a crop contains and magnifies the code), ``v_tool`` (crop applied to a
         region holding the code), ``v_true`` (some image shows the code legibly).
     Difficulty:
-        ``difficulty_knobs``: at 0 glyphs 10-13 px, 3 rows, tilt up to 0.3, camera 0.1-0.3,
-        1 decoy sticker; at 1 glyphs 7-9 px, 5 rows, tilt up to 0.6, camera 0.5-0.9, 4 decoys.
+        ``difficulty_knobs``: at 0 glyphs 10-13 px, 4-6 rows, tilt up to 0.3, camera 0.1-0.3,
+        1 decoy sticker; at 1 glyphs 7-9 px, 6 rows, tilt up to 0.6, camera 0.5-0.9, 4 decoys.
     Config:
         ``width``, ``height``, ``glyph_min``, ``glyph_max``, ``decoys``, ``distractor_labels``,
         ``clutter``, ``camera``, ``scenes``, ``choices``, ``fields``, ``faces``, ``tilt``.
@@ -197,8 +200,8 @@ class TinyTextFamily(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Finance", "Life")
     description: ClassVar[str] = "Zoom into a tiny sticker code in a cluttered scene (crop)."
 
-    width: int = 2400
-    height: int = 1800
+    width: int = 3200
+    height: int = 2400
     glyph_min: float = 8.0
     glyph_max: float = 11.0
     decoys: int = 2
@@ -207,7 +210,7 @@ class TinyTextFamily(FamilyConfig):
     camera: tuple[float, float] = (0.3, 0.7)
     scenes: tuple[str, ...] = ("shelf", "parcel", "device")
     choices: int = 6
-    fields: tuple[int, int] = (4, 5)
+    fields: tuple[int, int] = (6, 6)
     faces: tuple[str, ...] = R.FONT_FACES
     tilt: tuple[float, float] = (0.1, 0.5)
 
@@ -217,7 +220,7 @@ class TinyTextFamily(FamilyConfig):
         d = float(difficulty)
         return {
             "glyph_min": 10.0 - 3.0 * d, "glyph_max": 13.0 - 4.0 * d,
-            "fields": (3 + round(d), 3 + round(2 * d)),
+            "fields": (4 + round(2 * d), 6),
             "tilt": (0.3 * d, 0.3 + 0.3 * d),
             "camera": (0.1 + 0.4 * d, 0.3 + 0.6 * d),
             "decoys": 1 + round(3 * d),
