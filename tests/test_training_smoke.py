@@ -229,3 +229,21 @@ def test_reward_ablation_cells_share_a_warm_start_and_add_variants(tmp_path: Pat
     assert all("bc" not in c or c["bc"] is None for c in cfgs)  # cells load, not re-clone
     assert cfgs[0]["env"]["kwargs"] == {"obs_size": 48, "reward": "sparse"}
     assert cfgs[2]["out_dir"] == str(tmp_path / "cur_seed0")
+
+
+def test_reward_ablation_curves_interpolate_off_grid_seeds() -> None:
+    from reward_ablation import curve_stats, threshold_table
+
+    # seed 1 resumed off the grid: it evaluated at 0, 3000 and 7000 (seed 0 at 0, 4000, 8000)
+    rows = [{"preset": "p", "seed": 0, "timesteps": t, "accuracy": a}
+            for t, a in ((0, 0.2), (4000, 0.4), (8000, 0.6))]
+    rows += [{"preset": "p", "seed": 1, "timesteps": t, "accuracy": a}
+             for t, a in ((0, 0.3), (3000, 0.45), (7000, 0.65))]
+    steps, mean, lo, hi = curve_stats(rows, "p")
+    assert list(steps) == [0, 3000, 4000, 7000]  # up to the last step both seeds cover
+    # seed 0 at 3000: 0.2 + 0.75 * 0.2 = 0.35; at 7000: 0.4 + 0.75 * 0.2 = 0.55
+    # seed 1 at 4000: 0.45 + 0.25 * 0.2 = 0.5
+    assert mean == pytest.approx([0.25, 0.4, 0.45, 0.6])
+    assert lo == pytest.approx([0.2, 0.35, 0.4, 0.55]) and hi == pytest.approx([0.3, 0.45, 0.5, 0.65])
+    [row] = threshold_table(rows, ["p"])
+    assert row["final_steps"] == 7000 and row["final"] == pytest.approx(0.625)  # 0.6 and 0.65

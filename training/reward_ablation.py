@@ -9,9 +9,10 @@ For every ``(preset, seed)`` it trains ``base`` (a :mod:`train_sb3` config) with
 ``env.kwargs.reward = preset``, reads the held-out evaluations (``eval_history.jsonl``) and writes
 ``ablation.csv`` (preset, seed, timesteps, accuracy, mean_reward, mean_length) and
 ``ablation.png`` (mean accuracy per preset with a min-max band over seeds) and
-``ablation_table.md`` (steps to 50 % and 70 % held-out accuracy and the final accuracy, mean and
-95 % t interval over seeds) to ``out_dir``. Cells resume from their newest checkpoint and finished
-cells are skipped, so an interrupted ablation continues where it stopped.
+``ablation_table.md`` (steps to 50 % and 70 % held-out accuracy, or the config's ``thresholds``,
+and the final accuracy, mean and 95 % t interval over seeds) to ``out_dir``. Cells resume from
+their newest checkpoint and finished cells are skipped, so an interrupted ablation continues where
+it stopped.
 
 Two optional sections widen it:
 
@@ -152,7 +153,12 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
 
 def curve_stats(rows: Sequence[dict[str, Any]], preset: str, key: str = "accuracy"
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Return (steps, mean, min, max) of ``key`` for a preset over seeds, on shared eval steps."""
+    """Return (steps, mean, min, max) of ``key`` for a preset over seeds.
+
+    The steps are every step any seed evaluated within the range all seeds cover; a seed without
+    an evaluation at a step is interpolated linearly between its neighbours (a resumed cell may
+    evaluate off the others' grid).
+    """
     by_seed: dict[int, dict[int, float]] = {}
     for r in rows:
         if r["preset"] == preset and r.get(key) not in (None, ""):
@@ -160,9 +166,12 @@ def curve_stats(rows: Sequence[dict[str, Any]], preset: str, key: str = "accurac
     if not by_seed:
         empty = np.zeros(0)
         return empty, empty, empty, empty
-    steps = sorted(set.intersection(*(set(d) for d in by_seed.values())))
-    acc = np.array([[d[s] for s in steps] for d in by_seed.values()])
-    return np.array(steps), acc.mean(0), acc.min(0), acc.max(0)
+    lo = max(min(d) for d in by_seed.values())
+    hi = min(max(d) for d in by_seed.values())
+    steps = np.array(sorted({s for d in by_seed.values() for s in d if lo <= s <= hi}))
+    acc = np.array([np.interp(steps, sorted(d), [d[s] for s in sorted(d)])
+                    for d in by_seed.values()])
+    return steps, acc.mean(0), acc.min(0), acc.max(0)
 
 
 def steps_to_reach(rows: Sequence[dict[str, Any]], threshold: float) -> int | None:
@@ -192,8 +201,8 @@ def threshold_table(rows: Sequence[dict[str, Any]], presets: Sequence[str],
 
     ``reached_<t>`` counts the seeds that got there; ``steps_<t>`` is the mean (and ``ci_<t>``
     the 95 % t half-width) over those seeds only, so read it with the count: a preset that
-    reached 70 % on one seed of three did not "reach it in N steps". ``final`` is the mean
-    accuracy at the last step every seed evaluated, with its CI.
+    reached 70 % on one seed of three did not "reach it in N steps". ``final`` is the mean of
+    each seed's last evaluation, with its CI; ``final_steps`` the fewest steps among those.
     """
     table = []
     for preset in presets:
@@ -209,10 +218,9 @@ def threshold_table(rows: Sequence[dict[str, Any]], presets: Sequence[str],
                        if s is not None]
             row[f"reached_{t}"] = len(reached)
             row[f"steps_{t}"], row[f"ci_{t}"] = mean_ci(reached)
-        last = min(max(int(r["timesteps"]) for r in rs) for rs in by_seed.values())
-        finals = [float(r["accuracy"]) for rs in by_seed.values() for r in rs
-                  if int(r["timesteps"]) == last]
-        row["final_steps"] = last
+        lasts = [max(rs, key=lambda r: int(r["timesteps"])) for rs in by_seed.values()]
+        finals = [float(r["accuracy"]) for r in lasts]  # each seed's last evaluation
+        row["final_steps"] = min(int(r["timesteps"]) for r in lasts)
         row["final"], row["final_ci"] = mean_ci(finals)
         table.append(row)
     return table
@@ -306,7 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += train_cell(cfg)
     write_csv(rows, out_dir / "ablation.csv")
     plot(rows, presets, out_dir / "ablation.png", chance)
-    table = markdown_table(threshold_table(rows, presets))
+    thresholds = [float(t) for t in spec.get("thresholds", (0.5, 0.7))]
+    table = markdown_table(threshold_table(rows, presets, thresholds), thresholds)
     (out_dir / "ablation_table.md").write_text(table)
     print(table)
     for preset in presets:

@@ -294,7 +294,7 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
             self.history: list[dict[str, Any]] = []
 
         def _on_training_start(self) -> None:
-            self.last = self.num_timesteps  # a resumed run evaluates on from its checkpoint
+            self.last = self.on_grid(self.num_timesteps)  # a resumed run keeps the eval grid
             lines = (out_dir / "eval_history.jsonl").read_text().splitlines()
             self.best = max((json.loads(line)["accuracy"] for line in lines if line), default=-1.0)
             self.venv = held_out_venv(cfg)
@@ -317,9 +317,15 @@ def make_eval_callback(cfg: dict[str, Any], out_dir: Path) -> Any:
                 self.best = summary["accuracy"]
                 self.model.save(out_dir / "best_model")
 
+        @staticmethod
+        def on_grid(steps: int) -> int:
+            """Return the last multiple of ``eval.freq`` at or below ``steps``."""
+            freq = int(ev["freq"])
+            return steps - steps % freq if freq > 0 else steps
+
         def _on_step(self) -> bool:
             if int(ev["freq"]) > 0 and self.num_timesteps - self.last >= int(ev["freq"]):
-                self.last = self.num_timesteps
+                self.last = self.on_grid(self.num_timesteps)
                 self.evaluate()
             return True
 
