@@ -247,3 +247,23 @@ def test_reward_ablation_curves_interpolate_off_grid_seeds() -> None:
     assert lo == pytest.approx([0.2, 0.35, 0.4, 0.55]) and hi == pytest.approx([0.3, 0.45, 0.5, 0.65])
     [row] = threshold_table(rows, ["p"])
     assert row["final_steps"] == 7000 and row["final"] == pytest.approx(0.625)  # 0.6 and 0.65
+
+
+def test_reward_ablation_paired_differences_by_hand() -> None:
+    from reward_ablation import paired_markdown, paired_table
+
+    def curve(preset, seed, accs):
+        return [{"preset": preset, "seed": seed, "timesteps": 1000 * k, "accuracy": a}
+                for k, a in enumerate(accs)]
+
+    rows = (curve("base", 0, (0.2, 0.4, 0.5)) + curve("base", 1, (0.3, 0.3, 0.4))
+            + curve("x", 0, (0.2, 0.5, 0.6)) + curve("x", 1, (0.3, 0.4, 0.6)))
+    [row] = paired_table(rows, ["base", "x"], "base")
+    # final: +0.1 and +0.2 -> mean 0.15, sd 0.0707, t(0.975, 1) = 12.706 -> 12.706 * 0.05
+    assert row["seeds"] == 2 and row["final"] == pytest.approx(0.15)
+    assert row["final_ci"] == pytest.approx(12.7062 * 0.05, rel=1e-4)
+    # mean over the run: seed 0 (0 + 0.1 + 0.1) / 3, seed 1 (0 + 0.1 + 0.2) / 3
+    assert row["mean"] == pytest.approx((0.2 / 3 + 0.3 / 3) / 2)
+    # their difference 0.0333 has sd 0.0236: 12.706 * 0.0236 / sqrt(2) = 0.212
+    assert row["mean_ci"] == pytest.approx(12.7062 * (0.1 / 3) / 2, rel=1e-4)
+    assert "| `x` − `base` | 2 | +15.0 ± 63.5 | +8.3 ± 21.2 |" in paired_markdown([row])

@@ -249,6 +249,62 @@ def markdown_table(table: Sequence[dict[str, Any]], thresholds: Sequence[float] 
     return "\n".join(lines) + "\n"
 
 
+def seed_curves(rows: Sequence[dict[str, Any]], preset: str) -> dict[int, dict[int, float]]:
+    """Return ``{seed: {timesteps: accuracy}}`` of one preset."""
+    out: dict[int, dict[int, float]] = {}
+    for r in rows:
+        if r["preset"] == preset:
+            out.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r["accuracy"])
+    return out
+
+
+def paired_table(rows: Sequence[dict[str, Any]], presets: Sequence[str], baseline: str
+                 ) -> list[dict[str, Any]]:
+    """Return, per preset, its accuracy minus ``baseline``'s on the same seeds (paired).
+
+    Every cell of a seed starts from the same warm start, so the seed is a block: ``final`` is
+    the difference of the two cells' last evaluations, ``mean`` the difference of their mean
+    accuracy over the steps both cover (linear interpolation onto the union of their evaluation
+    steps; an area under the curve, less noisy than one evaluation). Each with its 95 % t
+    half-width over seeds.
+    """
+    base = seed_curves(rows, baseline)
+    table = []
+    for preset in presets:
+        if preset == baseline:
+            continue
+        cur = seed_curves(rows, preset)
+        finals, means = [], []
+        for seed in sorted(set(base) & set(cur)):
+            a, b = cur[seed], base[seed]
+            finals.append(a[max(a)] - b[max(b)])
+            lo, hi = max(min(a), min(b)), min(max(a), max(b))
+            grid = np.array(sorted({t for t in (*a, *b) if lo <= t <= hi}), dtype=float)
+            ia = np.interp(grid, sorted(a), [a[t] for t in sorted(a)])
+            ib = np.interp(grid, sorted(b), [b[t] for t in sorted(b)])
+            means.append(float((ia - ib).mean()))
+        if finals:
+            row: dict[str, Any] = {"preset": preset, "baseline": baseline, "seeds": len(finals)}
+            row["final"], row["final_ci"] = mean_ci(finals)
+            row["mean"], row["mean_ci"] = mean_ci(means)
+            table.append(row)
+    return table
+
+
+def paired_markdown(table: Sequence[dict[str, Any]]) -> str:
+    """Return the paired differences as markdown (points of accuracy, mean ± 95 % CI)."""
+    lines = ["| preset − baseline | seeds | final accuracy | mean accuracy over the run |",
+             "|---|---|---|---|"]
+    for row in table:
+        cells = []
+        for key in ("final", "mean"):
+            m, h = 100 * row[key], 100 * row[f"{key}_ci"]
+            cells.append(f"{m:+.1f}" + ("" if np.isnan(h) else f" ± {h:.1f}"))
+        lines.append(f"| `{row['preset']}` − `{row['baseline']}` | {row['seeds']} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def plot(rows: Sequence[dict[str, Any]], presets: Sequence[str], path: Path,
          chance: float | None = None) -> None:
     """Plot mean held-out accuracy vs env steps per preset with a min-max band over seeds."""
@@ -316,6 +372,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     plot(rows, presets, out_dir / "ablation.png", chance)
     thresholds = [float(t) for t in spec.get("thresholds", (0.5, 0.7))]
     table = markdown_table(threshold_table(rows, presets, thresholds), thresholds)
+    baseline = str(spec.get("baseline", presets[0]))
+    paired = paired_table(rows, presets, baseline)
+    for v in spec.get("variants") or []:  # a variant also against its own preset
+        if str(v.get("preset", "process")) != baseline:
+            paired += paired_table(rows, [str(v["name"])], str(v.get("preset", "process")))
+    table += "\nPaired by seed (points of held-out accuracy):\n\n" + paired_markdown(paired)
     (out_dir / "ablation_table.md").write_text(table)
     print(table)
     for preset in presets:
