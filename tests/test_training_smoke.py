@@ -135,6 +135,9 @@ def test_reward_ablation_plot_only_rebuilds_rows_from_histories(tmp_path: Path) 
     assert hi == pytest.approx([0.32, 0.42])
     assert curve_stats(rows, "sparse", "S")[1] == pytest.approx([0.1, 0.1])
     assert (out / "ablation.png").stat().st_size > 1000
+    assert main(["--config", str(cfg), "--plot-only", "--max-steps", "1500"]) == 0
+    rows = list(csv.DictReader(open(out / "ablation.csv")))
+    assert len(rows) == 6 and {r["timesteps"] for r in rows} == {"1000"}
 
 
 def test_reward_ablation_threshold_table_by_hand() -> None:

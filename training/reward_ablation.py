@@ -4,6 +4,7 @@ Usage::
 
     python training/reward_ablation.py --config configs/train/reward_ablation.yaml [--jobs 2]
         [--set base.total_timesteps=50000] [--set presets=[sparse,process,m3]] [--plot-only]
+        [--max-steps N]
 
 For every ``(preset, seed)`` it trains ``base`` (a :mod:`train_sb3` config) with
 ``env.kwargs.reward = preset``, reads the held-out evaluations (``eval_history.jsonl``) and writes
@@ -346,6 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="chance line on the plot (default: the config's `chance`, or 1/6)")
     parser.add_argument("--plot-only", action="store_true",
                         help="rebuild the CSV and plot from the cells' eval histories, no training")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="tables and plot from the evaluations up to this many steps only "
+                             "(every cell compared at the same budget)")
     args = parser.parse_args(argv)
     spec = apply_overrides(yaml.safe_load(Path(args.config).read_text()), args.set)
     out_dir = Path(spec.get("out_dir", "runs/reward_ablation"))
@@ -368,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         for cfg in cfgs:
             rows += train_cell(cfg)
+    if args.max_steps is not None:
+        rows = [r for r in rows if int(r["timesteps"]) <= args.max_steps]
     write_csv(rows, out_dir / "ablation.csv")
     plot(rows, presets, out_dir / "ablation.png", chance)
     thresholds = [float(t) for t in spec.get("thresholds", (0.5, 0.7))]
