@@ -101,8 +101,8 @@ def test_crop_then_answer_masks_images_reward(tok_proc):
     env = gym.make(ENV_ID, disable_env_checker=True).unwrapped
     env.reset(seed=5, options={"family": "tiny_text", "task_seed": 5})
     answer = env.task.answer.value
-    # zoom 1.5: tiny_text scenes are 2400 x 1800, twice that exceeds the image size limit
-    texts = [call("crop", image_index=0, bbox_2d=[0, 0, 1000, 1000], zoom_scale=1.5),
+    # zoom 1.25: tiny_text scenes are 3200 x 2400, 1.5 times that exceeds the image size limit
+    texts = [call("crop", image_index=0, bbox_2d=[0, 0, 1000, 1000], zoom_scale=1.25),
              f"<answer>{answer}</answer>"]
     server = StubServer(tok, texts)
     out = run(make_loop(tok, proc, server))
