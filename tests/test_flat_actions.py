@@ -119,37 +119,38 @@ def test_box_iou_and_nearest_option_by_hand() -> None:
     assert nearest_option(TOOL_OPTIONS["autocontrast"], {"cutoff": 1.2}) == 2  # 1.0 %
 
 
+def play_expert(env: gym.Env, seed: int, check_mask: bool) -> dict:
+    """Play one episode with the wrapper's expert actions; return the final info.
+
+    ``check_mask`` asserts every action is valid under the flat ``action_mask`` of the info.
+    """
+    expert = env.get_wrapper_attr("expert_action")
+    _, info = env.reset(seed=seed)
+    done = False
+    while not done:
+        action = expert()
+        if check_mask:
+            assert info["action_mask"][action]
+        _, _, term, trunc, info = env.step(action)
+        done = term or trunc
+    return info
+
+
 @pytest.mark.parametrize("flat", [False, True])
 @pytest.mark.parametrize("family", m3gym.family_names(suite="classic"))
 def test_expert_actions_solve_the_classic_suite(flat: bool, family: str) -> None:
     env = gym.make("M3Bench-Classic-Discrete", flat_actions=flat, tools=CLASSIC_TOOLS,
                    obs_size=48, family=family)
-    expert = env.get_wrapper_attr("expert_action")
     for seed in range(4):
-        _, info = env.reset(seed=seed)
-        done = False
-        while not done:
-            action = expert()
-            if flat:
-                assert info["action_mask"][action]
-            _, _, term, trunc, info = env.step(action)
-            done = term or trunc
+        info = play_expert(env, seed, check_mask=flat)
         assert info["answer_correct"] and info["metrics"]["S"] == 1.0
         assert info["metrics"]["V"] == 1.0
 
 
 def test_expert_actions_are_valid_and_answer_right_on_a_benchmark_level() -> None:
     env = gym.make("M3Bench-L1-Discrete", flat_actions=True, **POOL)
-    expert = env.get_wrapper_attr("expert_action")
     for seed in range(3):
-        _, info = env.reset(seed=seed)
-        done = False
-        while not done:
-            action = expert()
-            assert info["action_mask"][action]
-            _, _, term, trunc, info = env.step(action)
-            done = term or trunc
-        assert info["answer_correct"]
+        assert play_expert(env, seed, check_mask=True)["answer_correct"]
 
 
 def test_behaviour_cloning_fits_the_demos() -> None:

@@ -152,6 +152,26 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
+def seed_curves(rows: Sequence[dict[str, Any]], preset: str, key: str = "accuracy"
+                ) -> dict[int, dict[int, float]]:
+    """Return ``{seed: {timesteps: value of key}}`` of one preset (empty values skipped)."""
+    out: dict[int, dict[int, float]] = {}
+    for r in rows:
+        if r["preset"] == preset and r.get(key) not in (None, ""):
+            out.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r[key])
+    return out
+
+
+def on_shared_steps(curves: Sequence[dict[int, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Return (steps, values) of ``curves`` on every step any of them evaluated within the
+    range all of them cover, interpolated linearly (one row of values per curve)."""
+    lo = max(min(c) for c in curves)
+    hi = min(max(c) for c in curves)
+    steps = np.array(sorted({t for c in curves for t in c if lo <= t <= hi}))
+    return steps, np.array([np.interp(steps, sorted(c), [c[t] for t in sorted(c)])
+                            for c in curves])
+
+
 def curve_stats(rows: Sequence[dict[str, Any]], preset: str, key: str = "accuracy"
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Return (steps, mean, min, max) of ``key`` for a preset over seeds.
@@ -160,18 +180,11 @@ def curve_stats(rows: Sequence[dict[str, Any]], preset: str, key: str = "accurac
     an evaluation at a step is interpolated linearly between its neighbours (a resumed cell may
     evaluate off the others' grid).
     """
-    by_seed: dict[int, dict[int, float]] = {}
-    for r in rows:
-        if r["preset"] == preset and r.get(key) not in (None, ""):
-            by_seed.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r[key])
+    by_seed = seed_curves(rows, preset, key)
     if not by_seed:
         empty = np.zeros(0)
         return empty, empty, empty, empty
-    lo = max(min(d) for d in by_seed.values())
-    hi = min(max(d) for d in by_seed.values())
-    steps = np.array(sorted({s for d in by_seed.values() for s in d if lo <= s <= hi}))
-    acc = np.array([np.interp(steps, sorted(d), [d[s] for s in sorted(d)])
-                    for d in by_seed.values()])
+    steps, acc = on_shared_steps(list(by_seed.values()))
     return steps, acc.mean(0), acc.min(0), acc.max(0)
 
 
@@ -250,15 +263,6 @@ def markdown_table(table: Sequence[dict[str, Any]], thresholds: Sequence[float] 
     return "\n".join(lines) + "\n"
 
 
-def seed_curves(rows: Sequence[dict[str, Any]], preset: str) -> dict[int, dict[int, float]]:
-    """Return ``{seed: {timesteps: accuracy}}`` of one preset."""
-    out: dict[int, dict[int, float]] = {}
-    for r in rows:
-        if r["preset"] == preset:
-            out.setdefault(int(r["seed"]), {})[int(r["timesteps"])] = float(r["accuracy"])
-    return out
-
-
 def paired_table(rows: Sequence[dict[str, Any]], presets: Sequence[str], baseline: str
                  ) -> list[dict[str, Any]]:
     """Return, per preset, its accuracy minus ``baseline``'s on the same seeds (paired).
@@ -279,10 +283,7 @@ def paired_table(rows: Sequence[dict[str, Any]], presets: Sequence[str], baselin
         for seed in sorted(set(base) & set(cur)):
             a, b = cur[seed], base[seed]
             finals.append(a[max(a)] - b[max(b)])
-            lo, hi = max(min(a), min(b)), min(max(a), max(b))
-            grid = np.array(sorted({t for t in (*a, *b) if lo <= t <= hi}), dtype=float)
-            ia = np.interp(grid, sorted(a), [a[t] for t in sorted(a)])
-            ib = np.interp(grid, sorted(b), [b[t] for t in sorted(b)])
+            _, (ia, ib) = on_shared_steps([a, b])
             means.append(float((ia - ib).mean()))
         if finals:
             row: dict[str, Any] = {"preset": preset, "baseline": baseline, "seeds": len(finals)}
