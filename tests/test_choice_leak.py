@@ -48,9 +48,8 @@ VIEW_LEAKS_KNOWN = {
     "rotated_text": "rotations by 90 degrees and flips only permute pixels: a template turned like "
                     "the evidence reads the legible-size code (structural for a one-op rotation "
                     "task; see the family docstring)",
-    "glyph_faint": "classic suite: fixed digit choices, the digit is legible to a matcher",
-    "glyph_rotate": "classic suite: fixed digit choices, the digit is legible to a matcher",
-    "glyph_zoom": "classic suite: fixed digit choices, the digit is legible to a matcher",
+    "glyph_faint": "classic suite, one autocontrast: as faint_text (structural)",
+    "glyph_rotate": "classic suite, one rotate or flip: as rotated_text (structural)",
 }
 """Families whose view-only target is not met by choice design (see the issue-10 note)."""
 

@@ -1,14 +1,15 @@
 """Shared code of the classic-RL suite: level-1 glyph tasks at low resolution, fixed answers.
 
 The three families mirror the three ``M3Bench-L1`` operations (``crop``, ``rotate``/``flip``,
-``autocontrast``) on small images (``side`` = 288 px, seen through a 96-px view), and every task
+``autocontrast``) on small images (``side`` = 288 px, 384 px for ``glyph_zoom``, seen through a
+96-px view), and every task
 asks for one digit of :data:`GLYPHS` with the choices always listed in the same order. A choice
 index therefore means the same digit in every episode, so a pixel policy can learn a classifier,
 and every tool call costs microseconds: this is the suite for stable-baselines3-style training
 (``M3Bench-Classic``, ``M3Bench-Classic-Discrete``). Checkpoints, rewards and the M3 score work
 exactly as in the benchmark levels, scored at the families' :attr:`view_size` of 96 px.
 
-* ``glyph_zoom`` — a digit on a small red-framed tag in a cluttered scene, 3–4 px tall in the
+* ``glyph_zoom`` — a digit on a small red-framed tag in a cluttered scene, 3–3.25 px tall in the
   view: one ``crop`` around the tag (a 3x3 grid cell or a quadrant) makes it legible.
 * ``glyph_rotate`` — a card with a large digit photographed rotated by 90/180/270 degrees or
   mirrored: one ``rotate`` or ``flip`` makes it upright.
@@ -100,15 +101,15 @@ def grid_cell(cell: int, side: int) -> R.Box:
 
 
 def draw_tag(img: np.ndarray, patch: R.TextPatch, xy: tuple[int, int], plate: R.Color,
-             frame: R.Color | None) -> tuple[R.Box, R.PlacedText]:
-    """Draw a tag (plate, optional 2-px frame, the digit) at ``xy``; return its box and text."""
+             frame: R.Color | None, frame_px: int = 2) -> tuple[R.Box, R.PlacedText]:
+    """Draw a tag (plate, optional ``frame_px`` frame, the digit) at ``xy``; return box, text."""
     pw, ph = patch.size
     pad = 3
     x, y = xy
     w, h = pw + 2 * pad + 2, ph + 2 * pad + 2
     cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), plate, -1)
     if frame is not None:
-        cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), frame, 2)
+        cv2.rectangle(img, (x, y), (x + w - 1, y + h - 1), frame, frame_px)
     placed = R.paste_text(img, patch, x + pad + 1, y + pad + 1, R.ink_for(plate))
     return (x, y, x + w, y + h), placed
 

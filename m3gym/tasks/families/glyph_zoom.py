@@ -34,7 +34,8 @@ class GlyphZoomFamily(FamilyConfig):
 
     Scene:
         A ``side`` px square of texture with clutter and ``decoys`` + 1 small tags, one per
-        cell of a 3x3 grid; the target tag has a red frame, decoys none. Each carries one digit
+        cell of a 3x3 grid; the target tag has a red frame (``side / 128`` px, at least 2, so
+        it stays visible in the view), decoys none. Each carries one digit
         of ``glyphs`` (Hershey face), ``glyph_min``-``glyph_max`` px tall; sensor noise
         ``noise_sigma``.
     Question:
@@ -42,12 +43,12 @@ class GlyphZoomFamily(FamilyConfig):
         the image? Answer with one of: 0, 1, ..., 7." The choices are ``glyphs`` in a fixed
         order (a choice index means one digit in every episode).
     Why a tool is needed:
-        In the 96 px view the digit is a third of its size, below the 6 px legibility bar; a
-        ``crop`` of the tag's grid cell (or a quadrant holding it) shows it legibly. Known limit
-        (issue 10's view-only probe): the answer set is eight fixed digits, so a pixel
-        classifier that sees the view (a CNN, or the probe's template matcher) can learn to read
-        a 4 px digit before the tool; the classic-RL training runs use these default images, so
-        they stay as they are and the leak test keeps this family as a known exception.
+        The scene is 384 px, seen through the 96-px view (a quarter of its size), so the
+        12-13 px digit is 3-3.25 px tall there, half the 6 px legibility bar; a ``crop`` of the
+        tag's grid cell (9-10 px) or of a quadrant holding it (6-6.5 px) shows it legibly. The
+        size is set by issue 10's view-only probe (a template matcher that knows the face, the
+        size and the tag's place): it read 0.33 of the 10-13 px digits of the former 288-px
+        scene (3.3-4.3 px in the view) and 0.15 at this size (chance 0.125).
     Reference trajectory:
         One ``crop`` of the tag's 3x3 grid cell at zoom 1.
     Checkpoints:
@@ -55,7 +56,7 @@ class GlyphZoomFamily(FamilyConfig):
         region holding it), ``v_true`` (some image shows it legibly).
     Difficulty:
         ``difficulty_knobs`` (the default config is the classic suite's, not difficulty 0): at
-        0 glyphs 12-15 px, 0-1 decoys, clutter 2-4, noise 0.5-1.5; at 1 glyphs 9.5-11 px, 3-4
+        0 glyphs 14-16 px, 0-1 decoys, clutter 2-4, noise 0.5-1.5; at 1 glyphs 12-13 px, 3-4
         decoys, clutter 8-12, noise 2-3.5.
     Config:
         ``side``, ``glyph_min``, ``glyph_max``, ``decoys``, ``clutter``, ``noise_sigma``,
@@ -69,8 +70,8 @@ class GlyphZoomFamily(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Life",)
     description: ClassVar[str] = "Zoom into a tiny digit tag (crop), classic-RL suite."
 
-    side: int = 288
-    glyph_min: float = 10.0
+    side: int = 384
+    glyph_min: float = 12.0
     glyph_max: float = 13.0
     decoys: tuple[int, int] = (1, 2)
     clutter: tuple[int, int] = (4, 8)
@@ -82,7 +83,7 @@ class GlyphZoomFamily(FamilyConfig):
         """Smaller digits, more decoy tags, clutter and noise as ``d`` rises."""
         d = float(difficulty)
         return {
-            "glyph_min": 12.0 - 2.5 * d, "glyph_max": 15.0 - 4.0 * d,
+            "glyph_min": 14.0 - 2.0 * d, "glyph_max": 16.0 - 3.0 * d,
             "decoys": (round(3 * d), 1 + round(3 * d)),
             "clutter": (2 + round(6 * d), 4 + round(8 * d)),
             "noise_sigma": (0.5 + 1.5 * d, 1.5 + 2.0 * d),
@@ -122,7 +123,8 @@ class GlyphZoomFamily(FamilyConfig):
             y = int(rng.integers(y0 + 4, y1 - th - 4, endpoint=True))
             if k == 0:
                 plate = R.jitter_color(rng, (245, 245, 240), 8)
-                box, placed = draw_tag(img, patch, (x, y), plate, TAG_FRAME)
+                box, placed = draw_tag(img, patch, (x, y), plate, TAG_FRAME,
+                                       max(2, round(side / 128)))
                 target = (box, placed)
             else:
                 plate = R.rand_color(rng, 60, 230)
