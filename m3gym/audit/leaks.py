@@ -45,6 +45,11 @@ CHOICES_ONLY_MARGIN: float = 0.03
 """Target: choices-only accuracy at most chance + 3 points."""
 VIEW_ONLY_MARGIN: float = 0.05
 """Target: view-only accuracy at most chance + 5 points."""
+STRUCTURAL_UNEXPLAINED: float = 0.05
+"""Largest share of the reference output's view that the reset view leaves unexplained (see
+:func:`reference_unexplained_share`) at which a family's view-only leak counts as structural."""
+STRUCTURAL_SAMPLE: int = 5
+"""Tasks per family on which the view-only probe measures that share."""
 HELD_OUT_SEED_BASE: int = 1_000_000_000
 """First held-out seed: the frozen ``test`` split's range (test world, never used in training)."""
 MAX_POSITIONS: int = 8
@@ -61,6 +66,9 @@ class ProbeResult:
     correct: int
     chance: float
     margin: float
+    unexplained: float | None = None
+    """View-only probe: the largest :func:`reference_unexplained_share` over the first
+    :data:`STRUCTURAL_SAMPLE` tasks (None for the choices-only probe)."""
 
     @property
     def accuracy(self) -> float:
@@ -71,6 +79,11 @@ class ProbeResult:
     def excess(self) -> float:
         """Accuracy minus chance, in fraction points."""
         return self.accuracy - self.chance
+
+    @property
+    def structural(self) -> bool:
+        """Whether a miss is structural: the reference's output holds nothing the view lacks."""
+        return self.unexplained is not None and self.unexplained <= STRUCTURAL_UNEXPLAINED
 
     @property
     def passes(self) -> bool:
@@ -385,9 +398,14 @@ def view_match_scores(task: Task, view_size: int | None = None, pad: int = 4) ->
 
 
 def view_only_probe(family: str, held_out: int) -> ProbeResult:
-    """Score the template-matching view-only probe on held-out seeds (n = 0: no drawn answer)."""
+    """Score the template-matching view-only probe on held-out seeds (n = 0: no drawn answer).
+
+    The result also holds the largest :func:`reference_unexplained_share` of the first
+    :data:`STRUCTURAL_SAMPLE` scored tasks, which tells a structural miss from a leak.
+    """
     n = correct = 0
     chance = 0.0
+    unexplained: list[float] = []
     for task in iter_tasks_with_choices(family, (held_out_seed(family, i)
                                                  for i in range(held_out))):
         scores = view_match_scores(task)
@@ -396,8 +414,77 @@ def view_only_probe(family: str, held_out: int) -> ProbeResult:
         n += 1
         chance += 1.0 / len(task.choices)
         correct += int(np.argmax(scores)) == answer_index(task)
+        if len(unexplained) < STRUCTURAL_SAMPLE:
+            unexplained.append(reference_unexplained_share(task))
     return ProbeResult(family, "view-only", n, correct, chance / n if n else 0.0,
-                       VIEW_ONLY_MARGIN)
+                       VIEW_ONLY_MARGIN, max(unexplained) if unexplained else None)
+
+
+def _dihedral(array: np.ndarray) -> Iterator[np.ndarray]:
+    """Yield the eight quarter turns and mirror images of ``array`` (rows and columns)."""
+    for flipped in (array, array[:, ::-1]):
+        for k in range(4):
+            yield np.rot90(flipped, k)
+
+
+def _level_map_prediction(source: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Return ``target`` as predicted by the best per-channel gray-level map of ``source``.
+
+    The map sends each level of a channel of ``source`` to the mean of ``target`` over the
+    pixels at that level: 256 numbers per channel, the side information of any point operation
+    (autocontrast, equalize, invert, gamma, a threshold).
+    """
+    out = np.empty(target.shape, dtype=np.float64)
+    for c in range(source.shape[2]):
+        s = source[..., c].ravel().astype(np.int64)
+        t = target[..., c].ravel().astype(np.float64)
+        counts = np.bincount(s, minlength=256)
+        sums = np.bincount(s, weights=t, minlength=256)
+        lut = sums / np.maximum(counts, 1)
+        out[..., c] = lut[s].reshape(target.shape[:2])
+    return out
+
+
+def reference_unexplained_share(task: Task, view_size: int | None = None) -> float:
+    """Return the share of the reference output's view that the reset view does not explain.
+
+    The first step of the reference is run on the task's images (the tool registry, as in an
+    episode). For its first produced image, the share is ``1 - R^2`` of the best prediction of
+    that image's view made from the view of the image it was made from alone: the eight quarter
+    turns and mirror images of that view, and its best per-channel gray-level map
+    (:func:`_level_map_prediction`); i.e. the mean squared error over the variance of the target
+    view. About 0 for a quarter turn or a flip, under a few percent for a point operation (the
+    view's own rounding, stretched): the view already holds what the tool's output shows, so a
+    view-only leak of such a family is structural. Near 1 for a crop, which adds pixels the view
+    never had (``1.0`` when the shapes differ, or when the reference makes no image).
+    """
+    from m3gym.state import ImageState
+    from m3gym.tools import default_registry
+    from m3gym.tools.base import ToolContext
+
+    size = view_size or get_family(task.family).view_size
+    state = ImageState()
+    for img in task.images:
+        state.add_root(img)
+    ctx = ToolContext(state=state, visible_images=len(state))
+    registry = default_registry()
+    for call in task.reference[0] if task.reference else ():
+        rec = registry.execute(ctx, call.name, call.arguments, 0, call.id)
+        if not (rec.ok and rec.output_index is not None and rec.input_index is not None):
+            continue
+        source = to_view(state[rec.input_index].array, size).astype(np.float64)
+        target = to_view(state[rec.output_index].array, size).astype(np.float64)
+        if target.ndim == 2:
+            target = target[..., None]
+        if source.ndim == 2:
+            source = source[..., None]
+        variance = max(float(target.var()), 1e-9)
+        predictions = [turned for turned in _dihedral(source) if turned.shape == target.shape]
+        if source.shape == target.shape:
+            predictions.append(_level_map_prediction(source.astype(np.uint8), target))
+        errors = [float(((p - target) ** 2).mean()) / variance for p in predictions]
+        return min(1.0, min(errors, default=1.0))
+    return 1.0
 
 
 def binomial_upper_bound(chance: float, n: int, z: float) -> float:
