@@ -256,3 +256,18 @@ def test_audit_leaks_command_prints_one_row_per_probe(capsys):
     assert lines[2].startswith("| region_count | choices-only | 6 |")
     assert "n/a" in lines[3]  # a count is not drawn as text: no view-only probe
     assert main(["audit-leaks", "--family", "no_such_family"]) == 2
+
+
+def test_audit_leaks_strict_fails_a_leak_but_reports_a_structural_miss(capsys):
+    from m3gym.audit.leaks import VIEW_ONLY_MARGIN, ProbeResult
+    from m3gym.audit.leaks_cli import format_row
+    from m3gym.cli import main
+
+    leak = ProbeResult("f", "view-only", 100, 90, 0.125, VIEW_ONLY_MARGIN, unexplained=0.4)
+    turn = ProbeResult("f", "view-only", 100, 90, 0.125, VIEW_ONLY_MARGIN, unexplained=0.0)
+    assert "LEAK" in format_row(leak) and not leak.structural
+    assert "structural" in format_row(turn) and turn.structural
+    # glyph_rotate reads at about 1.0 view-only: reported as structural, so --strict passes
+    assert main(["audit-leaks", "--family", "glyph_rotate", "--probe", "view-only",
+                 "--tasks", "8", "--strict"]) == 0
+    assert "structural" in capsys.readouterr().out
