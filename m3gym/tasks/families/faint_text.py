@@ -65,7 +65,8 @@ class FaintTextFamily(FamilyConfig):
         stretched view shows; a contrast-invariant matcher (normalized correlation, what the
         probe uses) reads the code before the tool. Choice design cannot close that without
         making the stretched view illegible too; the leak test keeps this family as a known
-        exception.
+        exception, and ``audit-leaks`` labels the miss structural because it measures it
+        (:func:`~m3gym.audit.leaks.reference_unexplained_share`: 1 - R^2 of about 0.002).
     Reference trajectory:
         One ``autocontrast`` of the whole photo (cutoff ``cutoff`` %).
     Checkpoints:

@@ -43,11 +43,12 @@ class GlyphFaintFamily(FamilyConfig):
         The ink is far below the 28-level visibility threshold; one ``autocontrast`` stretches
         the range to 0..255 and multiplies the local ink contrast by about ``255 / (span +
         shading)``, which ``validate`` requires to clear the threshold with a 1.3x margin. Known
-        limit (issue 10's view-only probe): the answer set is eight fixed digits, so a pixel
-        classifier that sees the view (a CNN, or the probe's template matcher) can learn to read
-        the faint digit (contrast-invariantly) before the tool; the classic-RL training runs use
-        these default images, so they stay as they are and the leak test keeps this family as a
-        known exception.
+        limit (issue 10's view-only probe): autocontrast is a gray-level map, so the reset view
+        holds what the stretched view shows, and a pixel classifier that sees the view (a CNN,
+        or the probe's template matcher) can read the faint digit contrast-invariantly before
+        the tool. The leak test keeps this family as a known exception, and ``audit-leaks``
+        labels the miss structural because it measures it
+        (:func:`~m3gym.audit.leaks.reference_unexplained_share`: 1 - R^2 under 0.01).
     Reference trajectory:
         One ``autocontrast`` of the photo (cutoff ``cutoff`` %).
     Checkpoints:

@@ -46,11 +46,11 @@ class GlyphRotateFamily(FamilyConfig):
     Why a tool is needed:
         ``v_true`` counts the evidence as read only upright; one ``rotate`` or ``flip`` makes
         the card upright, and the digit is legible by size (a third of its size in the 96 px
-        view). Known limit (issue 10's view-only probe): the answer set is eight fixed digits,
-        so a pixel classifier that sees the view (a CNN, or the probe's template matcher) can
-        learn to read the turned digit before the tool; the classic-RL training runs use these
-        default images, so they stay as they are and the leak test keeps this family as a known
-        exception.
+        view). Known limit (issue 10's view-only probe): a quarter turn or a flip permutes
+        pixels, so a pixel classifier that sees the view (a CNN, or the probe's template
+        matcher) can read the turned digit before the tool. The leak test keeps this family as a
+        known exception, and ``audit-leaks`` labels the miss structural because it measures it
+        (:func:`~m3gym.audit.leaks.reference_unexplained_share`: 0).
     Reference trajectory:
         One ``rotate`` by the inverse angle (``expand``) or one ``flip``.
     Checkpoints:

@@ -70,7 +70,8 @@ class RotatedTextFamily(FamilyConfig):
         pixels, so the reset view holds every pixel the upright view shows; a matcher that
         knows the orientation (the probe does) reads the code before the tool. Choice design
         cannot close that without making the upright view illegible too; the leak test keeps
-        this family as a known exception.
+        this family as a known exception, and ``audit-leaks`` labels the miss structural
+        because it measures it (:func:`~m3gym.audit.leaks.reference_unexplained_share`: 0).
     Reference trajectory:
         One ``rotate`` by the inverse angle (``expand`` true) or one ``flip`` in the mirrored
         direction.
