@@ -29,6 +29,7 @@ from m3gym.audit.leaks import (
     binomial_upper_bound,
     choice_records,
     choices_only_correct,
+    drawn_answer_evidence,
     glyph_view_distances,
     held_out_seed,
     iter_tasks_with_choices,
@@ -145,7 +146,7 @@ def test_view_leak_exemptions_are_structural(family):
     # quarter turn, a flip, a point operation: 1 - R^2 of the output's view predicted from the
     # reset view under 0.05); a crop family never qualifies, so it cannot be exempted
     tasks = list(iter_tasks_with_choices(family, (held_out_seed(family, i) for i in range(3))))
-    tasks = [t for t in tasks if view_match_scores(t) is not None]
+    tasks = [t for t in tasks if drawn_answer_evidence(t) is not None]
     if not tasks:
         pytest.skip("the answer is not drawn in the image")
     shares = [reference_unexplained_share(t) for t in tasks]

@@ -448,43 +448,40 @@ def _level_map_prediction(source: np.ndarray, target: np.ndarray) -> np.ndarray:
 def reference_unexplained_share(task: Task, view_size: int | None = None) -> float:
     """Return the share of the reference output's view that the reset view does not explain.
 
-    The first step of the reference is run on the task's images (the tool registry, as in an
-    episode). For its first produced image, the share is ``1 - R^2`` of the best prediction of
-    that image's view made from the view of the image it was made from alone: the eight quarter
+    The reference is replayed on the task's images through the real tools
+    (:func:`~m3gym.tasks.verify.replay_reference`). For its first produced image, the share is
+    ``1 - R^2`` of the best prediction of that image's view made from the view of the image it
+    was made from alone: the eight quarter
     turns and mirror images of that view, and its best per-channel gray-level map
     (:func:`_level_map_prediction`); i.e. the mean squared error over the variance of the target
     view. About 0 for a quarter turn or a flip, under a few percent for a point operation (the
     view's own rounding, stretched): the view already holds what the tool's output shows, so a
     view-only leak of such a family is structural. Near 1 for a crop, which adds pixels the view
-    never had (``1.0`` when the shapes differ, or when the reference makes no image).
+    never had (``1.0`` when the shapes differ, or when the reference makes no image or cannot be
+    replayed with the visual tools).
     """
-    from m3gym.state import ImageState
-    from m3gym.tools import default_registry
-    from m3gym.tools.base import ToolContext
+    from m3gym.tasks.verify import replay_reference
 
+    replayed = replay_reference(task)
+    if replayed is None:
+        return 1.0
+    state, trace = replayed
     size = view_size or get_family(task.family).view_size
-    state = ImageState()
-    for img in task.images:
-        state.add_root(img)
-    ctx = ToolContext(state=state, visible_images=len(state))
-    registry = default_registry()
-    for call in task.reference[0] if task.reference else ():
-        rec = registry.execute(ctx, call.name, call.arguments, 0, call.id)
-        if not (rec.ok and rec.output_index is not None and rec.input_index is not None):
-            continue
-        source = to_view(state[rec.input_index].array, size).astype(np.float64)
-        target = to_view(state[rec.output_index].array, size).astype(np.float64)
-        if target.ndim == 2:
-            target = target[..., None]
-        if source.ndim == 2:
-            source = source[..., None]
-        variance = max(float(target.var()), 1e-9)
-        predictions = [turned for turned in _dihedral(source) if turned.shape == target.shape]
-        if source.shape == target.shape:
-            predictions.append(_level_map_prediction(source.astype(np.uint8), target))
-        errors = [float(((p - target) ** 2).mean()) / variance for p in predictions]
-        return min(1.0, min(errors, default=1.0))
-    return 1.0
+    first = next((r for step in trace.steps for r in step
+                  if r.output_index is not None and r.input_index is not None), None)
+    if first is None:
+        return 1.0
+    source = to_view(state[first.input_index].array, size)
+    target = to_view(state[first.output_index].array, size).astype(np.float64)
+    source = source[..., None] if source.ndim == 2 else source
+    target = target[..., None] if target.ndim == 2 else target
+    variance = max(float(target.var()), 1e-9)
+    predictions = [turned.astype(np.float64) for turned in _dihedral(source)
+                   if turned.shape == target.shape]
+    if source.shape == target.shape:
+        predictions.append(_level_map_prediction(source, target))
+    errors = [float(((p - target) ** 2).mean()) / variance for p in predictions]
+    return min(1.0, min(errors, default=1.0))
 
 
 def binomial_upper_bound(chance: float, n: int, z: float) -> float:

@@ -11,16 +11,23 @@ stays a pure function of the seed).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from m3gym.tasks.spec import Task
+
+if TYPE_CHECKING:
+    from m3gym.state import ImageState
+    from m3gym.trace import Trace
 
 VERIFY_ATTEMPTS: int = 8
 """Draws tried before the last one is kept unverified (a failure is rare: ~1 % of draws)."""
 
 
-def reference_checkpoints_pass(task: Task) -> bool:
-    """Return whether replaying ``task.reference`` with the visual tools passes every checkpoint."""
-    from m3gym.scoring.checkpoints import evaluate_checkpoints
+def replay_reference(task: Task) -> tuple[ImageState, Trace] | None:
+    """Replay ``task.reference`` through the visual tools; return the image state and trace.
+
+    ``None`` when a call fails (a non-visual tool, or an invalid argument).
+    """
     from m3gym.state import ImageState
     from m3gym.tools.base import ToolContext
     from m3gym.tools.registry import ToolRegistry
@@ -37,8 +44,19 @@ def reference_checkpoints_pass(task: Task) -> bool:
         ctx.visible_images = len(state)
         records = [registry.execute(ctx, c.name, c.arguments, s, c.id) for c in step]
         if not all(r.ok for r in records):
-            return False
+            return None
         trace.steps.append(records)
+    return state, trace
+
+
+def reference_checkpoints_pass(task: Task) -> bool:
+    """Return whether replaying ``task.reference`` with the visual tools passes every checkpoint."""
+    from m3gym.scoring.checkpoints import evaluate_checkpoints
+
+    replayed = replay_reference(task)
+    if replayed is None:
+        return False
+    state, trace = replayed
     report = evaluate_checkpoints(task, trace, state)
     return report.S == 1.0 and report.V == 1.0
 
