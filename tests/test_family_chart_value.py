@@ -1,4 +1,4 @@
-"""chart_value: bar height <-> value mapping, data labels, look-alike tenths, parallel crops."""
+"""chart_value: bar height <-> value mapping, data labels, look-alike decimals, parallel crops."""
 
 from __future__ import annotations
 
@@ -22,6 +22,12 @@ def test_bar_heights_are_proportional_to_values_and_labels_print_them() -> None:
     for key, share in (("0/0", 0.5), ("1/0", 0.25), ("1/1", 0.75)):
         assert abs(heights[key] - share * full) <= 1.0, key
     assert chart.texts["label/0/0"].text == "25.0" and chart.texts["label/1/1"].text == "37.5"
+    two = D.draw_bar_chart(img.copy(), (10, 10, 690, 490), ["A", "B"], ["Q1", "Q2"],
+                           [[2500, 5000], [1208, 3760]], 50, 9.0, legend_top=True, decimals=2)
+    assert two.texts["label/1/0"].text == "12.08" and two.texts["label/1/1"].text == "37.60"
+    assert two.bars["0/1"] == chart.bars["0/1"]
+    with pytest.raises(ValueError):
+        D.draw_bar_chart(img.copy(), (10, 10, 690, 490), ["A"], ["Q1"], [[1]], 50, 9.0, True, 3)
     # every data label sits just above its bar, centred on it
     for key, bar in chart.bars.items():
         label = chart.texts[f"label/{key}"].box
@@ -29,12 +35,42 @@ def test_bar_heights_are_proportional_to_values_and_labels_print_them() -> None:
         assert abs((label[0] + label[2]) / 2 - (bar[0] + bar[2]) / 2) <= 1.0
 
 
-def test_round_tenths_choices_are_the_six_round_digits() -> None:
-    got = dc.round_tenths_choices(np.random.default_rng(0), 475)
-    assert sorted(got) == ["47.0", "47.3", "47.5", "47.6", "47.8", "47.9"]
-    with pytest.raises(ValueError):
-        dc.round_tenths_choices(np.random.default_rng(0), 471)
-    assert dc.tenths(473) == "47.3" and dc.tenths(-5) == "-0.5"
+def test_closed_tail_choices_vary_only_closed_decimals() -> None:
+    got = dc.closed_tail_choices(np.random.default_rng(0), 4768, dc.money)
+    assert len(set(got)) == 6 and all(g.startswith("47.") for g in got)
+    assert "47.68" in got
+    assert {g[-2] for g in got} == {"0", "6", "8"}  # every closed tenth
+    hundredths = {g[-1] for g in got}
+    assert len(hundredths) == 2 and "8" in hundredths
+    for bad in (4763, 4738, -4768):
+        with pytest.raises(ValueError):
+            dc.closed_tail_choices(np.random.default_rng(0), bad)
+
+
+def test_closed_tail_choices_do_not_single_out_the_answer() -> None:
+    # each option set is a product; over draws, the answer's hundredth is the pair's low and
+    # high member equally often (the partner is uniform), so no position in the set is special
+    rng = np.random.default_rng(1)
+    low = 0
+    n = 3000
+    for _ in range(n):
+        value = dc.closed_tail_value(rng, 10, 90)
+        got = dc.closed_tail_choices(rng, value, dc.money)
+        low += int(dc.money(value)[-1] == min(g[-1] for g in got))
+    assert abs(low / n - 0.5) < 0.04
+
+
+def test_chart_values_print_two_decimals_and_bars_hide_them() -> None:
+    for task in (make_task("chart_value", seed) for seed in range(6)):
+        if task.metadata["kind"] == "value":
+            assert task.answer.value[-3] == "." and task.answer.value[-2:][0] in "068"
+        else:
+            # the first value minus six closed-tail look-alikes of the second: all positive,
+            # sharing the units of (first - second's units), within 0.88 of each other
+            cents = sorted(round(float(c) * 100) for c in task.choices)
+            assert cents[0] > 0 and cents[-1] - cents[0] <= 88 and len(set(cents)) == 6
+            assert task.answer.value in task.choices
+        assert task.metadata["axis_max"] in D.AXIS_MAXIMA
 
 
 def test_legend_and_value_are_cropped_in_one_parallel_step() -> None:
@@ -44,7 +80,7 @@ def test_legend_and_value_are_cropped_in_one_parallel_step() -> None:
         assert [e.id for e in task.evidence] == ["legend", "value"]
         if task.metadata["kind"] == "value":
             assert task.evidence[1].text == task.answer.value
-            assert task.answer.value[-1] in "035689"
+            assert task.answer.value[-1] in "068" and task.answer.value[-2] in "068"
 
 
 def test_difficulty_scales_text_and_clutter() -> None:

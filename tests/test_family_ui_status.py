@@ -25,7 +25,7 @@ def test_round_choices_share_the_tens() -> None:
 
 def test_one_crop_reads_the_marked_value() -> None:
     kinds = set()
-    for task in (make_task("ui_status", seed) for seed in range(12)):
+    for task in (make_task("ui_status", seed) for seed in range(16)):
         kinds.add(task.metadata["kind"])
         assert task.level == 1 and [c.name for c in task.reference_calls] == ["crop"]
         ev = task.evidence[0]
@@ -33,10 +33,21 @@ def test_one_crop_reads_the_marked_value() -> None:
             assert ev.text == f"{task.answer.value}%"
         elif task.metadata["kind"] == "version":
             assert ev.text == task.answer.value
-            assert {c.rsplit(".", 1)[0] for c in task.choices} == {
-                task.answer.value.rsplit(".", 1)[0]}
+            # the options share the major and the minor's tens; the minor's last digit and the
+            # patch are closed digits
+            major, minor, _ = task.answer.value.split(".")
+            assert {c.split(".")[0] for c in task.choices} == {major}
+            assert {c.split(".")[1][:-1] for c in task.choices} == {minor[:-1]}
+            assert all(c.split(".")[1][-1] in "068" and c.split(".")[2] in "068"
+                       for c in task.choices) and len(set(task.choices)) == 6
+        elif task.metadata["kind"] == "badge":
+            # four digits; the options differ only in the middle two (closed digits)
+            assert len(task.answer.value) == 4 and len(set(task.choices)) == 6
+            assert {c[0] + c[-1] for c in task.choices} == {task.answer.value[0]
+                                                           + task.answer.value[-1]}
+            assert all(c[1] in "068" and c[2] in "068" for c in task.choices)
         assert task.answer.value not in task.question
-    assert len(kinds) >= 3
+    assert kinds == {"battery", "setting", "version", "badge"}
 
 
 def test_difficulty_and_validate() -> None:

@@ -2,13 +2,13 @@
 
 Evidence of text photographed through a homography (:func:`photo_evidence`), evidence of text on
 a flat canvas (:func:`flat_evidence`), money formatting and look-alike numeric choices
-(:func:`money_choices`, :func:`tenths_choices`), and the faded-ink contrast helper.
+(:func:`money_choices`, :func:`closed_tail_choices`), and the faded-ink contrast helper.
 Randomness comes only from the ``np.random.Generator`` passed in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -103,24 +103,41 @@ def money_choices(rng: np.random.Generator, cents: int, count: int = 6) -> tuple
     return R.pivot_choices(rng, cents, digit_lookalikes, count, fmt=money)
 
 
-def tenths(value: int) -> str:
-    """Return a value kept in tenths as text: ``473`` → ``"47.3"``."""
-    sign = "-" if value < 0 else ""
-    v = abs(int(value))
-    return f"{sign}{v // 10}.{v % 10}"
+CLOSED_DIGITS: tuple[int, ...] = (0, 6, 8)
+"""Round digits closed on the left: the same blob at two pixels. The template-matching
+view-only probe tells a tenth of 3, 5 or 9 from the others above chance at 1.7-2.2 px (their
+open left side), but not 0, 6 and 8 (``m3gym audit-leaks --family chart_value``)."""
 
 
-def round_tenths_choices(rng: np.random.Generator, value: int) -> tuple[str, ...]:
-    """Return the six values sharing ``value``'s units with each :data:`ROUND_DIGITS` tenth.
+def closed_tail_value(rng: np.random.Generator, low: int, high: int) -> int:
+    """Return ``100 * u + 10 * a + b``: ``u`` in ``[low, high]``, ``a`` and ``b`` closed digits.
 
-    ``value`` (in tenths) must end in a round digit; the options differ only in a last digit
-    that looks alike at view size and 0.1 apart (far below a pixel of bar height), and the set
-    is the same whichever of them is the answer.
+    The last two digits are drawn from :data:`CLOSED_DIGITS`, the values
+    :func:`closed_tail_choices` offers look-alike options for (a chart value in hundredths, an
+    unread count).
     """
-    if abs(value) % 10 not in ROUND_DIGITS:
-        raise ValueError(f"{value} does not end in one of {ROUND_DIGITS}")
-    base = value - value % 10
-    return R.shuffled(rng, [tenths(base + d) for d in ROUND_DIGITS])
+    return (100 * int(rng.integers(low, high + 1))
+            + 10 * int(CLOSED_DIGITS[int(rng.integers(len(CLOSED_DIGITS)))])
+            + int(CLOSED_DIGITS[int(rng.integers(len(CLOSED_DIGITS)))]))
+
+
+def closed_tail_choices(rng: np.random.Generator, value: int,
+                        fmt: Callable[[int], str] = str) -> tuple[str, ...]:
+    """Return six values (``fmt``-formatted) differing from ``value`` in closed last digits.
+
+    ``value`` (non-negative) must end in two :data:`CLOSED_DIGITS`. The options are every closed
+    second-to-last digit times two closed last digits: ``value``'s and one other drawn
+    uniformly, so each of the pair is the answer's equally often and no statistic of the set
+    singles out the answer. In hundredths they lie within 0.9 units (under a pixel of bar
+    height).
+    """
+    tens, last = value // 10 % 10, value % 10
+    if value < 0 or tens not in CLOSED_DIGITS or last not in CLOSED_DIGITS:
+        raise ValueError(f"{value} does not end in two of {CLOSED_DIGITS}")
+    others = [d for d in CLOSED_DIGITS if d != last]
+    pair = sorted((last, others[int(rng.integers(len(others)))]))
+    base = value - value % 100
+    return R.shuffled(rng, [fmt(base + 10 * t + u) for t in CLOSED_DIGITS for u in pair])
 
 
 def round_value(rng: np.random.Generator, low: int, high: int) -> int:
@@ -142,16 +159,6 @@ def round_choices(rng: np.random.Generator, value: int) -> tuple[str, ...]:
     if value % 10 not in ROUND_DIGITS:
         raise ValueError(f"{value} does not end in one of {ROUND_DIGITS}")
     return R.shuffled(rng, [str(value - value % 10 + d) for d in ROUND_DIGITS])
-
-
-def tenths_choices(rng: np.random.Generator, value: int, low: int, high: int,
-                   count: int = 6) -> tuple[str, ...]:
-    """Return ``count`` consecutive tenths in ``[low, high]`` holding ``value`` at random.
-
-    Options 0.1 apart differ by far less than a pixel of bar height, so only the printed
-    label tells them apart (:func:`render.window_choices`).
-    """
-    return R.window_choices(rng, value, low, high, count, fmt=tenths)
 
 
 def faded_keep(paper: R.Color, ink: R.Color, contrast: float) -> float:

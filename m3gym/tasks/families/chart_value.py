@@ -15,6 +15,15 @@ from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import documents as D
 from m3gym.tasks.spec import AnswerSpec, Task
 
+SLIDE_WIDTHS: tuple[int, int] = (3000, 3200)
+"""Slide screenshot widths (px, 16:9): text 7-8.5 px tall is 1.7-2.2 px at the 768 px view."""
+
+PAGE_WIDTHS: tuple[int, int] = (2550, 2750)
+"""Report page widths (px, A4); the photo is 1.12-1.25 times wider (2860-3440 px)."""
+
+CHART_GLYPHS: float = 170.0
+"""Widest chart box, in glyph heights: a bar group stays narrow enough to zoom into."""
+
 SCENES: tuple[str, ...] = ("slide", "printout")
 """A flat slide screenshot, or a printed report page photographed on a desk."""
 
@@ -22,12 +31,12 @@ KINDS: tuple[str, ...] = ("value", "difference")
 """Read one bar's value, or how much one series exceeds another at a category."""
 
 TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
-    "Finance": (("Revenue by region", "USD m"), ("Operating margin by segment", "%"),
+    "Finance": (("Revenue by region", "USD m"), ("Operating costs by segment", "USD k"),
                 ("Net sales by channel", "EUR m"), ("Orders by market", "thousands")),
-    "Science": (("Mean yield by strain", "g/L"), ("Growth rate by treatment", "%/h"),
+    "Science": (("Mean yield by strain", "mg/L"), ("Enzyme activity by treatment", "U/L"),
                 ("Signal intensity by probe", "a.u."), ("Biomass by medium", "mg")),
 }
-"""Chart titles and units per domain."""
+"""Chart titles and units per domain (quantities in the hundreds, as the axis maxima are)."""
 
 SERIES: dict[str, tuple[str, ...]] = {
     "Finance": ("North", "South", "East", "West", "Europe", "Asia", "Americas", "Online",
@@ -88,12 +97,18 @@ class ChartValue(FamilyConfig):
         slight perspective, shadow and camera noise.
     Question:
         The value of a named series at a named category, or by how much one named series
-        exceeds another there; six consecutive amounts 0.1 apart as choices (far below a
-        pixel of bar height, so only the printed label tells them apart).
+        exceeds another there. Values print with two decimals, both 0, 6 or 8 (closed digits,
+        the same blob at two pixels). A value's six choices share its units and differ only in
+        those decimals (every closed tenth times two closed hundredths); a difference's are the
+        first value minus six such look-alikes of the second (whose units are lower, so every
+        option is positive). Either set is symmetric in the answer, and the axis runs to
+        400-800, so the options lie within a fifth of a view pixel of bar height: only the
+        printed labels tell them apart.
     Why a tool is needed:
-        Tick labels, legend names, category names and data labels are 8.5-11 px tall in a
-        1800-2200 px image, 3-5 px at the 768 px view: the legend (which colour is which
-        series), the category and the value cannot be read without zoomed crops.
+        Tick labels, legend names, category names and data labels are 7-8.5 px tall in a
+        3000-3440 px image, 1.7-2.2 px at the 768 px view: the legend (which colour is which
+        series), the category and the value cannot be read without zoomed crops. The chart
+        stays at most 170 glyphs wide, so a bar group remains a small crop.
     Reference trajectory:
         Two crops in one parallel step: the legend entries of the asked series, and the asked
         bar group from its data labels down to its category label; the answer is read (or
@@ -101,7 +116,7 @@ class ChartValue(FamilyConfig):
     Checkpoints:
         Per evidence ("legend", "value"): crop_covers (S), v_tool (crop) and v_true.
     Difficulty:
-        ``glyph_range`` (12-13 px at 0, 8-9 px at 1), ``series`` (2 at 0, 3-4 at 1),
+        ``glyph_range`` (12-13 px at 0, 7-8.5 px at 1), ``series`` (2 at 0, 3-4 at 1),
         ``categories`` (3-4 at 0, 6-7 at 1), ``perspective`` (0 at 0, 0.04 at 1),
         ``difference_prob`` (0.1 at 0, 0.8 at 1).
     Config:
@@ -113,7 +128,7 @@ class ChartValue(FamilyConfig):
     domains: ClassVar[tuple[str, ...]] = ("Science", "Finance")
     description: ClassVar[str] = "crop a chart's legend and bar group in parallel, read values"
 
-    glyph_range: tuple[float, float] = (7.0, 9.5)
+    glyph_range: tuple[float, float] = (7.0, 8.5)
     series: tuple[int, int] = (2, 4)
     categories: tuple[int, int] = (3, 7)
     perspective: float = 0.03
@@ -126,7 +141,7 @@ class ChartValue(FamilyConfig):
         d = float(difficulty)
         lerp = lambda a, b: a + (b - a) * d  # noqa: E731
         counts = partial(c2.lerp_range, d, integer=True, half_even=True)
-        return {"glyph_range": (lerp(12.0, 8.0), lerp(13.0, 9.0)),
+        return {"glyph_range": (lerp(12.0, 7.0), lerp(13.0, 8.5)),
                 "series": counts((2, 2), (3, 4)), "categories": counts((3, 4), (6, 7)),
                 "perspective": lerp(0.0, 0.04), "difference_prob": lerp(0.1, 0.8)}
 
@@ -148,16 +163,11 @@ class ChartValue(FamilyConfig):
         glyph = float(rng.uniform(*self.glyph_range))
         n_ser = int(rng.integers(self.series[0], self.series[1] + 1))
         n_cat = int(rng.integers(self.categories[0], self.categories[1] + 1))
-        if slide:
-            pw = int(rng.integers(2400, 2601))
-            ph = pw * 9 // 16
-            plot_w = int(0.59 * pw)
-        else:
-            pw = int(rng.integers(1750, 1950))
-            ph = int(pw / 1.414)
-            plot_w = int(0.69 * pw)
-        plot_w -= int(16 * glyph)  # tick labels and a legend column
-        while n_cat > 2 and D.chart_width(n_ser, n_cat, glyph, "888.8") > plot_w:
+        pw = int(rng.integers(*(SLIDE_WIDTHS if slide else PAGE_WIDTHS), endpoint=True))
+        ph = pw * 9 // 16 if slide else int(pw / 1.414)
+        chart_w = min(int((0.59 if slide else 0.69) * pw), int(CHART_GLYPHS * glyph))
+        plot_w = chart_w - int(16 * glyph)  # tick labels and a legend column
+        while n_cat > 2 and D.chart_width(n_ser, n_cat, glyph, "888.88") > plot_w:
             n_cat -= 1
         title, unit = c2.pick(rng, TOPICS[domain])
         series = distinct_names(rng, SERIES[domain], n_ser)
@@ -165,17 +175,17 @@ class ChartValue(FamilyConfig):
         start = int(rng.integers(0, len(cats_all) - n_cat + 1))
         cats = list(cats_all[start:start + n_cat])
         axis_max = int(c2.pick(rng, D.AXIS_MAXIMA))
-        # tenths are round digits only, so a value's options look alike at view size
-        values = [[int(rng.integers(max(1, axis_max // 10), int(axis_max * 0.85) + 1)) * 10
-                   + int(c2.pick(rng, dc.ROUND_DIGITS)) for _ in cats] for _ in series]
+        # values in hundredths with closed decimals only: a value's options look alike in the view
+        values = [[dc.closed_tail_value(rng, axis_max // 10, int(axis_max * 0.85)) for _ in cats]
+                  for _ in series]
         kind = "difference" if rng.random() < self.difference_prob else "value"
         c = int(rng.integers(n_cat))
         s1, s2 = (int(v) for v in rng.choice(n_ser, size=2, replace=False))
         if kind == "difference":
-            if values[s1][c] == values[s2][c]:
-                values[s2][c] += 10 if values[s2][c] < 7 * axis_max else -10
             if values[s1][c] < values[s2][c]:
                 s1, s2 = s2, s1
+            if values[s1][c] // 100 == values[s2][c] // 100:
+                values[s2][c] -= 100  # every option (see below) stays positive
         legend_top = n_ser <= 3 and bool(rng.random() < 0.6)
 
         # the page: the chart, its title, and the prose or bullets around it
@@ -189,7 +199,7 @@ class ChartValue(FamilyConfig):
             D.put_text(img, f"{title} ({unit})", 3.2 * glyph, m, 0.04 * ph, (250, 250, 250),
                        "sans-bold")
             chart_box = (m, int(0.17 * ph), int(0.64 * pw), int(0.9 * ph))
-            bx = int(0.68 * pw)
+            bx = min(int(0.68 * pw), m + chart_w + int(6 * glyph))
             for i, line in enumerate(filler_lines(rng, 9, 30)):
                 D.put_text(img, f"- {line}" if i % 3 == 0 else f"  {line}", 1.5 * glyph, bx,
                            0.22 * ph + i * 2.6 * glyph + (i // 3) * 2.5 * glyph, (50, 50, 56))
@@ -205,8 +215,9 @@ class ChartValue(FamilyConfig):
             D.put_text(img, f"Figure {int(rng.integers(1, 9))}. {title} ({unit})",
                        1.3 * glyph, m, y + 1.2 * glyph, (30, 30, 36), "sans-bold")
             chart_box = (m, int(y + 3.6 * glyph), int(pw * 0.74), int(ph - 4 * glyph))
+            side_x = min(int(pw * 0.77), m + chart_w + int(3 * glyph))
             for i, line in enumerate(filler_lines(rng, 12, 26)):
-                D.put_text(img, line, 1.2 * glyph, int(pw * 0.77), y + 4 * glyph + i * 2.4 * glyph,
+                D.put_text(img, line, 1.2 * glyph, side_x, y + 4 * glyph + i * 2.4 * glyph,
                            (40, 40, 44), "serif")
             below = min(chart_box[3], chart_box[1] + int(58 * glyph)) + 2 * glyph
             for i, line in enumerate(filler_lines(rng, 12, 95)):
@@ -217,9 +228,10 @@ class ChartValue(FamilyConfig):
             D.put_text(img, str(int(rng.integers(2, 60))), 1.1 * glyph, pw / 2,
                        ph - 2.2 * glyph, (90, 90, 96), "serif", anchor="center")
         x0, y0, x1, y1 = chart_box
-        y1 = min(y1, y0 + int(58 * glyph))  # evidence boxes stay short enough to zoom into
+        # evidence boxes stay small enough to zoom into
+        x1, y1 = min(x1, x0 + chart_w), min(y1, y0 + int(58 * glyph))
         chart = D.draw_bar_chart(img, (x0, y0, x1, y1), series, cats, values, axis_max, glyph,
-                                 legend_top)
+                                 legend_top, decimals=2)
         for s in (s1, s2) if kind == "difference" else (s1,):
             sheet.mark("legend", chart.texts[f"legend/{s}"])
             sheet.mark("value", chart.texts[f"label/{s}/{c}"])
@@ -246,7 +258,7 @@ class ChartValue(FamilyConfig):
         answer = a if kind == "value" else a - b
         ev = (dc.photo_evidence("legend", photo, sheet, "legend", pad, None),
               dc.photo_evidence("value", photo, sheet, "value", pad,
-                                dc.tenths(answer) if kind == "value" else None))
+                                dc.money(answer) if kind == "value" else None))
         calls = tuple(c2.crop_call(f"c{i + 1}", 0, R.grow_box(e.box, 0.5 * glyph, w, h), w, h,
                                    e.glyph_height) for i, e in enumerate(ev))
         steps = (calls,)
@@ -257,14 +269,14 @@ class ChartValue(FamilyConfig):
         else:
             question = (f'In the bar chart "{label}", by how much does "{series[s1]}" exceed '
                         f'"{series[s2]}" for {cats[c]}? Answer with the number only.')
-        low, high = (1, 10 * axis_max) if kind == "value" else (1, 10 * axis_max - 1)
         return Task(
             task_id="", family=self.name, level=2, domain=domain, images=(R.freeze(shot),),
             question=question,
-            answer=AnswerSpec(dc.tenths(answer), (), "numeric", 0.01),
+            answer=AnswerSpec(dc.money(answer), (), "numeric", 0.005),
             reference=steps, evidence=ev, checkpoints=c2.chain_checkpoints(ev, steps),
-            choices=(dc.round_tenths_choices(rng, answer) if kind == "value"
-                     else dc.tenths_choices(rng, answer, low, high)),
+            # a difference's options subtract look-alikes of the second value from the first
+            choices=(dc.closed_tail_choices(rng, a, dc.money) if kind == "value"
+                     else dc.closed_tail_choices(rng, b, lambda v: dc.money(a - v))),
             capabilities=("visual_grounding", "parallelism"),
             metadata=c2.l2_metadata(self.name, domain, "slide" if slide else "printout", ev,
                                     shot, kind=kind, axis_max=axis_max,

@@ -56,14 +56,18 @@ class UiStatus(FamilyConfig):
         app icons with names and red unread badges; DejaVu Sans, JPEG-compressed.
     Question:
         The battery percentage, the value a named setting is set to, the version an About
-        window shows, or the unread count on a named app's badge; six look-alike choices
-        (the same tens, or the same version up to the patch's tens, with each round last digit
-        0/3/5/6/8/9).
+        window shows, or the unread count on a named app's badge; six look-alike choices. A
+        battery or setting value's share its tens and end in each round digit 0/3/5/6/8/9. A
+        version's share the major and the minor's tens; the minor's last digit and the patch
+        are closed digits (0/6/8: every one times two patches), with the build after them on
+        the line. A four-digit badge count's differ only in the middle two digits (closed).
+        No option differs in a character that ends its text (the freest to read at two
+        pixels), except the battery's and setting's, whose unit follows them.
     Why a tool is needed:
-        UI text is 7-9 px tall (badge digits 0.8 of that) on a 2400-2600 px screen, 2-3 px
-        at the 768 px view; every row, badge and version has the same shape as its
-        neighbours, and the options differ in one look-alike digit, so only a zoomed crop
-        reads the asked one.
+        UI text is 7-9 px tall (badge digits 0.8 of that) on a 3000-3200 px screen (a HiDPI
+        desktop at 100 %), 1.7-2.3 px at the 768 px view; every row, badge and version has the
+        same shape as its neighbours, and the options differ in look-alike digits, so only a
+        zoomed crop reads the asked one.
     Reference trajectory:
         One zoomed crop of the asked value with its label (Level 1).
     Checkpoints:
@@ -109,7 +113,7 @@ class UiStatus(FamilyConfig):
         domain = c2.pick(rng, self.domains)
         kind = c2.pick(rng, KINDS)
         g = float(rng.uniform(*self.glyph_range))
-        w = int(rng.integers(2400, 2601))
+        w = int(rng.integers(3000, 3201))
         h = int(w * c2.pick(rng, (9 / 16, 10 / 16)))
         img = ui.wallpaper(rng, h, w)
 
@@ -153,8 +157,9 @@ class UiStatus(FamilyConfig):
         # About window of a fictional app, a notification, the dock
         app_name = (R.fake_person(rng, ascii_only=True).split()[-1].split("-")[0][:12] + " "
                     + c2.pick(rng, APP_SUFFIXES))
-        version = (int(rng.integers(1, 10)), int(rng.integers(0, 30)),
-                   dc.round_value(rng, 0, 29))
+        # the minor's last digit and the patch are closed digits: the version's options
+        version = (int(rng.integers(1, 10)), 10 * int(rng.integers(0, 3)) + c2.pick(
+            rng, dc.CLOSED_DIGITS), c2.pick(rng, dc.CLOSED_DIGITS))
         aw, ah = int(30 * g), int(20 * g)
         ax0 = int(rng.uniform(sx0 + sw_w + 3 * g, w - aw - 3 * g))
         ay0 = int(rng.uniform(bar.height + 11 * g, max(bar.height + 11 * g + 1, h - ah - 12 * g)))
@@ -165,10 +170,14 @@ class UiStatus(FamilyConfig):
                     ui.APP_COLORS[int(rng.integers(len(ui.APP_COLORS)))], app_name[0])
         ui.put_text(img, app_name, 1.5 * g, ax0 + aw / 2, atop + 8 * g, ui.UI_TEXT,
                     "sans-bold", "center")
-        ver = ui.put_text(img, f"Version {version_text(version)}", g, ax0 + aw / 2,
+        # the build follows the version on its line, so no option's varied digit ends the text
+        build = (f"{int(rng.integers(10, 30))}{c2.pick(rng, 'ABCDEFGH')}"
+                 f"{int(rng.integers(10, 999))}")
+        ver = ui.put_text(img, f"Version {version_text(version)} ({build})", g, ax0 + aw / 2,
                           atop + 11 * g, ui.UI_MUTED, anchor="center")
-        ui.put_text(img, f"Build {int(rng.integers(1000, 99999))}", g, ax0 + aw / 2,
-                    atop + 13.2 * g, ui.UI_MUTED, anchor="center")
+        licensee = ui.fit_text(R.fake_person(rng, ascii_only=True), g, aw - 12 * g)
+        ui.put_text(img, f"Licensed to {licensee}", g, ax0 + aw / 2, atop + 13.2 * g,
+                    ui.UI_MUTED, anchor="center")
         ui.put_text(img, ui.fit_text(f"(c) {int(rng.integers(2015, 2031))} "
                                      f"{R.fake_company(rng, ascii_only=True)}", 0.9 * g,
                                      aw - 2 * g), 0.9 * g, ax0 + aw / 2, atop + 15.4 * g,
@@ -191,7 +200,9 @@ class UiStatus(FamilyConfig):
         dock_apps = apps[2:2 + n_apps]
         n_badges = int(rng.integers(self.badges[0], self.badges[1] + 1))
         badged = [int(i) for i in rng.permutation(n_apps)[:n_badges]]
-        badges = {i: dc.round_value(rng, 10, 99) for i in badged}
+        # four digits; the options vary the middle two (closed digits), never the last
+        badges = {i: 10 * dc.closed_tail_value(rng, 1, 9) + int(rng.integers(10))
+                  for i in badged}
         dock_texts = ui.dock(img, g, dock_apps, badges)
         clean = img.copy()
         shot = R.jpeg_artifacts(img, int(rng.integers(88, 97)))
@@ -226,12 +237,16 @@ class UiStatus(FamilyConfig):
         ev = dc.flat_evidence("status", clean, marks, int(round(0.4 * g)), shown)
         if kind == "version":
             value = version_text(version)
-            prefix = f"{version[0]}.{version[1]}."
-            choices = tuple(prefix + c for c in dc.round_choices(rng, version[2]))
+            major, minor_tens = version[0], version[1] // 10
+            tail = 10 * (version[1] % 10) + version[2]
+            choices = dc.closed_tail_choices(
+                rng, tail, lambda t: version_text((major, 10 * minor_tens + t // 10, t % 10)))
             spec = AnswerSpec(value)
         else:
             value = str(answer)
-            choices = dc.round_choices(rng, answer)
+            last = answer % 10
+            choices = (dc.closed_tail_choices(rng, answer // 10, lambda v: str(10 * v + last))
+                       if kind == "badge" else dc.round_choices(rng, answer))
             spec = AnswerSpec(value, (shown,) if shown != value else (), "numeric", 0.0)
         crop_box = ev.box if grounding is None else c2.box_union(ev.box, grounding)
         call = c2.crop_call("c1", 0, R.grow_box(crop_box, 0.8 * g, w, h), w, h, ev.glyph_height)

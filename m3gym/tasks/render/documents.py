@@ -338,8 +338,10 @@ CHART_PALETTE: tuple[Color, ...] = (
 )
 """Series colours of a chart (a familiar plotting-library palette), distinct at view size."""
 
-AXIS_MAXIMA: tuple[int, ...] = (20, 25, 40, 50, 60, 80, 100, 120, 150, 200, 250, 400, 500)
-"""Round y-axis maxima a chart picks from."""
+AXIS_MAXIMA: tuple[int, ...] = (400, 500, 600, 800)
+"""Round y-axis maxima a chart picks from: large enough that a value's decimals move its bar by
+well under a pixel of the view (0.9 units of 400 over a ~100-px plot are 0.2 px), so the bar
+height cannot tell a data label's look-alike decimals apart."""
 
 TEXT_GRAY: Color = (60, 60, 64)
 GRID_GRAY: Color = (222, 222, 226)
@@ -351,9 +353,9 @@ LABEL_GRAY: Color = (96, 96, 104)
 class BarChart:
     """What a drawn grouped bar chart holds, in sheet coordinates.
 
-    ``values[series][category]`` in tenths, the axis maximum, the placed texts keyed
-    ``legend/<s>``, ``category/<c>`` and ``label/<s>/<c>`` (legend names, category names, data
-    labels), the bar boxes keyed ``<s>/<c>`` and the chart's box.
+    ``values[series][category]`` in units of the last printed decimal, the axis maximum, the
+    placed texts keyed ``legend/<s>``, ``category/<c>`` and ``label/<s>/<c>`` (legend names,
+    category names, data labels), the bar boxes keyed ``<s>/<c>`` and the chart's box.
     """
 
     values: tuple[tuple[int, ...], ...]
@@ -371,12 +373,16 @@ def chart_width(n_series: int, n_categories: int, glyph: float, max_label: str) 
 
 def draw_bar_chart(img: np.ndarray, box: Box, series: Sequence[str],
                    categories: Sequence[str], values: Sequence[Sequence[int]], axis_max: int,
-                   glyph: float, legend_top: bool) -> BarChart:
+                   glyph: float, legend_top: bool, decimals: int = 1) -> BarChart:
     """Draw a grouped bar chart with gridlines, tick labels, legend and data labels in ``box``.
 
-    ``values`` are in tenths of the axis unit and lie below ``axis_max``; the data labels print
-    them with one decimal. Text is ``glyph`` px tall (sans); returns the :class:`BarChart`.
+    ``values`` are in units of ``10 ** -decimals`` of the axis unit and lie below ``axis_max``;
+    the data labels print them with ``decimals`` decimals (1 or 2). Text is ``glyph`` px tall
+    (sans); returns the :class:`BarChart`.
     """
+    if decimals not in (1, 2):
+        raise ValueError(f"decimals must be 1 or 2, got {decimals}")
+    unit = 10 ** decimals
     x0, y0, x1, y1 = box
     texts: dict[str, R.PlacedText] = {}
     bars: dict[str, Box] = {}
@@ -423,13 +429,13 @@ def draw_bar_chart(img: np.ndarray, box: Box, series: Sequence[str],
             v = values[s][c]
             bx0 = int(round(gx + s * bar_w))
             bx1 = int(round(gx + (s + 1) * bar_w)) - 2
-            by0 = int(round(py1 - (py1 - py0) * v / (10.0 * axis_max)))
+            by0 = int(round(py1 - (py1 - py0) * v / (unit * axis_max)))
             col = CHART_PALETTE[s]
             cv2.rectangle(img, (bx0, by0), (bx1 - 1, py1 - 1), col, -1)
             edge = tuple(int(v * 0.75) for v in col)
             cv2.rectangle(img, (bx0, by0), (bx1 - 1, py1 - 1), edge, 1)
             bars[f"{s}/{c}"] = (bx0, by0, bx1, py1)
-            label = f"{v // 10}.{v % 10}"
+            label = f"{v // unit}.{v % unit:0{decimals}d}"
             texts[f"label/{s}/{c}"] = put_text(img, label, glyph, (bx0 + bx1) / 2,
                                                by0 - 0.6 * glyph - glyph, LABEL_GRAY,
                                                anchor="center")
