@@ -70,19 +70,42 @@ def distinct_names(rng: np.random.Generator, pool: tuple[str, ...], count: int) 
 
 
 def filler_lines(rng: np.random.Generator, count: int, chars: int) -> list[str]:
-    """Return ``count`` lines of fictional prose (faker sentences) of about ``chars`` chars."""
+    """Return ``count`` lines of fictional prose (faker sentences) of at most ``chars`` chars."""
     fk = R.fake(rng)
-    text = " ".join(fk.sentence(nb_words=int(rng.integers(8, 16))) for _ in range(count * 2))
-    words, lines, line = text.split(), [], ""
-    for word in words:
-        if len(line) + len(word) + 1 > chars:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-        if len(lines) == count:
-            break
-    return lines
+    lines: list[str] = []
+    line = ""
+    while len(lines) < count:
+        for word in fk.sentence(nb_words=int(rng.integers(8, 16))).split():
+            if line and len(line) + len(word) + 1 > chars:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}".strip()
+    return lines[:count]
+
+
+PROSE_SAMPLE: str = "Participants reported that the regional teams met most of their targets."
+"""A typical prose line: its ink width per character sizes the filler lines to a column."""
+
+
+def draw_prose(img: np.ndarray, rng: np.random.Generator, x: float, y: float, width: float,
+               bottom: float, size: float, font: str, color: R.Color,
+               bullet_every: int = 0) -> float:
+    """Draw filler prose in a ``width``-px column from ``y`` down to ``bottom``.
+
+    Returns the y under its last line. With ``bullet_every`` > 0, every that many lines start a
+    bullet.
+    """
+    per_char = D.text_width(PROSE_SAMPLE, size, font) / len(PROSE_SAMPLE)
+    chars = max(8, int(0.92 * width / per_char) - 2)
+    step = 1.85 * size
+    count = max(0, int((bottom - y) / step))
+    for i, line in enumerate(filler_lines(rng, count, chars) if count else []):
+        if bullet_every:
+            line = f"- {line}" if i % bullet_every == 0 else f"  {line}"
+        D.put_text(img, line, size, x, y, color, font)
+        y += step
+    return y
 
 
 @register_family
@@ -192,45 +215,39 @@ class ChartValue(FamilyConfig):
         sheet = D.Sheet.blank(pw, ph, R.jitter_color(rng, (250, 250, 248), 4))
         img = sheet.rgb
         m = int(0.05 * pw)
+        chart_h = int(58 * glyph)  # evidence boxes stay small enough to zoom into
         if slide:
             band = R.jitter_color(rng, c2.pick(rng, ((32, 64, 120), (40, 40, 48), (20, 96, 90))),
                                   10)
             img[:int(0.12 * ph)] = band
             D.put_text(img, f"{title} ({unit})", 3.2 * glyph, m, 0.04 * ph, (250, 250, 250),
                        "sans-bold")
-            chart_box = (m, int(0.17 * ph), int(0.64 * pw), int(0.9 * ph))
-            bx = min(int(0.68 * pw), m + chart_w + int(6 * glyph))
-            for i, line in enumerate(filler_lines(rng, 9, 30)):
-                D.put_text(img, f"- {line}" if i % 3 == 0 else f"  {line}", 1.5 * glyph, bx,
-                           0.22 * ph + i * 2.6 * glyph + (i // 3) * 2.5 * glyph, (50, 50, 56))
+            chart_box = (m, int(0.17 * ph), m + chart_w, int(0.17 * ph) + chart_h)
+            bx = m + chart_w + int(6 * glyph)
+            draw_prose(img, rng, bx, 0.2 * ph, pw - m - bx, 0.9 * ph, 2.2 * glyph, "sans",
+                       (50, 50, 56), bullet_every=3)
+            draw_prose(img, rng, m, chart_box[3] + 4 * glyph, chart_w, 0.9 * ph, 1.6 * glyph,
+                       "sans", (70, 70, 76), bullet_every=2)
             D.put_text(img, f"{R.fake_company(rng, ascii_only=True)}  |  "
                        f"{int(rng.integers(2, 40))}", 1.2 * glyph, m, 0.95 * ph, (120, 120, 126))
         else:
             D.put_text(img, R.fake_company(rng, ascii_only=True) + " - annual report",
                        2.2 * glyph, m, m * 0.6, (30, 30, 36), "serif-bold")
-            y = m * 0.6 + 4.5 * glyph
-            for line in filler_lines(rng, 3, 95):
-                D.put_text(img, line, 1.2 * glyph, m, y, (40, 40, 44), "serif")
-                y += 2.2 * glyph
+            y = draw_prose(img, rng, m, m * 0.6 + 4.5 * glyph, pw - 2 * m,
+                           m * 0.6 + 10.5 * glyph, 1.2 * glyph, "serif", (40, 40, 44))
             D.put_text(img, f"Figure {int(rng.integers(1, 9))}. {title} ({unit})",
                        1.3 * glyph, m, y + 1.2 * glyph, (30, 30, 36), "sans-bold")
-            chart_box = (m, int(y + 3.6 * glyph), int(pw * 0.74), int(ph - 4 * glyph))
-            side_x = min(int(pw * 0.77), m + chart_w + int(3 * glyph))
-            for i, line in enumerate(filler_lines(rng, 12, 26)):
-                D.put_text(img, line, 1.2 * glyph, side_x, y + 4 * glyph + i * 2.4 * glyph,
-                           (40, 40, 44), "serif")
-            below = min(chart_box[3], chart_box[1] + int(58 * glyph)) + 2 * glyph
-            for i, line in enumerate(filler_lines(rng, 12, 95)):
-                if below + (i + 1) * 2.2 * glyph > ph - 3 * glyph:
-                    break
-                D.put_text(img, line, 1.2 * glyph, m, below + i * 2.2 * glyph, (40, 40, 44),
-                           "serif")
+            chart_box = (m, int(y + 3.6 * glyph), m + chart_w, int(y + 3.6 * glyph) + chart_h)
+            side_x = m + chart_w + int(3 * glyph)
+            draw_prose(img, rng, side_x, y + 4 * glyph, pw - m - side_x, chart_box[3],
+                       1.2 * glyph, "serif", (40, 40, 44))
+            col_w = (pw - 2 * m - 4 * glyph) / 2
+            for col in range(2):
+                draw_prose(img, rng, m + col * (col_w + 4 * glyph), chart_box[3] + 2.5 * glyph,
+                           col_w, ph - 4 * glyph, 1.2 * glyph, "serif", (40, 40, 44))
             D.put_text(img, str(int(rng.integers(2, 60))), 1.1 * glyph, pw / 2,
                        ph - 2.2 * glyph, (90, 90, 96), "serif", anchor="center")
-        x0, y0, x1, y1 = chart_box
-        # evidence boxes stay small enough to zoom into
-        x1, y1 = min(x1, x0 + chart_w), min(y1, y0 + int(58 * glyph))
-        chart = D.draw_bar_chart(img, (x0, y0, x1, y1), series, cats, values, axis_max, glyph,
+        chart = D.draw_bar_chart(img, chart_box, series, cats, values, axis_max, glyph,
                                  legend_top, decimals=2)
         for s in (s1, s2) if kind == "difference" else (s1,):
             sheet.mark("legend", chart.texts[f"legend/{s}"])
