@@ -55,3 +55,17 @@ def test_difficulty_and_validate() -> None:
     assert easy["glyph_range"][0] > hard["glyph_range"][1] and easy["apps"][1] < hard["apps"][0]
     with pytest.raises(ValueError):
         UiStatus(badges=(5, 5), apps=(3, 4)).validate()
+
+
+def test_battery_icon_shows_only_the_tens() -> None:
+    # a battery question's options share their tens, so the icon must not tell them apart
+    from m3gym.tasks.render import ui
+
+    def icon(level: int) -> np.ndarray:
+        img = np.full((40, 60, 3), 246, np.uint8)
+        ui.battery_icon(img, 5, 5, 14.0, level)
+        return img
+
+    assert all(np.array_equal(icon(60), icon(level)) for level in (63, 65, 66, 68, 69))
+    assert not np.array_equal(icon(60), icon(70))
+    assert icon(90).astype(int).sum() < icon(30).astype(int).sum()  # more dark fill

@@ -88,14 +88,18 @@ def shadowed_panel(img: np.ndarray, box: Box, radius: float, color: Color) -> No
 
 
 def battery_icon(img: np.ndarray, x: float, y: float, g: float, level: int) -> Box:
-    """Draw a battery outline filled to ``level`` percent, top-left at ``(x, y)``; its box."""
+    """Draw a battery outline filled to ``level`` percent, top-left at ``(x, y)``; its box.
+
+    The fill shows the level's tens (to the middle of the ten, as a segmented indicator): the
+    icon never tells apart levels that share their tens, as a question's options do.
+    """
     w, h = int(round(2.3 * g)), int(round(1.1 * g))
     x0, y0 = int(round(x)), int(round(y))
     cv2.rectangle(img, (x0, y0), (x0 + w - 1, y0 + h - 1), UI_TEXT, 1, cv2.LINE_AA)
     nub = max(1, h // 3)
     cv2.rectangle(img, (x0 + w, y0 + nub), (x0 + w + max(1, int(g * 0.15)), y0 + h - 1 - nub),
                   UI_TEXT, -1)
-    fill = int(round((w - 4) * level / 100.0))
+    fill = int(round((w - 4) * min(100, level // 10 * 10 + 5) / 100.0))
     if fill > 0:
         cv2.rectangle(img, (x0 + 2, y0 + 2), (x0 + 1 + fill, y0 + h - 3),
                       (40, 40, 44) if level > 20 else (230, 50, 40), -1)
