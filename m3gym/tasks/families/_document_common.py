@@ -73,7 +73,8 @@ DIGIT_CYCLE: str = "0865392741"
 digit's two neighbours are the ones it is most easily misread as."""
 
 ROUND_DIGITS: tuple[int, ...] = (0, 3, 5, 6, 8, 9)
-"""Digits that are blobs of the same shape at two or three pixels (their tenths choices)."""
+"""Digits that are blobs of the same shape at two or three pixels: the last digits a battery or
+setting value's choices vary (:func:`round_choices`)."""
 
 
 def digit_lookalikes(cents: int) -> list[int]:
