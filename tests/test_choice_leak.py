@@ -162,18 +162,20 @@ def view_hits(family: str, start: int, stop: int) -> list[bool]:
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f not in VIEW_LEAKS_KNOWN])
 def test_view_only_matcher_meets_the_five_point_target(family):
     # the target of issue 10, not only "no leak above noise": accuracy at most chance + 5
-    # points, with one standard error of slack so that a harmless change of the generator's
-    # draws does not fail a family that sits at chance (the seeds are fixed: no flakiness)
+    # points, with half a standard error of slack so that a harmless change of the generator's
+    # draws does not fail a family that sits near the target (the seeds are fixed: no
+    # flakiness); the leaks this caught measured chart_value 0.297 (n = 175) and ui_status
+    # 0.233 (n = 300) against 0.217 + 0.016 and + 0.012
     records, hits = held_out(family)
     if not hits:
         pytest.skip("the answer is not drawn in the image")
     every = list(hits) + view_hits(family, SEEDS, max(SEEDS, TARGET_TASKS))
     target = chance(records) + VIEW_ONLY_MARGIN
-    slack = float(np.sqrt(target * (1 - target) / len(every)))
+    slack = 0.5 * float(np.sqrt(target * (1 - target) / len(every)))
     accuracy = sum(every) / len(every)
     assert accuracy <= target + slack, (
         f"{family}: view-only matcher {sum(every)}/{len(every)} = {accuracy:.3f}, target "
-        f"{target:.3f} (+ one standard error {slack:.3f})")
+        f"{target:.3f} (+ half a standard error, {slack:.3f})")
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -172,16 +172,22 @@ def photograph(background: np.ndarray, sheet: Sheet, quad: np.ndarray,
     local = np.array([[1.0, 0.0, -x0], [0.0, 1.0, -y0], [0.0, 0.0, 1.0]]) @ hom
     size = (x1 - x0, y1 - y0)
     cover = _warp(np.full((h, w), 255, np.uint8), local, size)
-    a = cover.astype(np.float32)[..., None] * np.float32(1.0 / 255.0)
-    base = background[y0:y1, x0:x1].astype(np.float32)
+    # where the sheet covers the pixel wholly, its warped pixels as they are; where not at all,
+    # the background; on its anti-aliased border (a thin line), the two blended
+    off = (cover == 0)[..., None] if background.ndim == 3 else cover == 0
+    edge = np.nonzero((cover > 0) & (cover < 255))
+    a = cover[edge].astype(np.float32)[:, None] * np.float32(1.0 / 255.0)
+    base = background[y0:y1, x0:x1][edge].astype(np.float32)
 
     def composite(pixels: np.ndarray) -> np.ndarray:
-        warped = _warp(pixels, local, size).astype(np.float32)
-        # the warp fades the sheet's border into black; divide it out where the sheet covers
-        sheet_part = warped / np.maximum(a, np.float32(1e-3))
         out = background.copy()
-        out[y0:y1, x0:x1] = np.clip(base * (1 - a) + sheet_part * a + 0.5, 0, 255).astype(
-            np.uint8)
+        region = out[y0:y1, x0:x1]
+        warped = _warp(pixels, local, size)
+        np.copyto(warped, region, where=off)
+        # the warp fades the sheet's border into black; divide it out where the sheet covers
+        sheet_part = warped[edge].astype(np.float32) / np.maximum(a, np.float32(1e-3))
+        warped[edge] = np.clip(base * (1 - a) + sheet_part * a + 0.5, 0, 255).astype(np.uint8)
+        region[...] = warped
         return out
 
     shown = sheet.rgb if sheet_pixels is None else sheet_pixels
