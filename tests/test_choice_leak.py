@@ -39,7 +39,7 @@ from m3gym.audit.leaks import (
     held_out_seed,
     iter_tasks_with_choices,
     reference_unexplained_share,
-    view_match_scores,
+    view_only_correct,
 )
 from m3gym.scoring.answer import parse_number
 from m3gym.tasks import render as R
@@ -76,11 +76,10 @@ def held_out(family: str) -> tuple[tuple[ChoiceRecord, ...], tuple[bool, ...]]:
     """Held-out records and, for tasks whose answer is drawn, whether the view matcher wins."""
     records, view_hits = [], []
     for task in iter_tasks_with_choices(family, (held_out_seed(family, i) for i in range(SEEDS))):
-        rec = ChoiceRecord(tuple(task.choices), task.question, answer_index(task))
-        records.append(rec)
-        scores = view_match_scores(task)
-        if scores is not None and np.isfinite(scores).any():
-            view_hits.append(int(np.argmax(scores)) == rec.answer)
+        records.append(ChoiceRecord(tuple(task.choices), task.question, answer_index(task)))
+        hit = view_only_correct(task)
+        if hit is not None:
+            view_hits.append(hit)
     return tuple(records), tuple(view_hits)
 
 
@@ -149,13 +148,9 @@ def test_view_only_matcher_stays_near_chance(family):
 
 def view_hits(family: str, start: int, stop: int) -> list[bool]:
     """Whether the view matcher wins, on held-out tasks ``start .. stop - 1`` with a drawn answer."""
-    out = []
-    for task in iter_tasks_with_choices(family, (held_out_seed(family, i)
-                                                 for i in range(start, stop))):
-        scores = view_match_scores(task)
-        if scores is not None and np.isfinite(scores).any():
-            out.append(int(np.argmax(scores)) == answer_index(task))
-    return out
+    hits = (view_only_correct(task) for task in iter_tasks_with_choices(
+        family, (held_out_seed(family, i) for i in range(start, stop))))
+    return [hit for hit in hits if hit is not None]
 
 
 @pytest.mark.slow

@@ -397,6 +397,14 @@ def view_match_scores(task: Task, view_size: int | None = None, pad: int = 4) ->
     return scores
 
 
+def view_only_correct(task: Task) -> bool | None:
+    """Return whether the view-only matcher picks ``task``'s answer (None: no drawn answer)."""
+    scores = view_match_scores(task)
+    if scores is None or not np.isfinite(scores).any():
+        return None
+    return int(np.argmax(scores)) == answer_index(task)
+
+
 def view_only_probe(family: str, held_out: int) -> ProbeResult:
     """Score the template-matching view-only probe on held-out seeds (n = 0: no drawn answer).
 
@@ -408,12 +416,12 @@ def view_only_probe(family: str, held_out: int) -> ProbeResult:
     unexplained: list[float] = []
     for task in iter_tasks_with_choices(family, (held_out_seed(family, i)
                                                  for i in range(held_out))):
-        scores = view_match_scores(task)
-        if scores is None or not np.isfinite(scores).any():
+        hit = view_only_correct(task)
+        if hit is None:
             continue
         n += 1
         chance += 1.0 / len(task.choices)
-        correct += int(np.argmax(scores)) == answer_index(task)
+        correct += hit
         if len(unexplained) < STRUCTURAL_SAMPLE:
             unexplained.append(reference_unexplained_share(task))
     return ProbeResult(family, "view-only", n, correct, chance / n if n else 0.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
@@ -70,17 +71,19 @@ def distinct_names(rng: np.random.Generator, pool: tuple[str, ...], count: int) 
 
 
 def filler_lines(rng: np.random.Generator, count: int, chars: int) -> list[str]:
-    """Return ``count`` lines of fictional prose (faker sentences) of at most ``chars`` chars."""
+    """Return ``count`` lines of fictional prose (faker sentences) of at most ``chars`` chars.
+
+    Sentences are drawn until the text wraps (:func:`textwrap.wrap`, whole words) to more than
+    ``count`` lines, so every returned line is a full one.
+    """
+    if count <= 0:
+        return []
     fk = R.fake(rng)
+    text = ""
     lines: list[str] = []
-    line = ""
-    while len(lines) < count:
-        for word in fk.sentence(nb_words=int(rng.integers(8, 16))).split():
-            if line and len(line) + len(word) + 1 > chars:
-                lines.append(line)
-                line = word
-            else:
-                line = f"{line} {word}".strip()
+    while len(lines) <= count:
+        text = f"{text} {fk.sentence(nb_words=int(rng.integers(8, 16)))}".strip()
+        lines = textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)
     return lines[:count]
 
 
@@ -100,7 +103,7 @@ def draw_prose(img: np.ndarray, rng: np.random.Generator, x: float, y: float, wi
     chars = max(8, int(0.92 * width / per_char) - 2)
     step = 1.85 * size
     count = max(0, int((bottom - y) / step))
-    for i, line in enumerate(filler_lines(rng, count, chars) if count else []):
+    for i, line in enumerate(filler_lines(rng, count, chars)):
         if bullet_every:
             line = f"- {line}" if i % bullet_every == 0 else f"  {line}"
         D.put_text(img, line, size, x, y, color, font)
