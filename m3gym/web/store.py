@@ -6,10 +6,12 @@ cache directory — ``$M3GYM_CACHE``, else ``$XDG_CACHE_HOME/m3gym``, else ``~/.
 as plain ``.npy`` files that every process maps read-only, so the operating system holds one
 copy in its page cache for all of them.
 
-* **Deterministic:** the files hold exactly what :func:`render_logo` and
-  :func:`build_logo_index` return; the entry's name carries a hash of the world's code
-  (``m3gym/web/*.py``) and of the OpenCV and NumPy versions, so a change to either builds a new
-  entry instead of reading a stale one.
+* **Deterministic, never stale:** the files hold exactly what :func:`render_logo` and
+  :func:`build_logo_index` return; the entry's name carries :func:`m3gym.fingerprint.artefact_key`
+  of the modules that build it (the renderer's module and this one, with every m3gym module
+  they import, directly or not) and of the pixel libraries' builds (NumPy, OpenCV, Pillow,
+  FreeType, Raqm, libjpeg, zlib, ...), so a change to any of them builds a new entry instead of
+  reading a stale one.
 * **Safe under concurrent first builds:** builders serialize on a lock file (``fcntl.flock``
   where available) and each writes into a private temporary directory that is renamed into place
   in one step; a reader only ever sees a complete entry.
@@ -29,9 +31,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import cv2
 import numpy as np
 
+from m3gym.fingerprint import artefact_key
 from m3gym.web.logos import LogoIndex, logo_descriptors
 
 CACHE_ENV = "M3GYM_CACHE"
@@ -51,30 +53,33 @@ def cache_dir() -> Path | None:
     return Path(base) / "m3gym"
 
 
-@lru_cache(maxsize=1)
-def code_hash() -> str:
-    """Return a short hash of the world's code and of the libraries that draw its pixels."""
-    h = hashlib.sha256()
-    web = Path(__file__).resolve().parent
-    for path in sorted(web.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    h.update(f"cv2 {cv2.__version__} numpy {np.__version__}".encode())
-    return h.hexdigest()[:16]
+STORE_BUILDERS: tuple[str, ...] = (__name__, "m3gym.web.logos")
+"""Modules that build every store (packing and indexing); the renderer's module is added."""
 
 
-def entry_name(label: str, specs: Sequence[object]) -> str:
+@lru_cache(maxsize=16)
+def code_hash(renderer_module: str = "m3gym.web.logos") -> str:
+    """Return the key of the code that builds a store and of the libraries that draw its pixels.
+
+    It is :func:`~m3gym.fingerprint.artefact_key` of :data:`STORE_BUILDERS` and
+    ``renderer_module`` (the module of the function that draws the logos).
+    """
+    return artefact_key((*STORE_BUILDERS, renderer_module))
+
+
+def entry_name(label: str, specs: Sequence[object],
+               renderer_module: str = "m3gym.web.logos") -> str:
     """Return the cache entry (a directory name) of the logos drawn from ``specs``.
 
     The name holds ``label`` (e.g. ``"0-train"``, for people), the code hash and a hash of the
     specs' ``repr`` (frozen dataclasses), so two worlds share an entry only if their logos are
-    drawn from identical specs by identical code.
+    drawn from identical specs by identical code with identical libraries.
     """
     h = hashlib.sha256()
     for spec in specs:
         h.update(repr(spec).encode())
         h.update(b"\n")
-    return f"world-{label}-{code_hash()}-{h.hexdigest()[:16]}"
+    return f"world-{label}-{code_hash(renderer_module)}-{h.hexdigest()[:16]}"
 
 
 @dataclass(frozen=True)
@@ -185,11 +190,11 @@ def load_logo_store(label: str, specs: Sequence[object],
     """Return the store of the logos drawn from ``specs``: mapped from the cache, built if needed.
 
     ``render`` returns the logos (one per spec, in order); it runs only when the cache has no
-    entry (once per machine) or is disabled or unusable.
+    entry (once per machine) or is disabled or unusable. Its module is part of the entry's key.
     """
     root = cache_dir()
     if root is not None:
-        name = entry_name(label, specs)
+        name = entry_name(label, specs, getattr(render, "__module__", None) or "m3gym.web.logos")
         try:
             if not (root / name).is_dir():
                 root.mkdir(parents=True, exist_ok=True)
