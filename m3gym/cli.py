@@ -86,7 +86,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      agent_args=parse_key_values(args.agent_arg),
                      env_args={**parse_key_values(args.env_arg),
                                **({"interface": args.interface} if args.interface else {})},
-                     max_consecutive_infra=args.max_infra_errors, samples=args.samples)
+                     max_consecutive_infra=args.max_infra_errors, samples=args.samples,
+                     manifest=args.manifest, allow_changed_tasks=args.allow_changed_tasks)
     backend = None
     if args.backend == "ray":
         try:
@@ -174,8 +175,10 @@ class _EvalProgress:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from m3gym.eval.report import write_report
+    from m3gym.eval.report import comparability_warnings, load_runs, write_report
 
+    for warning in comparability_warnings(load_runs(args.runs)):
+        print(f"m3gym: warning: {warning}", file=sys.stderr)
     paths = write_report(args.runs, out=args.out, max_episodes=args.max_episodes)
     for path in paths:
         print(f"wrote {path}")
@@ -186,15 +189,26 @@ def _cmd_split_manifest(args: argparse.Namespace) -> int:
     from m3gym.eval.splits import check_manifest, write_manifest
 
     if args.write:
-        path = write_manifest(args.split, args.per_level)
+        path = write_manifest(args.split, args.per_level, path=args.manifest)
         print(f"wrote {path}")
         return 0
-    bad = check_manifest(args.split, per_family=None if args.full else args.per_family)
+    bad = check_manifest(args.split, per_family=None if args.full else args.per_family,
+                         path=args.manifest)
     for m in bad[:20]:
         print(f"  L{m.level} {m.task_id}: manifest {str(m.expected)[:12]} != {m.actual[:60]}")
     if bad:
-        print(f"m3gym: error: {len(bad)} task(s) of split {args.split!r} changed; "
-              "regenerate with `m3gym split-manifest --write`", file=sys.stderr)
+        from m3gym.eval.frozen import version_differences
+        from m3gym.eval.splits import load_manifest
+
+        diffs = version_differences((load_manifest(args.split, args.manifest) or {})
+                                    .get("built_with"))
+        for line in diffs:
+            print(f"  library build differs from the manifest's: {line}")
+        print(f"m3gym: error: {len(bad)} task(s) of split {args.split!r} changed"
+              + (" (library builds differ, see above: install the versions m3gym declares)"
+                 if diffs else "; a task generator changed: write a new manifest version "
+                 "(`m3gym split-manifest --write`, MANIFEST_DIGESTS, CHANGELOG.md)"),
+              file=sys.stderr)
         return 1
     print(f"split {args.split!r}: all checked task hashes match")
     return 0
@@ -236,6 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray cluster")
     p.add_argument("--samples", type=int, default=1,
                    help="rollouts per task: reports pass@k and per-task success variance")
+    p.add_argument("--manifest", default=None, metavar="PATH",
+                   help="frozen split manifest to evaluate against (default: the package's)")
+    p.add_argument("--allow-changed-tasks", action="store_true",
+                   help="run even when frozen tasks differ from the manifest (recorded in the "
+                        "run); by default such a run stops before any episode")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser("report", help="write report.md and report.html for run folders")
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
@@ -248,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="check every task, not a sample")
     p.add_argument("--per-family", type=int, default=5, help="tasks checked per family")
     p.add_argument("--per-level", type=int, default=200, help="tasks per level when writing")
+    p.add_argument("--manifest", default=None, metavar="PATH",
+                   help="manifest file to check or write (default: the package's)")
     p.set_defaults(func=_cmd_split_manifest)
     p = sub.add_parser("stats", help="level statistics over N seeds per family")
     p.add_argument("--level", type=int, choices=(1, 2, 3))

@@ -28,7 +28,8 @@ guarantee, the seed and the difficulty. The checks, in order:
    reference calls a retrieval tool);
 8. **monotone difficulty** — the heuristic agent's accuracy on the same seeds at difficulty 1 is
    not above its accuracy at 0 by more than :data:`MONOTONE_TOLERANCE` (a family the heuristic has
-   no plan for sits at chance at both ends and passes).
+   no plan for sits at chance at both ends and passes); the heuristic reads with a fixed OCR
+   backend (:data:`MONOTONE_OCR`), so the verdict is the same on every machine that has it.
 
 ``quick=True`` (the per-family test) uses two seeds, difficulties ``None``, 0 and 1, and a smaller
 heuristic sample; the cross-process check can be run for many families in one interpreter with
@@ -461,37 +462,52 @@ def check_oracle_and_legibility(name: str, task: Task, where: str, env: Any = No
 
 
 # ------------------------------------------------------------------------------ monotonicity
-def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int]) -> float:
-    """Return the heuristic agent's accuracy on ``name`` at ``difficulty`` over ``seeds``."""
+MONOTONE_OCR: str = "tesseract"
+"""The OCR backend the monotone check measures the heuristic with (fixed, so that the verdict does
+not depend on what the machine has installed; the built-in glyph matcher reads too little of some
+families to rank their difficulties)."""
+
+
+def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int],
+                       ocr: str = "auto") -> float:
+    """Return the heuristic agent's accuracy on ``name`` at ``difficulty`` over ``seeds``.
+
+    ``ocr`` fixes the agent's reader (:func:`m3gym.agents.ocr.forced_ocr_backend`); it raises
+    :class:`~m3gym.agents.ocr.OcrUnavailable` when that reader is not installed.
+    """
     from m3gym.agents.heuristic import HeuristicAgent
+    from m3gym.agents.ocr import forced_ocr_backend
     from m3gym.env import M3BenchEnv
     from m3gym.eval.episode import run_episode
 
     env = M3BenchEnv(family=name)
     correct = 0
-    for seed in seeds:
-        task = make_task(name, int(seed), difficulty=difficulty)
-        rec = run_episode(env, HeuristicAgent(seed=int(seed)), options={"task": task})
-        correct += bool(rec.final.get("answer_correct"))
+    with forced_ocr_backend(ocr):
+        for seed in seeds:
+            task = make_task(name, int(seed), difficulty=difficulty)
+            rec = run_episode(env, HeuristicAgent(seed=int(seed)), options={"task": task})
+            correct += bool(rec.final.get("answer_correct"))
     env.close()
     return correct / max(1, len(seeds))
 
 
-def check_monotone(name: str, seeds: Sequence[int],
-                   tolerance: float | None = None) -> tuple[float, float]:
+def check_monotone(name: str, seeds: Sequence[int], tolerance: float | None = None,
+                   ocr: str = MONOTONE_OCR) -> tuple[float, float]:
     """Raise when the heuristic does better at difficulty 1 than at 0 (beyond ``tolerance``).
 
-    ``tolerance`` defaults to ``max(MONOTONE_TOLERANCE, 2 / len(seeds))``. Returns the two
+    ``tolerance`` defaults to ``max(MONOTONE_TOLERANCE, 2 / len(seeds))``. The heuristic reads
+    with the OCR backend ``ocr`` (default :data:`MONOTONE_OCR`), on every machine the same;
+    :class:`~m3gym.agents.ocr.OcrUnavailable` is raised when it is not installed. Returns the two
     accuracies (difficulty 0, difficulty 1) on the same seeds.
     """
     if tolerance is None:
         tolerance = max(MONOTONE_TOLERANCE, 2.0 / max(1, len(seeds)))
-    easy = heuristic_accuracy(name, 0.0, seeds)
-    hard = heuristic_accuracy(name, 1.0, seeds)
+    easy = heuristic_accuracy(name, 0.0, seeds, ocr)
+    hard = heuristic_accuracy(name, 1.0, seeds, ocr)
     if hard > easy + tolerance:
-        raise _fail(name, "monotone", f"the heuristic agent's accuracy rises with difficulty: "
-                    f"{easy:.2f} at 0 vs {hard:.2f} at 1 over seeds {list(seeds)} (tolerance "
-                    f"{tolerance:g})")
+        raise _fail(name, "monotone", f"the heuristic agent's accuracy ({ocr} OCR) rises with "
+                    f"difficulty: {easy:.2f} at 0 vs {hard:.2f} at 1 over seeds {list(seeds)} "
+                    f"(tolerance {tolerance:g})")
     return easy, hard
 
 
@@ -507,7 +523,9 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
             (12 otherwise) — the per-family test's setting.
         cross_process: also rebuild the tasks in a fresh interpreter (a ~2 s start-up; the test
             suite checks all families in one child with :func:`check_cross_process` instead).
-        monotone_episodes: heuristic episodes per end of the difficulty range (0 skips).
+        monotone_episodes: heuristic episodes per end of the difficulty range (0 skips); the
+            heuristic reads with :data:`MONOTONE_OCR`, and the check raises
+            :class:`~m3gym.agents.ocr.OcrUnavailable` where that is not installed.
     """
     cls = get_family(name)
     seeds = list(seeds if seeds is not None else (range(2) if quick else range(6)))

@@ -6,11 +6,14 @@ import pytest
 
 from m3gym.env import TRAIN_SEED_RANGE
 from m3gym.eval.splits import (
+    MANIFEST_DIGESTS,
+    MANIFEST_VERSION,
     TASKS_PER_LEVEL,
     check_manifest,
     dump_manifest,
     generate_split_entries,
     load_manifest,
+    manifest_digest,
     manifest_path,
     sample_entries,
     split_entries,
@@ -81,3 +84,35 @@ def test_hash_detects_change(tmp_path, manifest):
     path.write_text(dump_manifest(broken))
     bad = check_manifest("test", per_family=None, path=path)
     assert [m.task_id for m in bad] == [e["task_id"]]
+
+
+def test_manifest_tasks_change_only_with_a_version_bump(manifest):
+    """The committed tasks are exactly those of their version: a changed task needs a new one."""
+    assert manifest["version"] == MANIFEST_VERSION == max(MANIFEST_DIGESTS)
+    assert manifest_digest(manifest) == MANIFEST_DIGESTS[MANIFEST_VERSION], (
+        "the frozen test tasks changed without a version bump: add version "
+        f"{MANIFEST_VERSION + 1} to MANIFEST_DIGESTS with the new digest "
+        f"{manifest_digest(manifest)}, and a CHANGELOG.md entry")
+
+
+def test_digest_moves_with_any_task_hash_and_only_with_tasks(manifest):
+    changed = json.loads(json.dumps(manifest))
+    changed["levels"]["3"][7]["hash"] = "f" * 64
+    assert manifest_digest(changed) != manifest_digest(manifest)
+    relabelled = dict(json.loads(json.dumps(manifest)), built_with={"opencv": "x"})
+    assert manifest_digest(relabelled) == manifest_digest(manifest)
+
+
+def test_every_manifest_version_has_a_changelog_entry():
+    changelog = (manifest_path("test").parents[3] / "CHANGELOG.md")
+    if not changelog.is_file():
+        pytest.skip("CHANGELOG.md is not beside an installed (non-editable) package")
+    text = changelog.read_text()
+    for version in MANIFEST_DIGESTS:
+        assert f"test manifest version {version}" in text
+
+
+def test_manifest_records_the_library_builds_it_was_written_with(manifest):
+    built = manifest["built_with"]
+    for key in ("numpy", "opencv", "pillow", "freetype"):
+        assert built[key]

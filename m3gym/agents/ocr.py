@@ -6,6 +6,10 @@ likes) and returns :class:`OcrWord` items with boxes in the input image's pixel 
 :func:`read_words_batch` reads several images in one Tesseract process by tiling them into one
 canvas with known offsets (a process start costs 30-80 ms).
 
+The reader is chosen by :func:`ocr_backend`: ``$M3GYM_OCR`` (or :func:`forced_ocr_backend`) set
+to ``tesseract`` or ``glyph`` fixes it, ``auto`` (the default) takes Tesseract when it is installed.
+A measurement that must not depend on the machine (the difficulty-monotone check) fixes it.
+
 When the ``tesseract`` binary is not on ``PATH`` the :class:`GlyphMatcher` reads instead: it
 binarizes, splits the ink into connected components, groups them into lines and words, and
 classifies each component by normalized correlation with templates rendered with
@@ -15,10 +19,11 @@ codes of m3gym scenes, not for general text.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -58,9 +63,54 @@ def tesseract_available() -> bool:
     return shutil.which("tesseract") is not None
 
 
+OCR_ENV = "M3GYM_OCR"
+"""Environment variable that fixes the reader: ``auto`` (default), ``tesseract`` or ``glyph``."""
+
+OCR_BACKENDS: tuple[str, ...] = ("auto", "tesseract", "glyph")
+"""The accepted values of :data:`OCR_ENV` and :func:`forced_ocr_backend`."""
+
+_forced: list[str] = []  # a stack: the innermost forced_ocr_backend wins
+
+
+class OcrUnavailable(RuntimeError):
+    """The reader that was asked for is not installed."""
+
+
 def ocr_backend() -> str:
-    """Return the name of the reader :func:`read_words` uses now: ``tesseract`` or ``glyph``."""
-    return "tesseract" if tesseract_available() else "glyph"
+    """Return the name of the reader :func:`read_words` uses now: ``tesseract`` or ``glyph``.
+
+    Raises :class:`OcrUnavailable` when Tesseract is asked for (by :func:`forced_ocr_backend` or
+    ``$M3GYM_OCR``) and is not installed, and ``ValueError`` for an unknown setting.
+    """
+    choice = _forced[-1] if _forced else (os.environ.get(OCR_ENV) or "auto").strip().lower()
+    if choice not in OCR_BACKENDS:
+        raise ValueError(f"{OCR_ENV}={choice!r}; use one of {', '.join(OCR_BACKENDS)}")
+    if choice == "tesseract" and not tesseract_available():
+        raise OcrUnavailable("the tesseract OCR backend was asked for but `tesseract` is not on "
+                             "PATH (Debian/Ubuntu: apt-get install tesseract-ocr)")
+    if choice == "auto":
+        return "tesseract" if tesseract_available() else "glyph"
+    return choice
+
+
+@contextlib.contextmanager
+def forced_ocr_backend(name: str) -> Iterator[str]:
+    """Read with ``name`` (``tesseract``/``glyph``/``auto``) inside the block; yield the reader.
+
+    Raises :class:`OcrUnavailable` on entry when ``name`` is ``tesseract`` and it is absent.
+    """
+    if name not in OCR_BACKENDS:
+        raise ValueError(f"unknown OCR backend {name!r}; use one of {', '.join(OCR_BACKENDS)}")
+    _forced.append(name)
+    try:
+        backend = ocr_backend()
+    except OcrUnavailable:
+        _forced.pop()
+        raise
+    try:
+        yield backend
+    finally:
+        _forced.pop()
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,7 +240,7 @@ def read_words_batch(images: Sequence[np.ndarray], scale: float = 1.0, enhance: 
         grays = [prepare(im, scale, enhance, inv) for inv in (False, True) for im in images]
     else:
         grays = [prepare(im, scale, enhance) for im in images]
-    if tesseract_available():
+    if ocr_backend() == "tesseract":
         if len(grays) == 1:
             words_per = [run_tesseract(grays[0], psm)]
         else:

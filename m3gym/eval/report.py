@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from m3gym.eval.runner import read_records
+from m3gym.eval.runner import TASK_VERSION_KEYS, read_records
 from m3gym.eval.summary import FAILURE_MODES, M3BENCH_COLUMNS, fmt, stat_value, summarize
 
 LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -182,11 +182,57 @@ def _runs_table(runs: Sequence[Run]) -> Table:
     return header, rows
 
 
+VERSION_COLUMNS: tuple[str, ...] = (
+    "m3gym", "manifest", "python", "gymnasium", "numpy", "opencv", "pillow", "freetype",
+    "agent_model", "agent_base_url", "agent_ocr",
+)
+"""``config.json["versions"]`` keys shown in the report's versions table."""
+
+
+def versions_table(runs: Sequence[Run]) -> Table:
+    """Return one row per run: the versions it ran on (``?`` where the run did not record them)."""
+    header = ["run", *VERSION_COLUMNS]
+    rows = []
+    for r in runs:
+        v = r.config.get("versions") or {}
+        rows.append([r.name, *(str(v.get(k, "?") if v else "?") for k in VERSION_COLUMNS)])
+    return header, rows
+
+
+def comparability_warnings(runs: Sequence[Run]) -> list[str]:
+    """Return a warning per way the runs' tasks may differ, so their scores may not compare.
+
+    Runs side by side must share every version in :data:`TASK_VERSION_KEYS` (m3gym, the
+    manifest, the pixel libraries); a run that recorded none, or that ran with changed frozen
+    tasks (``--allow-changed-tasks``), is named too.
+    """
+    out = []
+    for r in runs:
+        if not r.config.get("versions"):
+            out.append(f"run {r.name} records no versions (written by an older m3gym): its tasks "
+                       "cannot be shown to match the others'")
+        changed = (r.config.get("frozen_tasks") or {}).get("changed") or []
+        if changed:
+            out.append(f"run {r.name} ran {len(changed)} frozen task(s) that differ from its "
+                       f"manifest (--allow-changed-tasks), e.g. {changed[0]}")
+    recorded = [r for r in runs if r.config.get("versions")]
+    for key in TASK_VERSION_KEYS:
+        values = {r.name: r.config["versions"].get(key) for r in recorded}
+        if len(set(map(str, values.values()))) > 1:
+            shown = ", ".join(f"{name}: {v}" for name, v in values.items())
+            out.append(f"runs differ in {key} ({shown}); it changes tasks, so their scores may "
+                       "not be comparable")
+    return out
+
+
 def render_markdown(runs: Sequence[Run]) -> str:
     """Return ``report.md``: runs, leaderboard, per-level, per-family and failure-mode tables."""
+    warnings = comparability_warnings(runs)
     parts = [
         "# m3gym evaluation report", "",
+        *(["## Warnings", "", *(f"- **{w}**" for w in warnings), ""] if warnings else []),
         "## Runs", "", markdown_table(_runs_table(runs)), "",
+        "## Versions", "", markdown_table(versions_table(runs)), "",
         "## Leaderboard", "", markdown_table(leaderboard_table(runs)), "",
         "## Per level", "", markdown_table(level_table(runs, LEADERBOARD_COLUMNS)), "",
         "## M3-Bench metrics per level", "", markdown_table(level_table(runs, M3BENCH_COLUMNS)),
@@ -471,7 +517,11 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>m3gym report</title>",
         f"<style>{_CSS}</style><script>{_JS}</script></head><body>",
         "<h1>m3gym evaluation report</h1>",
+        *(["<h2>Warnings</h2><ul class='warnings'>"
+           + "".join(f"<li>{_esc(w)}</li>" for w in comparability_warnings(runs)) + "</ul>"]
+          if comparability_warnings(runs) else []),
         "<h2>Runs</h2>", html_table(_runs_table(runs)),
+        "<h2>Versions</h2>", html_table(versions_table(runs)),
         "<h2>Leaderboard</h2>", html_table(leaderboard_table(runs), "leaderboard"),
         "<h2>Plots</h2><div class='plots'>" + "".join(
             f"<img class='plot' alt='{k}' src='{v}'>" for k, v in plots.items()) + "</div>",

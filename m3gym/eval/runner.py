@@ -2,8 +2,10 @@
 
 Run folder layout::
 
-    config.json             the run's configuration (checked on --resume)
-    episodes.jsonl          one line per finished episode attempt, flushed per episode
+    config.json             the run's configuration (checked on --resume), the library versions it
+                            ran on (``versions``) and the frozen-task check (``frozen_tasks``)
+    episodes.jsonl          one line per finished episode attempt (with its ``task_hash``),
+                            flushed per episode
     traces/<episode>.json   calls, results, per-step rewards/checkpoints, image provenance
     thumbs/<episode>/<i>.jpg  small JPEG thumbnails of every image of the episode
     summary.json            aggregated metrics (per level, per family, failure modes)
@@ -13,6 +15,10 @@ derived from the run seed and the task seed only, so results do not depend on th
 run in or on the number of workers. An agent raising :class:`InfrastructureError` (or a
 connection/timeout error) marks the episode ``"status": "infra_error"``: never scored, re-run on
 ``--resume``. Too many consecutive infrastructure errors abort the run (:class:`EvalAbort`).
+
+Before any episode runs, every frozen task of the plan is built and its hash compared with the
+manifest (:mod:`m3gym.eval.frozen`); a changed task stops the run with
+:class:`~m3gym.eval.frozen.ChangedTasksError` unless ``allow_changed_tasks`` is set.
 """
 
 from __future__ import annotations
@@ -74,6 +80,9 @@ class EvalConfig:
         max_consecutive_infra: abort after this many infrastructure errors in a row.
         thumb_size: longest side of the stored JPEG thumbnails; ``max_thumbs`` caps them.
         samples: rollouts per task (``--samples k``: pass@k, per-task success variance).
+        manifest: a manifest file to take the frozen split's tasks and hashes from (default:
+            the one inside the package).
+        allow_changed_tasks: run even when frozen tasks differ from the manifest (recorded).
     """
 
     envs: tuple[str, ...]
@@ -89,12 +98,23 @@ class EvalConfig:
     thumb_size: int = 256
     max_thumbs: int = 24
     samples: int = 1
+    manifest: str | None = None
+    allow_changed_tasks: bool = False
 
     def identity(self) -> dict[str, Any]:
         """Return the settings that must not change when a run is resumed."""
         return {"agent": self.agent, "agent_args": dict(self.agent_args), "split": self.split,
                 "seed": self.seed, "reward": self.reward, "env_args": dict(self.env_args),
-                **({"samples": self.samples} if self.samples != 1 else {})}
+                **({"samples": self.samples} if self.samples != 1 else {}),
+                **({"manifest": self.manifest} if self.manifest else {})}
+
+    def manifest_data(self) -> dict[str, Any] | None:
+        """Return the manifest of the run's frozen split (``None``: none, or not a frozen split)."""
+        from m3gym.eval.splits import FROZEN_SPLITS, load_manifest, read_manifest_file
+
+        if self.manifest:
+            return read_manifest_file(self.manifest)
+        return load_manifest(self.split) if self.split in FROZEN_SPLITS else None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as a JSON-serializable dict."""
@@ -225,8 +245,12 @@ def _train_draws(env_id: str, families: Sequence[str], n: int, seed: int) -> lis
     return out
 
 
-def env_tasks(env_id: str, split: str, n: int, seed: int) -> list[tuple[str, int]]:
-    """Return the first ``n`` ``(family, task_seed)`` pairs an env is evaluated on."""
+def env_tasks(env_id: str, split: str, n: int, seed: int,
+              manifest: dict[str, Any] | None = None) -> list[tuple[str, int]]:
+    """Return the first ``n`` ``(family, task_seed)`` pairs an env is evaluated on.
+
+    Frozen splits take their tasks from ``manifest`` (default: the package's).
+    """
     from m3gym.eval.splits import FROZEN_SPLITS, level_seed_base, split_entries
     from m3gym.tasks.registry import get_family
 
@@ -240,7 +264,7 @@ def env_tasks(env_id: str, split: str, n: int, seed: int) -> list[tuple[str, int
         # of the frozen splits (round-robin over families, seeds from the split's base, >= 1e9)
         base = level_seed_base(split, level or 1)
         return [(families[i % len(families)], base + i) for i in range(n)]
-    per_level = [[(e.family, e.task_seed) for e in split_entries(split, lv)
+    per_level = [[(e.family, e.task_seed) for e in split_entries(split, lv, manifest)
                   if e.family in families] for lv in ([level] if level else [1, 2, 3])]
     width = max((len(p) for p in per_level), default=0)
     pool = [p[i] for i in range(width) for p in per_level if i < len(p)]  # interleave levels
@@ -257,9 +281,10 @@ def plan_episodes(cfg: EvalConfig) -> list[EpisodeSpec]:
     from m3gym.eval.passk import sample_seed
 
     specs: list[EpisodeSpec] = []
+    manifest = cfg.manifest_data() if cfg.manifest else None
     for env_id in cfg.envs:
         level, _ = env_scope(env_id)
-        for family, task_seed in env_tasks(env_id, cfg.split, cfg.episodes, cfg.seed):
+        for family, task_seed in env_tasks(env_id, cfg.split, cfg.episodes, cfg.seed, manifest):
             for j in range(cfg.samples):  # sample 0 keeps the single-sample id and seed
                 specs.append(EpisodeSpec(
                     index=len(specs), episode_id=f"{env_id}.{family}.{task_seed}"
@@ -337,6 +362,7 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
         "level": task.level if task is not None else spec.level, "family": spec.family,
         "domain": task.domain if task is not None else None,
         "task_id": f"{spec.family}/{spec.task_seed}", "task_seed": spec.task_seed,
+        "task_hash": task.content_hash() if task is not None else None,
         "seed": spec.seed, "agent": cfg.agent, "split": cfg.split, "status": status,
         "error": error, "answer": final.get("answer") if ok else None,
         "answer_correct": bool(final.get("answer_correct")) if ok else None,
@@ -376,6 +402,68 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
 
 def _worker(args: tuple[EpisodeSpec, EvalConfig]) -> EpisodeOutcome:
     return run_episode_outcome(*args)
+
+
+# --------------------------------------------------------------------------- frozen tasks
+def check_planned_tasks(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
+                        manifest: dict[str, Any] | None) -> Any:
+    """Build the planned frozen tasks and compare them with ``manifest``; return the check.
+
+    Returns ``None`` when there is no manifest (the ``train`` split, a split without one).
+    Raises :class:`~m3gym.eval.frozen.ChangedTasksError` when a task changed, unless
+    ``cfg.allow_changed_tasks``. Tasks are built in ``cfg.workers`` processes.
+    """
+    if manifest is None:
+        return None
+    from m3gym.eval.frozen import ChangedTasksError, changed_tasks_message, check_frozen_tasks
+    from m3gym.eval.splits import manifest_hashes, manifest_path
+
+    where = cfg.manifest or str(manifest_path(cfg.split))
+    pairs = [(s.family, s.task_seed) for s in specs]
+    pool = _start_pool(cfg, len(set(pairs)))
+    try:
+        check = check_frozen_tasks(pairs, manifest_hashes(manifest), where,
+                                   manifest.get("version"),
+                                   map if pool is None else pool.imap)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    check.allowed = cfg.allow_changed_tasks
+    if check.changed and not cfg.allow_changed_tasks:
+        raise ChangedTasksError(changed_tasks_message(check, manifest.get("built_with")))
+    return check
+
+
+def run_versions(agent: Any, manifest: dict[str, Any] | None) -> dict[str, Any]:
+    """Return what a run ran on: libraries, the manifest's version and digest, the agent's model.
+
+    The agent's model and endpoint are read from its ``config`` (``model``, ``base_url``) where it
+    has one; an agent that reads text with OCR records the backend it reads with.
+    """
+    from m3gym.eval.splits import manifest_digest
+    from m3gym.fingerprint import library_versions
+
+    out: dict[str, Any] = dict(library_versions())
+    out["manifest"] = manifest.get("version") if manifest else None
+    out["manifest_digest"] = manifest_digest(manifest)[:16] if manifest else None
+    agent_cfg = getattr(agent, "config", None)
+    for key in ("model", "base_url"):
+        value = getattr(agent_cfg, key, None) or getattr(agent, key, None)
+        if isinstance(value, str) and value:
+            out[f"agent_{key}"] = value
+    if type(agent).__module__.startswith("m3gym.agents.heuristic"):
+        from m3gym.agents.ocr import ocr_backend
+
+        out["agent_ocr"] = ocr_backend()
+    return out
+
+
+TASK_VERSION_KEYS: tuple[str, ...] = (
+    "m3gym", "manifest", "manifest_digest", "numpy", "opencv", "opencv_jpeg", "opencv_png",
+    "opencv_zlib", "pillow", "freetype", "raqm", "libjpeg", "zlib", "faker", "fonttools",
+)
+"""Keys of ``config.json["versions"]`` that can change the tasks a run was scored on."""
 
 
 # --------------------------------------------------------------------------- run folder
@@ -511,14 +599,22 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         raise ValueError("--workers must be >= 1")
     load_reward_config(cfg.reward)
     specs = plan_episodes(cfg)
-    build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / bad arguments
+    agent = build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / arguments
     if backend is not None:
         backend.start()  # connect before anything is written (fail fast on a bad address)
+    finished = {r["episode_id"] for r in read_records(out / "episodes.jsonl")
+                if r.get("status") not in RERUN_STATUSES} if resume else set()
+    manifest = cfg.manifest_data()
+    frozen = check_planned_tasks([s for s in specs if s.episode_id not in finished], cfg,
+                                 manifest)
     previous = _prepare_folder(out, cfg, resume)
     done = {r["episode_id"] for r in previous if r.get("status") not in RERUN_STATUSES}
     todo = [s for s in specs if s.episode_id not in done]
     (out / "config.json").write_text(json.dumps(
-        {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs]}, indent=2) + "\n")
+        {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs],
+         "versions": run_versions(agent, manifest),
+         "frozen_tasks": frozen.to_dict() if frozen is not None else None},
+        indent=2, default=str) + "\n")
     # the pool starts before on_start, which may start a display thread
     pool = _start_pool(cfg, len(todo)) if backend is None else None
     if on_start is not None:

@@ -8,10 +8,17 @@ whose entities, names, logos, urls and codes never occur in training. The commit
 (``m3gym/data/splits/test.json``) freezes the list and records ``Task.content_hash()`` per task;
 :func:`check_manifest` regenerates tasks and reports every hash that no longer matches (a task
 generator changed the bytes of a frozen task). ``m3gym split-manifest --write`` rewrites it.
+
+**Versions.** :data:`MANIFEST_VERSION` names the tasks, not the file: :data:`MANIFEST_DIGESTS`
+records the :func:`manifest_digest` of every version's task list, and a test fails when the
+committed manifest's tasks differ from its version's digest. Changing a frozen task therefore
+means a new version, a new digest and a CHANGELOG entry. The manifest also records the library
+builds it was written with (``built_with``), so a mismatch on another install can be explained.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -31,7 +38,18 @@ TASKS_PER_LEVEL: int = 200
 """Tasks per level in a frozen split."""
 
 LEVELS: tuple[int, ...] = (1, 2, 3)
-MANIFEST_VERSION: int = 1
+"""Levels of the frozen splits."""
+
+MANIFEST_DIGESTS: dict[int, str] = {
+    2: "73f324961f2928b8c842a7359eaacd8a56a3cc98b0fcae6b3c2e14c99f4f9e04",
+}
+""":func:`manifest_digest` of each released version of the ``test`` manifest's task list.
+
+Version 1 was regenerated eleven times without a bump (its tasks also depended on the installed
+OpenCV and Pillow); version 2 is the first whose number is tied to its tasks."""
+
+MANIFEST_VERSION: int = max(MANIFEST_DIGESTS)
+"""Version of the committed ``test`` manifest (a new one whenever a frozen task changes)."""
 
 
 @dataclass(frozen=True)
@@ -89,9 +107,29 @@ def build_manifest(split: str = "test", per_level: int = TASKS_PER_LEVEL) -> dic
             entries.append(asdict(SplitEntry(e.family, e.task_seed, task.task_id,
                                               task.content_hash())))
         levels[str(level)] = entries
+    from m3gym.fingerprint import pixel_library_versions
+
     return {"split": split, "version": MANIFEST_VERSION, "tasks_per_level": per_level,
             "seed_bases": {str(lv): level_seed_base(split, lv) for lv in LEVELS},
-            "levels": levels}
+            "built_with": pixel_library_versions(), "levels": levels}
+
+
+def manifest_digest(manifest: dict[str, Any]) -> str:
+    """Return a SHA-256 over the manifest's tasks: level, task id and content hash, in order.
+
+    Only the tasks count (not ``built_with`` or the file's layout), so the digest changes exactly
+    when a frozen task does.
+    """
+    h = hashlib.sha256()
+    for level in sorted(manifest["levels"], key=int):
+        for e in manifest["levels"][level]:
+            h.update(f"{level} {e['task_id']} {e['hash']}\n".encode())
+    return h.hexdigest()
+
+
+def manifest_hashes(manifest: dict[str, Any]) -> dict[str, str]:
+    """Return ``task_id -> content hash`` of every task in ``manifest``."""
+    return {e["task_id"]: e["hash"] for entries in manifest["levels"].values() for e in entries}
 
 
 def write_manifest(split: str = "test", per_level: int = TASKS_PER_LEVEL,
@@ -131,11 +169,43 @@ def load_manifest(split: str = "test", path: Path | None = None) -> dict[str, An
     return json.loads(target.read_text())
 
 
-def split_entries(split: str, level: int) -> list[SplitEntry]:
-    """Return the frozen entries of ``level``: from the manifest, else from the seed rule."""
+def read_manifest_file(path: str | Path) -> dict[str, Any]:
+    """Return the manifest in ``path`` (a user's own frozen split, say), checked for shape.
+
+    Raises ``FileNotFoundError`` or ``ValueError`` naming the file and what is wrong with it.
+    """
+    target = Path(path)
+    if not target.is_file():
+        raise FileNotFoundError(f"manifest {target} does not exist")
+    try:
+        data = json.loads(target.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"manifest {target} is not valid JSON: {exc}") from None
+    levels = data.get("levels") if isinstance(data, dict) else None
+    if not isinstance(levels, dict):
+        raise ValueError(f"manifest {target} has no 'levels' object")
+    for level, entries in levels.items():
+        if not isinstance(entries, list):
+            raise ValueError(f"manifest {target}: level {level!r} is not a list")
+        for i, e in enumerate(entries):
+            missing = [k for k in ("family", "task_seed", "task_id", "hash")
+                       if not isinstance(e, dict) or k not in e]
+            if missing:
+                raise ValueError(f"manifest {target}: level {level} entry {i} lacks "
+                                 f"{', '.join(missing)}")
+    return data
+
+
+def split_entries(split: str, level: int,
+                  manifest: dict[str, Any] | None = None) -> list[SplitEntry]:
+    """Return the frozen entries of ``level`` from ``manifest``, else from the seed rule.
+
+    ``manifest`` defaults to the committed one of ``split``.
+    """
     if split not in SPLIT_SEED_BASES:
         raise ValueError(f"unknown split {split!r}; frozen splits: {', '.join(FROZEN_SPLITS)}")
-    manifest = load_manifest(split)
+    if manifest is None:
+        manifest = load_manifest(split)
     if manifest is None:
         return generate_split_entries(split, level)
     return [SplitEntry(**e) for e in manifest["levels"].get(str(level), [])]
