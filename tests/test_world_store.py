@@ -99,3 +99,10 @@ def test_world_logos_and_index_equal_a_fresh_render():
     fresh = build_logo_index(render_logo(e.logo) for e in world.entities)
     for name in ("coarse", "fine", "colour"):
         assert np.array_equal(getattr(world.logo_descriptors, name), getattr(fresh, name))
+
+
+def test_the_suite_reads_only_a_cache_it_created():
+    """conftest points every test process at a fresh cache directory (never ~/.cache/m3gym)."""
+    root = cache_dir()
+    assert root is not None and root.name.startswith("m3gym-test-cache-")
+    assert os.environ[CACHE_ENV] == str(root)

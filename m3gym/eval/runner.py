@@ -416,9 +416,9 @@ def check_planned_tasks(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
     if manifest is None:
         return None
     from m3gym.eval.frozen import ChangedTasksError, changed_tasks_message, check_frozen_tasks
-    from m3gym.eval.splits import manifest_hashes, manifest_path
+    from m3gym.eval.splits import manifest_hashes
 
-    where = cfg.manifest or str(manifest_path(cfg.split))
+    where = cfg.manifest or f"m3gym:data/splits/{cfg.split}.json"
     pairs = [(s.family, s.task_seed) for s in specs]
     pool = _start_pool(cfg, len(set(pairs)))
     try:
