@@ -105,6 +105,7 @@ def test_binomial_bound_by_hand():
     assert binomial_upper_bound(0.2, 100, 3.09) == pytest.approx(0.3236)
 
 
+@pytest.mark.slow  # ~5 min on 2 cores over all families (CI runs it in the slow pass)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_choice_only_shortcuts_stay_near_chance(family):
     records, _ = held_out(family)
@@ -119,6 +120,7 @@ def test_choice_only_shortcuts_stay_near_chance(family):
             f"(chance {chance(records):.3f}, bound {bound:.3f})")
 
 
+@pytest.mark.slow  # ~5 min on 2 cores over all families (CI runs it in the slow pass)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_choices_only_classifier_stays_near_chance(family):
     train = train_records(family)
