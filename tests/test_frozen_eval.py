@@ -144,3 +144,13 @@ def test_check_only_builds_what_the_manifest_holds(manifest):
     assert check.checked == 2 and check.changed == []
     assert ("tiny_text", 5) not in built
     assert task_hash(("no_such_family", 1)).startswith("error: ")
+
+
+def test_mcp_run_folders_record_versions_too(tmp_path):
+    from m3gym.mcp.episodes import RunFolder
+
+    RunFolder(tmp_path / "mcp-run")
+    config = json.loads((tmp_path / "mcp-run" / "config.json").read_text())
+    assert config["agent"] == "mcp"
+    assert config["versions"]["opencv"] == pixel_library_versions()["opencv"]
+    assert config["versions"]["manifest"] == load_manifest("test")["version"]

@@ -160,8 +160,13 @@ class RunFolder:
         self._ids = {r["episode_id"] for r in self.records}
         self._lock = threading.Lock()
         if not cfg_path.is_file():
-            cfg_path.write_text(json.dumps({"agent": "mcp", "envs": [], "split": "mcp",
-                                            "seed": 0, "reward": None}, indent=2) + "\n")
+            from m3gym.eval.runner import run_versions
+            from m3gym.eval.splits import load_manifest
+
+            cfg_path.write_text(json.dumps(
+                {"agent": "mcp", "envs": [], "split": "mcp", "seed": 0, "reward": None,
+                 "versions": run_versions(None, load_manifest("test"))},
+                indent=2, default=str) + "\n")
 
     def next_index(self) -> int:
         """Return the index the next recorded episode gets."""
