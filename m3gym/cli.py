@@ -31,7 +31,7 @@ def _cmd_play(args: argparse.Namespace) -> int:
     from m3gym.agents import make_agent
     from m3gym.rollout import run_episode
 
-    env = gym.make(args.env)
+    env = gym.make(m3gym.resolve_env_id(args.env))
     agent = make_agent(args.agent, seed=args.seed)
     res = run_episode(env, agent, seed=args.seed)
     for step in res.trace["steps"]:
@@ -78,7 +78,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     )
     from m3gym.eval.summary import print_summary
 
-    envs = tuple(args.env or [f"M3Bench-L{lv}" for lv in (1, 2, 3) if m3gym.family_names(lv)])
+    envs = tuple(args.env or [m3gym.level_env_id(lv) for lv in (1, 2, 3)
+                              if m3gym.family_names(lv)])
     agent = args.agent or default_agent_name()
     out = args.out or f"runs/eval-{agent}-{_time.strftime('%Y%m%d-%H%M%S')}"
     cfg = EvalConfig(envs=envs, agent=agent, episodes=args.episodes or DEFAULT_EPISODES,

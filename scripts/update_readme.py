@@ -33,7 +33,7 @@ def env_table() -> str:
 
     for level in (1, 2, 3):
         if m3gym.family_names(level):
-            rows.append(row(f"M3Bench-L{level}", level, m3gym.family_names(level)))
+            rows.append(row(m3gym.level_env_id(level), level, m3gym.family_names(level)))
     if m3gym.family_names(1, "classic"):
         rows.append(row(m3gym.CLASSIC_ENV_ID, 1, m3gym.family_names(1, "classic")))
     for fam in m3gym.family_names(suite=None):

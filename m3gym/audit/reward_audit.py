@@ -304,11 +304,11 @@ def episode_tasks(env_id: str, episodes: int, seed: int = 0) -> list[Task]:
     """
     import gymnasium as gym
 
-    import m3gym  # noqa: F401  (registers the env ids)
+    from m3gym import resolve_env_id  # importing m3gym registers the env ids
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    env = gym.make(env_id)
+    env = gym.make(resolve_env_id(env_id))
     try:
         tasks = []
         for i in range(episodes):
@@ -416,10 +416,13 @@ def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
     elif len(tasks) != episodes:
         raise ValueError(f"got {len(tasks)} tasks for {episodes} episodes")
     names = [n for n in policy_names() if n in {*YARDSTICKS, *wanted}]
+    from m3gym import resolve_env_id
+
     if interface == "atomic":
-        env = gym.make(env_id, reward=preset_spec(preset))
+        env = gym.make(resolve_env_id(env_id), reward=preset_spec(preset))
     elif interface == "code":
-        env = _code_env(gym.make(env_id, reward=preset_spec(preset), interface="code"))
+        env = _code_env(gym.make(resolve_env_id(env_id), reward=preset_spec(preset),
+                                 interface="code"))
     else:
         raise ValueError(f"interface must be 'atomic' or 'code', got {interface!r}")
     audit = EnvAudit(env_id, preset, seed)

@@ -31,7 +31,9 @@ class EnvActor:
         import m3gym  # noqa: F401  (registers the ids)
 
         cv2.setNumThreads(1)
-        self.env = gym.make(env_id, disable_env_checker=True, **dict(env_kwargs))
+        from m3gym import resolve_env_id
+
+        self.env = gym.make(resolve_env_id(env_id), disable_env_checker=True, **dict(env_kwargs))
 
     def reset(self, seed: int | None, options: Mapping[str, Any] | None) -> tuple[Any, Any]:
         """Reset the env; return ``(obs, info)``."""

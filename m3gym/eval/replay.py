@@ -18,11 +18,11 @@ def replay_trace(trace: Mapping[str, Any]) -> Any:
     The final answer is not sent, so the episode stays open and ``env.state`` / ``env.view(i)``
     give every image the agent produced, at full or view resolution.
     """
-    import m3gym  # noqa: F401  (registers the env ids)
+    from m3gym import resolve_env_id  # importing m3gym registers the env ids
 
     spec = trace["recreate"]
-    env = gym.make(spec["env"], reward=spec.get("reward", "m3"), disable_env_checker=True,
-                   **dict(spec.get("env_args") or {}))
+    env = gym.make(resolve_env_id(spec["env"]), reward=spec.get("reward", "m3"),
+                   disable_env_checker=True, **dict(spec.get("env_args") or {}))
     env.reset(seed=spec["reset_seed"], options=dict(spec["options"]))
     for step in trace.get("steps", []):
         cells = step.get("code_cells") or []  # code mode: re-run the cells, not what they did

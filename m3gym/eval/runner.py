@@ -178,10 +178,11 @@ def env_scope(env_id: str) -> tuple[int | None, list[str]]:
     import m3gym  # noqa: F401  (registers the ids)
     from m3gym.env import level_families
 
-    if env_id not in gym.registry:
+    resolved = m3gym.resolve_env_id(env_id)
+    if resolved not in gym.registry:
         known = ", ".join(m3gym.env_ids())
         raise ValueError(f"unknown env {env_id!r}; known: {known}")
-    kwargs = dict(gym.registry[env_id].kwargs or {})
+    kwargs = dict(gym.registry[resolved].kwargs or {})
     family = kwargs.get("family")
     families, _ = level_families(kwargs.get("level"), family, kwargs.get("family_weights"),
                                  kwargs.get("suite", "m3bench"))
@@ -303,9 +304,10 @@ _ENV_CACHE: dict[str, gym.Env] = {}
 def _env_for(cfg: EvalConfig, env_id: str) -> gym.Env:
     key = json.dumps([env_id, cfg.reward, dict(cfg.env_args)], sort_keys=True, default=str)
     if key not in _ENV_CACHE:
-        import m3gym  # noqa: F401
+        import m3gym
 
-        _ENV_CACHE[key] = gym.make(env_id, reward=cfg.reward, disable_env_checker=True,
+        _ENV_CACHE[key] = gym.make(m3gym.resolve_env_id(env_id), reward=cfg.reward,
+                                   disable_env_checker=True,
                                    **dict(cfg.env_args))
     return _ENV_CACHE[key]
 

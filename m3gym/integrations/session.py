@@ -131,11 +131,12 @@ class EpisodeSession:
     # ------------------------------------------------------------------ episode
     def _env(self, env_id: str) -> Any:
         if env_id not in self._envs:
-            if env_id not in gym.registry:
-                import m3gym
+            import m3gym
 
+            resolved = m3gym.resolve_env_id(env_id)
+            if resolved not in gym.registry:
                 raise ValueError(f"unknown env {env_id!r}; known: {', '.join(m3gym.env_ids())}")
-            self._envs[env_id] = gym.make(env_id, reward=self.reward, disable_env_checker=True,
+            self._envs[env_id] = gym.make(resolved, reward=self.reward, disable_env_checker=True,
                                           **self.env_kwargs).unwrapped
         return self._envs[env_id]
 

@@ -96,9 +96,9 @@ def episode_tools(table: EpisodeTable) -> list[Tool]:
     """Return the MCP tools of an episode table (see the module docstring)."""
     import gymnasium as gym
 
-    import m3gym  # noqa: F401
+    from m3gym import level_env_id
 
-    schemas = gym.make("M3Bench-L1", disable_env_checker=True).unwrapped.tool_schemas("mcp")
+    schemas = gym.make(level_env_id(1), disable_env_checker=True).unwrapped.tool_schemas("mcp")
     tools = [_start_tool(table), _parallel_tool(table, schemas), _answer_tool(table),
              _report_tool(table)]
     for schema in schemas:

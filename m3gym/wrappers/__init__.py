@@ -1,17 +1,18 @@
 """Classic-RL wrappers: discrete tool actions with masks and fixed-size pixel observations.
 
-Importing this package registers ``M3Bench-L1-Discrete`` / ``-L2-`` / ``-L3-`` (for each level that
-has families) with :func:`~m3gym.wrappers.discrete.make_discrete_env` as entry point; keyword
+Importing this package registers ``M3Bench-L1-Discrete-v2`` / ``-L2-`` / ``-L3-`` (for each level
+that has families) with :func:`~m3gym.wrappers.discrete.make_discrete_env` as entry point; keyword
 arguments of ``gym.make`` go to the wrapper (``obs_size``, ``task_pool``, ...) or, for
 ``reward``, ``suite``, ``view_size``, ``max_tool_calls``, ``max_rounds``, ``family_weights``,
 ``family_config``, ``difficulty``, ``curriculum`` and ``curriculum_update``, to the env.
-``M3Bench-Classic-Discrete`` wraps the classic-RL suite (:data:`CLASSIC_DISCRETE_KWARGS`).
+``M3Bench-Classic-Discrete-v2`` wraps the classic-RL suite (:data:`CLASSIC_DISCRETE_KWARGS`).
 """
 
 from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
+from m3gym.eval.splits import MANIFEST_VERSION
 from m3gym.tasks.registry import family_names
 from m3gym.wrappers.discrete import (
     DEFAULT_TOOLS,
@@ -28,7 +29,7 @@ from m3gym.wrappers.discrete import (
 DISCRETE_ENTRY_POINT = "m3gym.wrappers.discrete:make_discrete_env"
 
 
-CLASSIC_DISCRETE_ID = "M3Bench-Classic-Discrete"
+CLASSIC_DISCRETE_ID = f"M3Bench-Classic-Discrete-v{MANIFEST_VERSION}"
 """The classic-RL suite behind the discrete wrapper, with defaults tuned for pixel policies."""
 
 CLASSIC_DISCRETE_KWARGS: dict[str, object] = {
@@ -43,12 +44,16 @@ the answer (every classic task needs exactly one call)."""
 
 def discrete_env_ids() -> list[str]:
     """Return the discrete-wrapper env ids (one per level that has families, then the classic)."""
-    ids = [f"M3Bench-L{lvl}-Discrete" for lvl in (1, 2, 3) if family_names(lvl)]
+    ids = [f"M3Bench-L{lvl}-Discrete-v{MANIFEST_VERSION}" for lvl in (1, 2, 3)
+           if family_names(lvl)]
     return ids + ([CLASSIC_DISCRETE_ID] if family_names(1, "classic") else [])
 
 
 def register_discrete_envs() -> None:
-    """Register ``M3Bench-L{1,2,3}-Discrete`` and ``M3Bench-Classic-Discrete`` (idempotent)."""
+    """Register ``M3Bench-L{1,2,3}-Discrete-vN`` and ``M3Bench-Classic-Discrete-vN`` (idempotent).
+
+    ``N`` is the frozen tasks' version (:data:`m3gym.ENV_VERSION`).
+    """
     for env_id in discrete_env_ids():
         if env_id in registry:
             continue
