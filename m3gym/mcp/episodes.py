@@ -233,14 +233,14 @@ class EpisodeTable:
 
     # ------------------------------------------------------------------ envs
     def _take_env(self, env_id: str, reward: str) -> tuple[str, gym.Env]:
-        import m3gym  # noqa: F401  (registers the ids)
+        from m3gym import resolve_env_id  # importing m3gym registers the ids
 
         key = json.dumps([env_id, reward])
         with self._lock:
             pool = self._free_envs.get(key)
             if pool:
                 return key, pool.pop()
-        env = gym.make(env_id, reward=reward, disable_env_checker=True,
+        env = gym.make(resolve_env_id(env_id), reward=reward, disable_env_checker=True,
                        max_images=self.limits.max_images,
                        max_bytes=self.limits.max_episode_bytes, **self.env_args)
         return key, env
