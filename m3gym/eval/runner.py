@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cv2
 import gymnasium as gym
@@ -44,6 +44,9 @@ from m3gym.eval.episode import (
 )
 from m3gym.eval.episode import is_infrastructure_error as is_infrastructure_error  # re-export
 from m3gym.eval.episode import json_safe as _json_safe
+
+if TYPE_CHECKING:
+    from m3gym.eval.frozen import FrozenCheck
 
 METRIC_KEYS: tuple[str, ...] = (
     "acc", "S", "V", "V_tool", "V_true", "OT", "multi_modal", "multi_hop", "multi_threaded", "m3",
@@ -408,7 +411,7 @@ def _worker(args: tuple[EpisodeSpec, EvalConfig]) -> EpisodeOutcome:
 
 # --------------------------------------------------------------------------- frozen tasks
 def check_planned_tasks(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
-                        manifest: dict[str, Any] | None) -> Any:
+                        manifest: dict[str, Any] | None) -> FrozenCheck | None:
     """Build the planned frozen tasks and compare them with ``manifest``; return the check.
 
     Returns ``None`` when there is no manifest (the ``train`` split, a split without one).
