@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,16 @@ def test_a_new_build_of_any_pixel_library_gives_a_new_key(monkeypatch, library):
     changed = {**pixel_library_versions(), library: "9.9.9-other-build"}
     monkeypatch.setattr(fingerprint, "pixel_library_versions", lambda: changed)
     assert artefact_key(["m3gym.web.world"]) != before
+
+
+def test_pixel_probe_digests_every_call_and_diffs_two_installs(tmp_path, capsys):
+    from scripts import pixel_probe
+
+    here = pixel_probe.probe()
+    assert here == pixel_probe.probe()  # deterministic on one install
+    assert {"warpAffine_LINEAR", "putText_AA", "gauss_f32", "jpeg_encode"} <= set(here)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(here))
+    b.write_text(json.dumps({**here, "remap": "0" * 10}))
+    assert pixel_probe.main(["--diff", str(a), str(b)]) == 0
+    assert capsys.readouterr().out.split() == ["remap"]
