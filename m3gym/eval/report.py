@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from m3gym.eval.runner import TASK_VERSION_KEYS, read_records
+from m3gym.eval.runner import read_records, task_version_keys
 from m3gym.eval.summary import FAILURE_MODES, M3BENCH_COLUMNS, fmt, stat_value, summarize
 
 LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -195,14 +195,14 @@ def versions_table(runs: Sequence[Run]) -> Table:
     rows = []
     for r in runs:
         v = r.config.get("versions") or {}
-        rows.append([r.name, *(str(v.get(k, "?") if v else "?") for k in VERSION_COLUMNS)])
+        rows.append([r.name, *(str(v.get(k, "?")) for k in VERSION_COLUMNS)])
     return header, rows
 
 
 def comparability_warnings(runs: Sequence[Run]) -> list[str]:
     """Return a warning per way the runs' tasks may differ, so their scores may not compare.
 
-    Runs side by side must share every version in :data:`TASK_VERSION_KEYS` (m3gym, the
+    Runs side by side must share every version in :func:`task_version_keys` (m3gym, the
     manifest, the pixel libraries); a run that recorded none, or that ran with changed frozen
     tasks (``--allow-changed-tasks``), is named too.
     """
@@ -216,7 +216,7 @@ def comparability_warnings(runs: Sequence[Run]) -> list[str]:
             out.append(f"run {r.name} ran {len(changed)} frozen task(s) that differ from its "
                        f"manifest (--allow-changed-tasks), e.g. {changed[0]}")
     recorded = [r for r in runs if r.config.get("versions")]
-    for key in TASK_VERSION_KEYS:
+    for key in task_version_keys():
         values = {r.name: r.config["versions"].get(key) for r in recorded}
         if len(set(map(str, values.values()))) > 1:
             shown = ", ".join(f"{name}: {v}" for name, v in values.items())
@@ -513,13 +513,13 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
     episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i)
                 for i, (run, rec) in enumerate(chosen)]
     total = sum(len(r.records) for r in runs)
+    warnings = comparability_warnings(runs)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>m3gym report</title>",
         f"<style>{_CSS}</style><script>{_JS}</script></head><body>",
         "<h1>m3gym evaluation report</h1>",
         *(["<h2>Warnings</h2><ul class='warnings'>"
-           + "".join(f"<li>{_esc(w)}</li>" for w in comparability_warnings(runs)) + "</ul>"]
-          if comparability_warnings(runs) else []),
+           + "".join(f"<li>{_esc(w)}</li>" for w in warnings) + "</ul>"] if warnings else []),
         "<h2>Runs</h2>", html_table(_runs_table(runs)),
         "<h2>Versions</h2>", html_table(versions_table(runs)),
         "<h2>Leaderboard</h2>", html_table(leaderboard_table(runs), "leaderboard"),

@@ -113,11 +113,11 @@ class EvalConfig:
 
     def manifest_data(self) -> dict[str, Any] | None:
         """Return the manifest of the run's frozen split (``None``: none, or not a frozen split)."""
-        from m3gym.eval.splits import FROZEN_SPLITS, load_manifest, read_manifest_file
+        from m3gym.eval.splits import FROZEN_SPLITS, load_manifest
 
-        if self.manifest:
-            return read_manifest_file(self.manifest)
-        return load_manifest(self.split) if self.split in FROZEN_SPLITS else None
+        if self.manifest or self.split in FROZEN_SPLITS:
+            return load_manifest(self.split, self.manifest)
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as a JSON-serializable dict."""
@@ -464,11 +464,15 @@ def run_versions(agent: Any, manifest: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-TASK_VERSION_KEYS: tuple[str, ...] = (
-    "m3gym", "manifest", "manifest_digest", "numpy", "opencv", "opencv_jpeg", "opencv_png",
-    "opencv_zlib", "pillow", "freetype", "raqm", "libjpeg", "zlib", "faker", "fonttools",
-)
-"""Keys of ``config.json["versions"]`` that can change the tasks a run was scored on."""
+def task_version_keys() -> tuple[str, ...]:
+    """Return the keys of ``config.json["versions"]`` that can change the tasks a run scored.
+
+    m3gym's version, the manifest's version and digest, and every pixel library
+    (:func:`m3gym.fingerprint.pixel_library_versions`).
+    """
+    from m3gym.fingerprint import pixel_library_versions
+
+    return ("m3gym", "manifest", "manifest_digest", *pixel_library_versions())
 
 
 # --------------------------------------------------------------------------- run folder

@@ -161,12 +161,16 @@ def dump_manifest(manifest: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_manifest(split: str = "test", path: Path | None = None) -> dict[str, Any] | None:
-    """Return the committed manifest of ``split``, or ``None`` when there is none."""
-    target = Path(path) if path is not None else manifest_path(split)
-    if not target.is_file():
-        return None
-    return json.loads(target.read_text())
+def load_manifest(split: str = "test", path: str | Path | None = None) -> dict[str, Any] | None:
+    """Return the committed manifest of ``split`` (``None`` when there is none), or ``path``'s.
+
+    A given ``path`` is read with :func:`read_manifest_file` (checked; missing or malformed files
+    raise).
+    """
+    if path is not None:
+        return read_manifest_file(path)
+    target = manifest_path(split)
+    return json.loads(target.read_text()) if target.is_file() else None
 
 
 def read_manifest_file(path: str | Path) -> dict[str, Any]:
