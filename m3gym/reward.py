@@ -31,16 +31,16 @@ preset pays it more than answering at once at random.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
+from m3gym.config_errors import ConfigError, ConfigSource, parse_yaml_text, read_yaml_file
 from m3gym.scoring.checkpoints import CheckpointTracker
 from m3gym.scoring.episode import score_episode
+from m3gym.scoring.m3 import M3Weights
 from m3gym.scoring.safety import evaluate_safety
 from m3gym.state import ImageState
 from m3gym.tasks.spec import Task
@@ -70,19 +70,24 @@ class RewardConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` for an inconsistent configuration."""
+        for _, problem in self._problems():
+            raise ValueError(problem)
+
+    def _problems(self) -> Iterator[tuple[str, str]]:
+        """Yield ``(key, problem)`` for every inconsistency, in :meth:`validate`'s order."""
         if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+            yield "gamma", f"gamma must be in (0, 1], got {self.gamma}"
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, float) and value != value:
-                raise ValueError(f"reward weight {f.name} is NaN")
+                yield f.name, f"reward weight {f.name} is NaN"
         if any(w < 0 for w in self.m3_weights.values()) or not any(self.m3_weights.values()):
-            raise ValueError("m3_weights must be non-negative and not all zero")
+            yield "m3_weights", "m3_weights must be non-negative and not all zero"
         if self.progress_terminal not in ("zero", "on_correct"):
-            raise ValueError("progress_terminal must be 'zero' or 'on_correct', got "
-                             f"{self.progress_terminal!r}")
+            yield "progress_terminal", ("progress_terminal must be 'zero' or 'on_correct', got "
+                                        f"{self.progress_terminal!r}")
         if not isinstance(self.gate_process_by_answer, bool):
-            raise ValueError("gate_process_by_answer must be true or false")
+            yield "gate_process_by_answer", "gate_process_by_answer must be true or false"
 
     def to_dict(self) -> dict[str, Any]:
         """Return the config as a plain dict."""
@@ -92,32 +97,67 @@ class RewardConfig:
 
 
 def load_reward_config(spec: str | Path | Mapping[str, Any] | RewardConfig) -> RewardConfig:
-    """Return a :class:`RewardConfig` from a preset name, a YAML path, a dict or a config."""
+    """Return a :class:`RewardConfig` from a preset name, a YAML path, a dict or a config.
+
+    A YAML file or a dict that is malformed (text that does not parse, an unknown key, a value of
+    the wrong type, an inconsistent setting) raises :class:`~m3gym.config_errors.ConfigError`
+    naming the file, the line and the key.
+    """
     if isinstance(spec, RewardConfig):
-        cfg = spec
-    elif isinstance(spec, Mapping):
-        cfg = _from_mapping(spec, "custom")
+        spec.validate()
+        return spec
+    if isinstance(spec, Mapping):
+        data: Any = spec
+        source = ConfigSource(None)
+        name = "custom"
     elif isinstance(spec, (str, Path)) and str(spec) in PRESETS:
         text = resources.files("m3gym").joinpath(f"configs/reward/{spec}.yaml").read_text()
-        cfg = _from_mapping(yaml.safe_load(text), str(spec))
+        where = f"m3gym:configs/reward/{spec}.yaml"
+        data, marks = parse_yaml_text(text, where)
+        source, name = ConfigSource(where, marks), str(spec)
     elif isinstance(spec, (str, Path)) and Path(spec).is_file():
-        cfg = _from_mapping(yaml.safe_load(Path(spec).read_text()), Path(spec).stem)
+        data, marks = read_yaml_file(spec)
+        source, name = ConfigSource(str(spec), marks), Path(spec).stem
     else:
         raise ValueError(f"unknown reward {spec!r}: use one of {PRESETS}, a YAML path or a dict")
-    cfg.validate()
+    cfg = _from_mapping(data, name, source)
+    for key, problem in cfg._problems():
+        raise source.error(problem, key)
     return cfg
 
 
-def _from_mapping(data: Mapping[str, Any], default_name: str) -> RewardConfig:
+M3_WEIGHT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(M3Weights))
+"""The keys ``m3_weights`` may set (the terms of :class:`m3gym.scoring.m3.M3Weights`)."""
+
+_NUMBER_KEYS = ("answer", "progress", "gamma", "m3", "overthink", "invalid_call", "safety",
+                "process")
+
+
+def _from_mapping(data: Any, default_name: str, source: ConfigSource) -> RewardConfig:
+    """Return the config of a mapping of settings, each checked (errors name ``source``)."""
+    data = source.mapping(data, what="a mapping of reward settings")
     known = {f.name for f in fields(RewardConfig)}
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ValueError(f"unknown reward config keys {unknown}; known: {sorted(known)}")
+        line, column = source.marks.get(unknown[0], (None, None))
+        raise ConfigError(source.name, f"unknown reward config keys {unknown}; known: "
+                          f"{sorted(known)}", key=unknown[0], line=line, column=column,
+                          show_key=False)
     values = dict(data)
     values.setdefault("name", default_name)
-    for key in known - {"m3_weights", "name", "progress_terminal", "gate_process_by_answer"}:
+    for key in _NUMBER_KEYS:
         if key in values:
-            values[key] = float(values[key])
+            values[key] = source.number(values[key], key)
+    if "progress_terminal" in values:
+        source.string(values["progress_terminal"], "progress_terminal")
+    if "gate_process_by_answer" in values:
+        source.boolean(values["gate_process_by_answer"], "gate_process_by_answer")
+    values["name"] = str(source.string(values["name"], "name"))
+    if "m3_weights" in values:
+        weights = source.mapping(values["m3_weights"], "m3_weights")
+        source.known_keys(weights, M3_WEIGHT_KEYS, "m3_weights")
+        values["m3_weights"] = {k: source.number(v, f"m3_weights.{k}")
+                                for k, v in weights.items()}
     return RewardConfig(**values)
 
 
