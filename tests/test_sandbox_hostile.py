@@ -1,8 +1,11 @@
 """Hostile code in code mode: each attack is contained, reported precisely, and the env stays usable.
 
-The suite runs once per isolation available here: ``none`` (the process boundary, resource limits
-and the worker's audit hook + import allow-list) and, when bubblewrap is installed and works,
-``bwrap`` (plus the namespaces and the path allow-list).
+The suite runs once per isolation available here: ``none`` (the explicit opt-out: the process
+boundary, resource limits, a non-dumpable env and the worker's audit hook + import allow-list)
+and, when bubblewrap is installed and works, ``bwrap`` (plus the namespaces and the path
+allow-list). Every attack assumes the worst reachable start: the unfiltered ``__import__`` (from
+the filter's closure) and the worker's own globals (walking ``f_back``, which CPython does not
+audit). See tests/test_sandbox_escape.py for the OS layer and the fail-closed refusal.
 """
 
 from __future__ import annotations
@@ -14,9 +17,8 @@ import pytest
 
 import m3gym
 from m3gym.env import M3BenchEnv
-from m3gym.sandbox import bwrap_works
+from tests.sandbox_options import ISOLATIONS
 
-ISOLATIONS = ["none"] + (["bwrap"] if bwrap_works() else [])
 ESCAPE_FILE = "/tmp/m3gym-sandbox-escape-test.txt"
 PACKAGE = str(Path(m3gym.__file__).resolve().parent)
 TASK_DATA = str(Path(m3gym.__file__).resolve().parent / "data" / "splits" / "test.json")
@@ -24,7 +26,10 @@ TASK_DATA = str(Path(m3gym.__file__).resolve().parent / "data" / "splits" / "tes
 # the original __import__ from the import filter's closure: a way around the first layer
 RAW_IMPORT = ("raw = next(c.cell_contents for c in __builtins__['__import__'].__closure__ "
               "if callable(c.cell_contents))\n")
-WORKER_GLOBALS = "g = save.__globals__\n"
+WORKER_GLOBALS = RAW_IMPORT + "g = raw('sys')._getframe().f_back.f_globals\n"
+STDLIB = str(Path(os.__file__).resolve().parent)
+# the one-line guard bypass that worked before the hook bound its own functions
+REALPATH_PATCH = WORKER_GLOBALS + "g['os'].path.realpath = lambda p, *a, **k: g['os'].getcwd()\n"
 
 HOSTILE: dict[str, tuple[str, str]] = {
     "infinite_loop": ("while True:\n    pass", "wall-clock limit of 2 s"),
@@ -51,7 +56,7 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "ctypes_bypass": (RAW_IMPORT + "raw('ctypes').CDLL(None)", "ctypes.dlopen is not allowed"),
     "subprocess_import": ("import subprocess", "import of 'subprocess' is not allowed"),
     "subprocess_bypass": (RAW_IMPORT + "raw('subprocess').run(['id'])",
-                          "subprocess.Popen is not allowed"),
+                          "loading _posixsubprocess is not allowed"),
     "os_system": (WORKER_GLOBALS + "g['os'].system('id')", "os.system is not allowed"),
     "subclasses_escape": (
         "w = [c for c in ().__class__.__base__.__subclasses__() if c.__name__ == '_wrap_close']"
@@ -77,12 +82,73 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "big_file": ("open('big.bin', 'wb').write(b'x' * (64 * 1024 * 1024))", "Error"),
     "exit": ("raise SystemExit(3)", "SystemExit is not allowed"),
     "huge_save": ("save(np.zeros((9000, 10, 3), np.uint8))", "is too large"),
+    "realpath_patch_then_parent_memory": (
+        REALPATH_PATCH + "open('/proc/%d/mem' % g['os'].getppid(), 'rb').read(1)", "may not read"),
+    "realpath_patch_then_passwd": (REALPATH_PATCH + "print(open('/etc/passwd').read())",
+                                   "may not read '/etc/passwd'"),
+    "parent_environ": (WORKER_GLOBALS + "open('/proc/%d/environ' % g['os'].getppid()).read()",
+                       "may not read"),
+    "parent_maps": (WORKER_GLOBALS + "open('/proc/%d/maps' % g['os'].getppid()).read()",
+                    "may not read"),
+    "self_mem": ("open('/proc/self/mem', 'rb')", "may not read '/proc/self/mem'"),
+    "patched_builtins": (
+        RAW_IMPORT + "b = raw('builtins')\nkeep = b.len, b.isinstance, b.any, b.type\n"
+        "b.len = lambda x: 0\nb.isinstance = lambda *a: False\nb.any = lambda x: False\n"
+        "b.type = lambda x: str\ntry:\n    open('/etc/passwd').read()\nfinally:\n"
+        "    b.len, b.isinstance, b.any, b.type = keep", "may not read '/etc/passwd'"),
+    "patched_guard_tables": (
+        WORKER_GLOBALS + "gd = g['guard']\ngd.BLOCKED_EVENTS = frozenset()\n"
+        "gd.PATH_EVENTS.clear()\ngd.make_resolver = None\ng['os'].system('id')",
+        "os.system is not allowed"),
+    "patched_posix": (RAW_IMPORT + "p = raw('posix')\np.lstat = p.stat = None\n"
+                      "print(open('/etc/passwd').read())", "may not read '/etc/passwd'"),
+    "str_subclass_path": (
+        "class P(str):\n    def startswith(self, *a):\n        return True\n"
+        "    def split(self, *a):\n        return []\n"
+        "print(open(P('/etc/passwd')).read())", "may not read '/etc/passwd'"),
+    "symlink_out": (WORKER_GLOBALS + "g['os'].symlink('/etc/passwd', 'l')",
+                    "os.symlink is not allowed"),
+    "chdir_out": (WORKER_GLOBALS + "g['os'].chdir('/')", "os.chdir is not allowed"),
+    "hardlink_out": (WORKER_GLOBALS + "g['os'].link('/etc/passwd', 'h')",
+                     "may not write to '/etc/passwd'"),
+    "dir_fd_escape": (WORKER_GLOBALS + f"fd = g['os'].open({STDLIB!r}, g['os'].O_RDONLY)",
+                      "may not open the directory"),
+    "dir_fd_argument": (WORKER_GLOBALS + "o = g['os']\no.mkdir('d')\n"
+                        "o.mkdir('x', dir_fd=o.open('d', o.O_RDONLY))",
+                        "os.mkdir with dir_fd is not allowed"),
+    "frame_walk_to_system": (WORKER_GLOBALS + "g['os'].system('id')", "os.system is not allowed"),
+    "generator_frame": ("def gen():\n    yield 1\nx = gen()\nprint(x.gi_frame)",
+                        "gi_frame is not allowed"),
+    "code_replace": ("c = compile('1', '<c>', 'exec').replace(co_consts=(2, None))",
+                     "code.__new__ is not allowed"),
+    "set_function_code": ("save.__code__ = (lambda *a: 0).__code__",
+                          "setting __code__ is not allowed"),
+    "frozen_compile": ("compile('1', '<frozen importlib._bootstrap>', 'exec')",
+                       "compiling as a frozen module is not allowed"),
+    "marshal_loads": (RAW_IMPORT + "raw('marshal').loads(b'')", "marshal.loads is not allowed"),
+    "mmap_anonymous": (RAW_IMPORT + "raw('mmap').mmap(-1, 4096)", "mmap.__new__ is not allowed"),
+    "udp_socket": (RAW_IMPORT + "s = raw('socket').socket(2, 2)", "socket.__new__ is not allowed"),
+    "thread": (RAW_IMPORT + "raw('_thread').start_new_thread(print, ('x',))",
+               "threads are not allowed"),
+    "threading": (RAW_IMPORT + "raw('threading').Thread(target=print).start()",
+                  "threads are not allowed"),
+    "thread_reimport": (RAW_IMPORT + "m = raw('sys').modules\ndel m['_thread']\n"
+                        "raw('_thread').start_new_thread(print, ('x',))",
+                        "loading _thread is not allowed"),
+    "subinterpreter": (RAW_IMPORT + "i = raw('_xxsubinterpreters')\n"
+                       "i.run_string(i.create(), 'print(1)')", "not allowed"),
+    "raw_fork_exec": (RAW_IMPORT + "raw('_posixsubprocess')",
+                      "loading _posixsubprocess is not allowed"),
+    "kill_own_group": (WORKER_GLOBALS + "g['os'].killpg(0, 9)", "os.killpg is not allowed"),
+    "new_audit_hook_then_read": (RAW_IMPORT + "raw('sys').addaudithook(lambda *a: None)\n"
+                                 "open('/etc/passwd').read()", "may not read '/etc/passwd'"),
 }
 
 
-@pytest.fixture(scope="module", params=ISOLATIONS)
+@pytest.fixture(params=ISOLATIONS)
 def env(request: pytest.FixtureRequest) -> M3BenchEnv:
-    """A code-mode env with a short wall-clock limit, per isolation."""
+    """A code-mode env with a short wall-clock limit, per isolation (a fresh worker per test:
+    some attacks change the worker's modules, which persist across its episodes)."""
     e = M3BenchEnv(family="tiny_text", interface="code",
                    sandbox={"wall_s": 2.0, "isolation": request.param})
     yield e
@@ -110,6 +176,18 @@ def test_hostile_code_is_contained(env: M3BenchEnv, attack: str) -> None:
     assert not os.path.exists(ESCAPE_FILE) and not os.path.exists(ESCAPE_FILE[:-4] + ".png")
     text, calls = run_cell(env, "print(41 + 1)")
     assert "42" in text and not calls
+
+
+def test_cell_api_globals_hold_nothing_else(env: M3BenchEnv) -> None:
+    """The tools, ``save`` and ``images`` reach the cell API's module only: no os, sys, guard."""
+    env.reset(seed=5)
+    code = ("names = set(save.__globals__) | set(crop.__globals__) | "
+            "set(type(images).__getitem__.__globals__)\n"
+            "print(sorted(n for n in names if n in ('os', 'sys', 'guard', 'CONFIG', 'IN_FD', "
+            "'OUT_FD', 'main', 'resource', 'shutil', 'builtins')))\n"
+            "print('os' in vars(save.__globals__['protocol']))")
+    text, _ = run_cell(env, code)
+    assert "[]\nFalse" in text, text
 
 
 def test_answer_is_not_in_the_worker(env: M3BenchEnv) -> None:
@@ -158,7 +236,24 @@ def test_bwrap_hides_host_files_even_past_the_audit_hook() -> None:
 def test_flooding_the_env_with_requests_still_times_out(env: M3BenchEnv) -> None:
     """Re-requesting pixels forever is bounded by the wall clock like any loop."""
     env.reset(seed=3)
-    code = WORKER_GLOBALS + "while True:\n    g['IMAGES'].cache.clear()\n    images[0]"
+    code = "while True:\n    images.cache.clear()\n    images[0]"
     text, calls = run_cell(env, code)
     assert "wall-clock limit" in text and not calls[-1]["ok"]
     assert "42" in run_cell(env, "print(41 + 1)")[0]
+
+
+def test_ordinary_python_still_runs_under_the_guard(env: M3BenchEnv) -> None:
+    """What the guard refuses is not what ordinary cells use: namedtuples, dataclasses,
+    typing, regexes, files in the working dir, Pillow's lazily imported plugins."""
+    env.reset(seed=4)
+    code = ("import collections, dataclasses, typing, re, json\n"
+            "P = collections.namedtuple('P', 'x y', defaults=(0,))\n"
+            "class T(typing.NamedTuple):\n    a: int = 1\n"
+            "D = dataclasses.make_dataclass('D', [('v', int, dataclasses.field(default=2))], "
+            "namespace={'__module__': 'collections'})\n"
+            "open('a.json', 'w').write(json.dumps([P(1).y, T().a, D().v]))\n"
+            "im = Image.fromarray(images[0]).transpose(Image.Transpose.FLIP_LEFT_RIGHT)\n"
+            "print(open('a.json').read(), re.sub('a', 'b', 'aa'), im.size[0] > 0)")
+    text, calls = run_cell(env, code)
+    assert "[0, 1, 2] bb True" in text, text
+    assert not calls

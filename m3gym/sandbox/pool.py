@@ -30,9 +30,11 @@ from m3gym.sandbox import protocol
 from m3gym.sandbox.launcher import (
     Isolation,
     SandboxLimits,
+    protect_env_process,
     resolve_isolation,
     spawn,
     worker_command,
+    worker_privileges,
 )
 
 Reply = tuple[dict[str, Any], tuple[np.ndarray, ...]]
@@ -70,9 +72,13 @@ class SandboxWorker:
                  isolation: Isolation = "auto") -> None:
         self.limits = limits
         self.isolation = resolve_isolation(isolation)
+        self.env_protected = protect_env_process()
+        self.privileges = worker_privileges(self.isolation)
         self._tmp = None if self.isolation == "bwrap" else tempfile.mkdtemp(prefix="m3gym-code-")
+        if self._tmp is not None and self.privileges.uid is not None:
+            os.chown(self._tmp, self.privileges.uid, self.privileges.gid or self.privileges.uid)
         cmd = worker_command(self.isolation, tools, limits, self._tmp)
-        self.proc = spawn(cmd, limits, self._tmp)
+        self.proc = spawn(cmd, limits, self._tmp, self.privileges)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._out = self.proc.stdin.fileno()
         self._in = self.proc.stdout.fileno()

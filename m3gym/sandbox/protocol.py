@@ -5,14 +5,15 @@ arrays the header lists under ``"_arrays"`` (``[{"dtype", "shape"}, ...]``). Not
 unpickled: the worker runs untrusted code, so whatever it sends is parsed as plain JSON and
 ``uint8`` bytes only, and bounded in size.
 
-This module is imported by the worker as a top-level module (it must not import ``m3gym``).
+This module is imported by the worker as a top-level module (it must not import ``m3gym``); a
+cell can reach it through the cell API, so its globals hold the two I/O builtins, not ``os``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import struct
+from os import readv, write
 from typing import Any
 
 import numpy as np
@@ -51,7 +52,7 @@ def send(fd: int, header: dict[str, Any], arrays: tuple[np.ndarray, ...] = ()) -
     for chunk in encode(header, arrays):
         view = memoryview(chunk)
         while view:
-            n = os.write(fd, view)
+            n = write(fd, view)
             view = view[n:]
 
 
@@ -61,7 +62,7 @@ def read_exact(fd: int, n: int) -> bytes:
     view = memoryview(buf)
     got = 0
     while got < n:
-        k = os.readv(fd, [view[got:]])
+        k = readv(fd, [view[got:]])
         if k == 0:
             raise ProtocolError("the peer closed the channel")
         got += k

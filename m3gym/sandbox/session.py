@@ -19,6 +19,7 @@ The records go into the env's trace in the step of the ``run_python`` call; a ce
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,12 @@ from typing import Any
 import numpy as np
 
 from m3gym.sandbox.canonical import record_saved_image
-from m3gym.sandbox.launcher import Isolation, SandboxLimits
+from m3gym.sandbox.launcher import (
+    Isolation,
+    SandboxLimits,
+    UnisolatedCodeWarning,
+    resolve_isolation,
+)
 from m3gym.sandbox.pool import SandboxError, SandboxWorker, WorkerPool
 from m3gym.sandbox.static import static_ops
 from m3gym.tools.base import ToolContext
@@ -36,6 +42,9 @@ from m3gym.trace import CallRecord, json_copy
 
 MAX_CODE_CHARS = 20000
 """Longest cell accepted."""
+
+UNISOLATED_TERMS = ("progress", "process", "answer", "m3")
+"""Reward terms that read the checkpoints or the answer: untrusted when code ran unisolated."""
 
 
 def tool_parameters(registry: ToolRegistry) -> dict[str, list[str]]:
@@ -74,7 +83,14 @@ class CodeSession:
                  isolation: Isolation = "auto", pool_size: int = 1) -> None:
         self.tools = tools
         self.limits = limits or SandboxLimits()
-        self.pool = WorkerPool(tool_parameters(tools), self.limits, isolation, pool_size)
+        self.isolation = resolve_isolation(isolation)
+        """``"bwrap"`` or ``"none"`` (the explicit opt-out); ``auto`` without bubblewrap raised."""
+        if self.isolation == "none":
+            warnings.warn("code mode runs agent code WITHOUT an isolation layer "
+                          "(isolation='none'): every episode is recorded as unisolated and its "
+                          "checkpoint and answer rewards as untrusted", UnisolatedCodeWarning,
+                          stacklevel=3)
+        self.pool = WorkerPool(tool_parameters(tools), self.limits, self.isolation, pool_size)
         self._worker: SandboxWorker | None = None
         # workers die with the session even when the env is never closed
         self._finalizer = weakref.finalize(self, self.pool.close)
