@@ -128,8 +128,11 @@ class M3BenchEnv(gym.Env[dict, Any]):
             the agent writes Python, the atomic tools are functions in it) or ``"both"``; see
             :mod:`m3gym.tools.code` and :mod:`m3gym.sandbox`.
         sandbox: code mode's limits (a :class:`~m3gym.sandbox.SandboxLimits` or its fields as a
-            dict) plus optionally ``isolation`` (``auto``/``bwrap``/``none``) and ``pool_size``
-            (warm workers kept between episodes, 1).
+            dict) plus optionally ``isolation`` and ``pool_size`` (warm workers kept between
+            episodes, 1). ``isolation`` ``"auto"`` (default) or ``"bwrap"`` needs bubblewrap and
+            raises :class:`~m3gym.sandbox.IsolationUnavailable` without it; ``"none"`` is the
+            explicit opt-out: it warns, and every info then carries ``code_isolation="none"``
+            and the final info ``untrusted_reward_terms``.
         difficulty: build every task at this difficulty in ``[0, 1]`` (each family's
             ``difficulty_knobs``; ``family_config`` keys win). ``None`` keeps the families'
             default configs (the frozen levels' distribution).
@@ -201,6 +204,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.interface = interface
         self.registry: ToolRegistry = interface_registry(registry, interface)
         self._code = None if interface == "atomic" else make_code_session(registry, sandbox)
+        self.code_isolation: str | None = None if self._code is None else self._code.isolation
+        """Code mode's isolation (``"bwrap"``, or ``"none"`` when opted out); ``None`` atomic."""
         self.action_space = ToolCallSpace(self.registry)
         self.observation_space = ObservationSpace({
             "text": PromptText(),
@@ -324,6 +329,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
             "max_tool_calls": self.max_tool_calls, "max_rounds": self.max_rounds,
             "difficulty": self._episode_difficulty,
         }
+        if self.code_isolation is not None:
+            info["code_isolation"] = self.code_isolation
         return obs, info
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict[str, Any]]:
@@ -399,6 +406,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         }
         if self._code is not None:
             info["code_cells"] = code_cells
+            info["code_isolation"] = self.code_isolation
         if self._done:
             info.update(self._tracker.final_info(self.state, self.trace))
             self._episode_end(info)
@@ -426,6 +434,13 @@ class M3BenchEnv(gym.Env[dict, Any]):
         assert self.task is not None
         info["family"] = self.task.family
         info["difficulty"] = self._episode_difficulty
+        if self.code_isolation is not None:
+            info["code_isolation"] = self.code_isolation
+            if self.code_isolation == "none":
+                from m3gym.sandbox.session import UNISOLATED_TERMS
+
+                info["untrusted_reward_terms"] = [t for t in UNISOLATED_TERMS
+                                                  if t in info.get("reward_components", {})]
         cur = self.curriculum
         if cur is not None and self.curriculum_update and self._episode_difficulty is not None \
                 and self.task.family in cur.families:

@@ -24,6 +24,7 @@ from m3gym.sandbox.static import static_ops
 from m3gym.tasks.registry import family_names
 from m3gym.tasks.spec import RefCall
 from m3gym.tools.visual import crop_pixel_box
+from tests.sandbox_options import CODE_SANDBOX
 
 SCORES = ("acc", "S", "V", "m3")
 
@@ -35,7 +36,7 @@ def env() -> M3BenchEnv:
     grid_period's washed-out photo: the canonical-call detection is a pixel comparison, and a
     narrow histogram separates cv2's and PIL's equalisation clearly.
     """
-    e = M3BenchEnv(family="grid_period", interface="code")
+    e = M3BenchEnv(family="grid_period", interface="code", sandbox=CODE_SANDBOX)
     yield e
     e.close()
 
@@ -49,12 +50,13 @@ def cell(env: M3BenchEnv, code: str) -> tuple[dict, dict]:
 # ------------------------------------------------------------------ interfaces and parsing
 def test_interfaces_choose_the_tool_set() -> None:
     """atomic = unchanged; code = run_python + answer; both = everything."""
-    names = {i: [s["function"]["name"] for s in M3BenchEnv(family="tiny_text", interface=i)
-                 .tool_schemas()] for i in ("atomic", "code", "both")}
+    names = {i: [s["function"]["name"] for s in M3BenchEnv(
+        family="tiny_text", interface=i, sandbox=CODE_SANDBOX).tool_schemas()]
+        for i in ("atomic", "code", "both")}
     assert "run_python" not in names["atomic"] and "crop" in names["atomic"]
     assert names["code"] == ["run_python", "answer"]
-    assert M3BenchEnv(family="tiny_text", interface="code").action_space.sample_tools == \
-        ["run_python"]
+    code_env = M3BenchEnv(family="tiny_text", interface="code", sandbox=CODE_SANDBOX)
+    assert code_env.action_space.sample_tools == ["run_python"]
     assert set(names["both"]) == set(names["atomic"]) | {"run_python"}
     with pytest.raises(ValueError, match="interface must be one of"):
         M3BenchEnv(family="tiny_text", interface="python")
@@ -219,7 +221,7 @@ def test_saving_an_existing_image_adds_nothing(env: M3BenchEnv) -> None:
 
 def test_budget_applies_to_calls_from_code() -> None:
     """Tool calls and saves from code count against max_tool_calls; past it they fail."""
-    e = M3BenchEnv(family="tiny_text", interface="code", max_tool_calls=2)
+    e = M3BenchEnv(family="tiny_text", interface="code", max_tool_calls=2, sandbox=CODE_SANDBOX)
     try:
         e.reset(seed=1)
         _, _, _, truncated, info = e.step({"name": "run_python", "arguments": {
@@ -262,7 +264,7 @@ def test_reference_step_code_calls_the_tools() -> None:
 @pytest.mark.parametrize("family", family_names(None))
 def test_oracle_in_code_mode_is_perfect(family: str) -> None:
     """The reference written as code scores Acc = S = V = M3 = 1 on every family."""
-    e = M3BenchEnv(family=family, interface="code")
+    e = M3BenchEnv(family=family, interface="code", sandbox=CODE_SANDBOX)
     try:
         result = run_episode(e, OracleAgent(), seed=0)
         metrics = result.final_info["metrics"]
@@ -284,7 +286,7 @@ def test_pil_image_can_be_saved_directly(env: M3BenchEnv) -> None:
 def test_code_op_with_verified_geometry_can_pass_v_true() -> None:
     """A crop done by slicing, resized with another filter and contrast-stretched by hand is a
     ``code`` op, and the evidence measured on its pixels passes ``v_true`` (not the S crop)."""
-    e = M3BenchEnv(family="tiny_text", interface="code")
+    e = M3BenchEnv(family="tiny_text", interface="code", sandbox=CODE_SANDBOX)
     try:
         e.reset(seed=4)
         ref = e.task.reference[0][0].arguments
@@ -365,7 +367,7 @@ def test_openai_agent_in_code_mode() -> None:
     from m3gym.agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
     from tests.fake_openai_server import FakeOpenAIServer
 
-    env = M3BenchEnv(family="tiny_text", interface="code")
+    env = M3BenchEnv(family="tiny_text", interface="code", sandbox=CODE_SANDBOX)
     options = {"family": "tiny_text", "task_seed": 3}
     try:
         env.reset(seed=0, options=options)
@@ -402,7 +404,7 @@ def test_workers_die_with_an_unclosed_env() -> None:
     """An env dropped without close() takes its sandbox worker with it."""
     import gc
 
-    e = M3BenchEnv(family="tiny_text", interface="code")
+    e = M3BenchEnv(family="tiny_text", interface="code", sandbox=CODE_SANDBOX)
     e.reset(seed=1)
     cell(e, "print(1)")
     proc = e._code._worker.proc

@@ -44,6 +44,7 @@ from m3gym.audit.reward_audit import (
 )
 from m3gym.cli import main
 from m3gym.tasks.spec import AnswerSpec, RefCall, Task
+from tests.sandbox_options import CODE_SANDBOX
 
 
 def _task(answer: AnswerSpec, choices: tuple[str, ...] | None) -> Task:
@@ -335,7 +336,7 @@ def test_code_mode_audit_scores_the_same_calls_sent_as_cells():
         "crop(image_index=0, bbox_2d=[1, 2, 3, 4])\nautocontrast(image_index=1)")
     tasks = episode_tasks("M3Bench-L1", 3, 7)
     code = audit_env("M3Bench-L1", "m3", 3, seed=7, tasks=tasks, interface="code",
-                     policies=["ref_whole", "whole_crop"])
+                     policies=["ref_whole", "whole_crop"], sandbox=CODE_SANDBOX)
     atomic = audit_env("M3Bench-L1", "m3", 3, seed=7, tasks=tasks,
                        policies=["ref_whole", "whole_crop"])
     assert code.results["oracle"].mean("m3") == 1.0 and code.results["oracle"].mean("S") == 1.0

@@ -28,6 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="also print each policy's %% of the oracle per task family")
     p.add_argument("--interface", choices=("atomic", "code"), default="atomic",
                    help="code: the env in code mode, every tool step sent as a run_python cell")
+    p.add_argument("--code-isolation", choices=("auto", "bwrap", "none"), default="auto",
+                   help="code mode's isolation: auto/bwrap need bubblewrap (refused without it); "
+                        "none is the explicit, recorded opt-out")
     p.add_argument("--json", default=None, help="write every table, check and episode here")
     p.set_defaults(func=run_cli)
 
@@ -55,7 +58,8 @@ def run_cli(args: argparse.Namespace) -> int:
         tasks = episode_tasks(env_id, args.episodes, args.seed)
         for preset in presets:
             audit = audit_env(env_id, preset, args.episodes, seed=args.seed,
-                              policies=args.policy, tasks=tasks, interface=args.interface)
+                              policies=args.policy, tasks=tasks, interface=args.interface,
+                              sandbox={"isolation": args.code_isolation})
             checks = check_targets(audit, z=args.z)
             failed += sum(not c.passed for c in checks)
             print(format_table(audit))

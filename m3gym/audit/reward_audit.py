@@ -397,13 +397,14 @@ def _code_env(env: Any) -> Any:
 def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
               policies: Iterable[str] | None = None, tasks: Sequence[Task] | None = None,
               on_policy: Callable[[str], None] | None = None,
-              interface: str = "atomic") -> EnvAudit:
+              interface: str = "atomic", sandbox: Mapping[str, Any] | None = None) -> EnvAudit:
     """Run every policy (default: all) on ``episodes`` shared seeds of ``env_id`` under ``preset``.
 
     The oracle, the random agent and ``answer_now`` always run (the targets' yardsticks).
     ``tasks`` (from :func:`episode_tasks` with the same ``seed``) saves generating them again.
     ``interface="code"`` runs the env in code mode, every policy's tool steps sent as code cells
-    (:func:`tool_cell`). Deterministic for a given ``seed``.
+    (:func:`tool_cell`), with ``sandbox`` as the env's sandbox options (e.g.
+    ``{"isolation": "none"}`` where bubblewrap is missing). Deterministic for a given ``seed``.
     """
     import gymnasium as gym
 
@@ -422,7 +423,7 @@ def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
         env = gym.make(resolve_env_id(env_id), reward=preset_spec(preset))
     elif interface == "code":
         env = _code_env(gym.make(resolve_env_id(env_id), reward=preset_spec(preset),
-                                 interface="code"))
+                                 interface="code", sandbox=dict(sandbox or {})))
     else:
         raise ValueError(f"interface must be 'atomic' or 'code', got {interface!r}")
     audit = EnvAudit(env_id, preset, seed)
