@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from m3gym.eval.runner import UnreadableLine
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -103,7 +109,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     try:
         with progress:
             result = run_eval(cfg, out, resume=args.resume, on_start=progress.start,
-                              on_episode=progress.update, backend=backend)
+                              on_episode=progress.update, backend=backend,
+                              on_unreadable=_print_removed_lines)
     except (EvalAbort, ConnectionError) as exc:
         print(f"m3gym: error: {exc}", file=sys.stderr)
         return 2
@@ -120,6 +127,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             print("\n".join(passk_lines(result.summary["samples"])))
         print(f"ran {result.ran} episodes, skipped {result.skipped} finished; wrote {out}/")
     return 0
+
+
+def _print_removed_lines(lines: Sequence[UnreadableLine], backup: Path) -> None:
+    """Name on stderr each unreadable ``episodes.jsonl`` line ``--resume`` removed."""
+    n = len(lines)
+    print(f"m3gym: warning: removed {n} unreadable line{'s' if n != 1 else ''} from "
+          f"{lines[0].path} (the original is kept as {backup}); episodes left without a "
+          "record run again:", file=sys.stderr)
+    for line in lines:
+        print(f"m3gym: warning:   {line}", file=sys.stderr)
 
 
 class _EvalProgress:
@@ -176,9 +193,9 @@ class _EvalProgress:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from m3gym.eval.report import comparability_warnings, load_runs, write_report
+    from m3gym.eval.report import load_runs, report_warnings, write_report
 
-    for warning in comparability_warnings(load_runs(args.runs)):
+    for warning in report_warnings(load_runs(args.runs)):
         print(f"m3gym: warning: {warning}", file=sys.stderr)
     paths = write_report(args.runs, out=args.out, max_episodes=args.max_episodes)
     for path in paths:

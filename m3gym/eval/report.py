@@ -14,11 +14,16 @@ import html
 import io
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from m3gym.eval.runner import read_records, task_version_keys
+from m3gym.eval.runner import (
+    UnreadableLine,
+    read_records_checked,
+    read_run_config,
+    task_version_keys,
+)
 from m3gym.eval.summary import FAILURE_MODES, M3BENCH_COLUMNS, fmt, stat_value, summarize
 
 LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -34,18 +39,29 @@ MAX_RESULT_CHARS: int = 600
 
 @dataclass
 class Run:
-    """A loaded run folder: its name, config, latest episode records and summary."""
+    """A loaded run folder: its name, config, latest episode records and summary.
+
+    ``unreadable`` lists the lines of ``episodes.jsonl`` that are not episode records (left out
+    of every count; the report names each).
+    """
 
     name: str
     path: Path
     config: dict[str, Any]
     records: list[dict[str, Any]]
     summary: dict[str, Any]
+    unreadable: list[UnreadableLine] = field(default_factory=list)
 
     def trace(self, episode_id: str) -> dict[str, Any] | None:
-        """Return the stored trace of an episode, or ``None`` when it is missing."""
+        """Return the stored trace of an episode, or ``None`` when it is missing.
+
+        A trace that is not valid JSON raises :class:`~m3gym.config_errors.ConfigError` naming
+        the file, line and column.
+        """
+        from m3gym.config_errors import read_json_file
+
         path = self.path / "traces" / f"{episode_id}.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        return read_json_file(path) if path.is_file() else None
 
     def thumb_data_url(self, rel: str | None) -> str | None:
         """Return a stored thumbnail as a ``data:image/jpeg;base64`` URL."""
@@ -64,9 +80,9 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     if not records_path.is_file():
         raise FileNotFoundError(f"{path} is not an m3gym run folder (no episodes.jsonl)")
     cfg_path = path / "config.json"
-    config = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
-    records = read_records(records_path)
-    return Run(name or path.name, path, config, records, summarize(records))
+    config = read_run_config(cfg_path) if cfg_path.is_file() else {}
+    records, unreadable = read_records_checked(records_path)
+    return Run(name or path.name, path, config, records, summarize(records), unreadable)
 
 
 def load_runs(paths: Sequence[str | Path]) -> list[Run]:
@@ -225,12 +241,44 @@ def comparability_warnings(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def unreadable_warnings(runs: Sequence[Run]) -> list[str]:
+    """Return, per run with unreadable ``episodes.jsonl`` lines, a count, then one per line.
+
+    Each line is named ``file:line`` with the reason and how it starts; its episode is not
+    counted (``m3gym eval --resume`` removes such lines, keeping a backup, and reruns them).
+    """
+    out = []
+    for r in runs:
+        if r.unreadable:
+            n = len(r.unreadable)
+            out.append(f"run {r.name}: {n} unreadable line{'s' if n != 1 else ''} in "
+                       f"{r.unreadable[0].path} (not episode records, so not counted; "
+                       "m3gym eval --resume removes them, keeping a backup, and reruns "
+                       "their episodes)")
+            out += [str(u) for u in r.unreadable]
+    return out
+
+
+def report_warnings(runs: Sequence[Run]) -> list[str]:
+    """Return every warning the report shows: :func:`unreadable_warnings`, then comparability."""
+    return unreadable_warnings(runs) + comparability_warnings(runs)
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
+
+
+def _md_text(text: str) -> str:
+    """Return ``text`` with Markdown's special characters escaped (shown as written)."""
+    return text.translate(_MD_SPECIAL)
+
+
 def render_markdown(runs: Sequence[Run]) -> str:
     """Return ``report.md``: runs, leaderboard, per-level, per-family and failure-mode tables."""
-    warnings = comparability_warnings(runs)
+    warnings = report_warnings(runs)
     parts = [
         "# m3gym evaluation report", "",
-        *(["## Warnings", "", *(f"- **{w}**" for w in warnings), ""] if warnings else []),
+        *(["## Warnings", "", *(f"- **{_md_text(w)}**" for w in warnings), ""]
+          if warnings else []),
         "## Runs", "", markdown_table(_runs_table(runs)), "",
         "## Versions", "", markdown_table(versions_table(runs)), "",
         "## Leaderboard", "", markdown_table(leaderboard_table(runs)), "",
@@ -513,7 +561,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
     episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i)
                 for i, (run, rec) in enumerate(chosen)]
     total = sum(len(r.records) for r in runs)
-    warnings = comparability_warnings(runs)
+    warnings = report_warnings(runs)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>m3gym report</title>",
         f"<style>{_CSS}</style><script>{_JS}</script></head><body>",

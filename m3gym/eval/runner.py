@@ -27,8 +27,10 @@ import contextlib
 import importlib
 import json
 import multiprocessing
+import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -152,13 +154,19 @@ class EpisodeOutcome:
 
 @dataclass
 class EvalResult:
-    """The outcome of :func:`run_eval`: the run folder, all latest records and the summary."""
+    """The outcome of :func:`run_eval`: the run folder, all latest records and the summary.
+
+    ``removed`` lists the unreadable lines ``--resume`` took out of ``episodes.jsonl`` and
+    ``backup`` is the copy of the file as it was (``None`` when nothing was removed).
+    """
 
     out: Path
     records: list[dict[str, Any]]
     summary: dict[str, Any]
     ran: int
     skipped: int
+    removed: list[UnreadableLine] = field(default_factory=list)
+    backup: Path | None = None
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -220,8 +228,110 @@ def agent_factory(name: str) -> Callable[..., Any]:
     return build
 
 
+def _agent_parameters(name: str) -> tuple[dict[str, Any], bool] | None:
+    """Return ``({argument: annotation}, takes **kwargs)`` of an agent, or ``None`` if unknown."""
+    import inspect
+    import typing
+
+    if ":" in name:
+        try:
+            target: Any = agent_factory(name)
+        except ValueError:
+            return None
+    else:
+        from m3gym.agents import base
+
+        if name == "openai":
+            from dataclasses import fields as dc_fields
+
+            from m3gym.agents.openai_agent import OpenAIAgentConfig
+
+            hints = typing.get_type_hints(OpenAIAgentConfig)
+            return {f.name: hints.get(f.name) for f in dc_fields(OpenAIAgentConfig)}, False
+        if name == "heuristic":
+            from m3gym.agents.heuristic import HeuristicAgent
+
+            target = HeuristicAgent
+        else:
+            target = {"random": base.RandomAgent, "oracle": base.OracleAgent}.get(name)
+            if target is None:
+                return None
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return None
+    try:
+        hints = typing.get_type_hints(target.__init__ if inspect.isclass(target) else target)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: check names only
+        hints = {}
+    params = {p.name: hints.get(p.name) for p in sig.parameters.values()
+              if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    var_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    return params, var_kw
+
+
+def _check_annotated(src: Any, value: Any, annotation: Any, key: str) -> None:
+    """Raise when ``value`` plainly does not fit ``annotation`` (simple types only)."""
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return
+        simple = [a for a in options if a is not type(None)]
+        if len(simple) == 1:
+            _check_annotated(src, value, simple[0], key)
+        return
+    if origin is typing.Literal:
+        allowed = typing.get_args(annotation)
+        if value not in allowed:
+            raise src.error(f"expected one of {', '.join(map(repr, allowed))}, got "
+                            f"{value!r}", key)
+        return
+    if annotation is float:
+        src.number(value, key)
+    elif annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise src.error(f"expected an integer, got {value!r}", key)
+    elif annotation is bool:
+        src.boolean(value, key)
+    elif annotation is str and isinstance(value, (list, dict)):
+        raise src.error(f"expected a string, got {value!r}", key)
+
+
+def check_agent_args(name: str, agent_args: Mapping[str, Any]) -> None:
+    """Raise :class:`~m3gym.config_errors.ConfigError` for an argument the agent cannot take.
+
+    The agent's constructor (or factory, or for ``openai`` its :class:`OpenAIAgentConfig`)
+    names the arguments it takes and their types: an unknown key (unless the factory takes
+    ``**kwargs``), ``seed`` (set by the run) or a value of a plainly wrong type (a string for a
+    number, say) is refused with the key named. Unknown agent names are left to
+    :func:`build_agent`.
+    """
+    from m3gym.config_errors import ConfigSource
+
+    src = ConfigSource(f"agent_args of agent {name!r}")
+    if "seed" in agent_args:
+        raise src.error("set by the run (--seed), not an agent argument", "seed")
+    found = _agent_parameters(name)
+    if found is None:
+        return
+    params, var_kw = found
+    if not var_kw:
+        src.known_keys(agent_args, [k for k in params if k != "seed"])
+    for key, value in agent_args.items():
+        if params.get(key) is not None:
+            _check_annotated(src, value, params[key], key)
+
+
 def build_agent(name: str, seed: int, agent_args: Mapping[str, Any]) -> Any:
-    """Return a fresh agent (unknown names and bad arguments raise ``ValueError``)."""
+    """Return a fresh agent (unknown names and bad arguments raise ``ValueError``).
+
+    Arguments are checked first (:func:`check_agent_args`).
+    """
+    check_agent_args(name, agent_args)
     try:
         return agent_factory(name)(seed=seed, **dict(agent_args))
     except TypeError as exc:
@@ -476,21 +586,164 @@ def task_version_keys() -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- run folder
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Return the latest record of each episode in ``episodes.jsonl`` (ordered by index)."""
+RECORD_KEYS: tuple[str, ...] = ("episode_id", "status")
+"""Keys every line of ``episodes.jsonl`` must have (string values) to count as an episode record."""
+
+EXCERPT_CHARS: int = 60
+"""Characters of an unreadable line kept in :attr:`UnreadableLine.excerpt`."""
+
+
+@dataclass(frozen=True)
+class UnreadableLine:
+    """A line of a run's ``episodes.jsonl`` that is not an episode record, so counts nowhere.
+
+    A crash mid-write leaves such a line (cut JSON); so does any other damage to the file.
+    ``m3gym report`` names each one; ``m3gym eval --resume`` names them and removes them
+    (:func:`drop_unreadable_lines`, keeping a backup), and their episodes run again.
+
+    Attributes:
+        path: the file.
+        line: 1-based line number.
+        excerpt: the line's first :data:`EXCERPT_CHARS` characters (undecodable bytes replaced).
+        reason: why it is not a record: the JSON error, or what the parsed value is or lacks.
+    """
+
+    path: Path
+    line: int
+    excerpt: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}; the line starts {self.excerpt!r}"
+
+
+def _line_problem(raw: bytes) -> tuple[dict[str, Any] | None, str]:
+    """Return ``(record, "")`` for a valid record line, else ``(None, reason)``."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start})"
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"could not parse JSON: {exc.msg} (column {exc.colno})"
+    except (ValueError, RecursionError) as exc:  # e.g. an integer of over 4300 digits
+        return None, f"could not parse JSON: {exc}"
+    if not isinstance(rec, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(rec), "a number")
+        return None, f"not an episode record: {kind} in JSON, not an object"
+    for key in RECORD_KEYS:
+        if key not in rec:
+            return None, f"not an episode record: no {key!r}"
+        if not isinstance(rec[key], str):
+            return None, f"not an episode record: {key!r} is not a string"
+    index = rec.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        return None, "not an episode record: 'index' is not an integer"
+    return rec, ""
+
+
+def _scan_lines(data: bytes) -> Iterator[tuple[int, bytes, dict[str, Any] | None, str]]:
+    """Yield ``(line number, raw bytes, record or None, reason)`` for each non-blank line."""
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw.strip():
+            rec, reason = _line_problem(raw)
+            yield number, raw, rec, reason
+
+
+def _unreadable(path: Path, number: int, raw: bytes, reason: str) -> UnreadableLine:
+    excerpt = raw.decode("utf-8", errors="replace").strip()[:EXCERPT_CHARS]
+    return UnreadableLine(path, number, excerpt, reason)
+
+
+def read_records_checked(path: Path) -> tuple[list[dict[str, Any]], list[UnreadableLine]]:
+    """Return the latest record of each episode (ordered by index) and the unreadable lines.
+
+    A line is unreadable when it is not UTF-8 JSON, not an object, or lacks a string
+    ``episode_id`` / ``status`` (:data:`RECORD_KEYS`) or has a non-integer ``index``. Blank lines
+    carry nothing and are skipped. A missing file has no records.
+    """
+    path = Path(path)
     latest: dict[str, dict[str, Any]] = {}
+    bad: list[UnreadableLine] = []
     if not path.is_file():
-        return []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:  # a line cut by a crash: that episode simply re-runs
-            continue
-        latest[rec["episode_id"]] = rec
-    return sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
+        return [], bad
+    for number, raw, rec, reason in _scan_lines(path.read_bytes()):
+        if rec is None:
+            bad.append(_unreadable(path, number, raw, reason))
+        else:
+            latest[rec["episode_id"]] = rec
+    records = sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
+    return records, bad
+
+
+def unreadable_message(lines: Sequence[UnreadableLine]) -> str:
+    """Return one line counting unreadable lines and naming each (``file:line``)."""
+    if not lines:
+        return ""
+    files = sorted({str(u.path) for u in lines})
+    n = len(lines)
+    where = ", ".join(f"{u.path}:{u.line}" for u in lines)
+    return f"{n} unreadable line{'s' if n != 1 else ''} in {', '.join(files)}: {where}"
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Return the latest record of each episode in ``episodes.jsonl`` (ordered by index).
+
+    Unreadable lines are left out with a ``UserWarning`` naming each; use
+    :func:`read_records_checked` to get them as data.
+    """
+    records, bad = read_records_checked(path)
+    if bad:
+        warnings.warn(f"{unreadable_message(bad)} (left out of the records)", UserWarning,
+                      stacklevel=2)
+    return records
+
+
+def _backup_path(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.bak-{stamp}-{n}")
+        n += 1
+    return candidate
+
+
+def drop_unreadable_lines(path: Path) -> tuple[list[UnreadableLine], Path | None]:
+    """Remove the unreadable lines (and blank lines) of ``path``; return them and the backup.
+
+    Nothing is written when every line is a record (the backup is then ``None``). Otherwise the
+    original bytes are first copied to ``<name>.bak-<YYYYmmdd-HHMMSS>`` (a ``-2``, ``-3`` ...
+    suffix where that exists: an earlier backup is never overwritten), then the record lines,
+    byte for byte and in order, replace the file atomically (temporary file + ``os.replace``).
+    """
+    path = Path(path)
+    if not path.is_file():
+        return [], None
+    original = path.read_bytes()
+    bad: list[UnreadableLine] = []
+    kept: list[bytes] = []
+    for number, raw, rec, reason in _scan_lines(original):
+        if rec is None:
+            bad.append(_unreadable(path, number, raw, reason))
+        else:
+            kept.append(raw)
+    if not bad:
+        return [], None
+    backup = _backup_path(path)
+    with backup.open("xb") as f:  # exclusive: never replaces an existing file
+        f.write(original)
+        f.flush()
+        os.fsync(f.fileno())
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with tmp.open("wb") as f:
+        f.write(b"".join(raw + b"\n" for raw in kept))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return bad, backup
 
 
 def write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
@@ -506,29 +759,47 @@ def write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
     jsonl.flush()
 
 
-def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> list[dict[str, Any]]:
+@dataclass
+class _Prepared:
+    """What :func:`_prepare_folder` found: the records, and the unreadable lines it removed."""
+
+    records: list[dict[str, Any]]
+    removed: list[UnreadableLine] = field(default_factory=list)
+    backup: Path | None = None
+
+
+def read_run_config(path: Path) -> dict[str, Any]:
+    """Return a run's ``config.json`` (:class:`~m3gym.config_errors.ConfigError` if malformed)."""
+    from m3gym.config_errors import ConfigSource, read_json_file
+
+    return dict(ConfigSource(str(path)).mapping(read_json_file(path),
+                                                what="a JSON object (the run's config)"))
+
+
+def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> _Prepared:
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder")
     nonempty = out.is_dir() and any(out.iterdir())
     if nonempty and not resume:
         raise FileExistsError(f"run folder {out} already exists and is not empty; "
                               "pass --resume to continue it or choose another --out")
-    records: list[dict[str, Any]] = []
+    prepared = _Prepared([])
     if nonempty:
         cfg_path = out / "config.json"
         if not cfg_path.is_file():
             raise FileExistsError(f"{out} is not an m3gym run folder (no config.json)")
-        old = json.loads(cfg_path.read_text())
+        old = read_run_config(cfg_path)
         new = cfg.identity()
         diff = [k for k in new if json.dumps(old.get(k), sort_keys=True)
                 != json.dumps(new[k], sort_keys=True)]
         if diff:
             k = diff[0]
             raise ValueError(f"cannot resume {out}: {k} was {old.get(k)!r}, now {new[k]!r}")
-        records = read_records(out / "episodes.jsonl")
+        prepared.removed, prepared.backup = drop_unreadable_lines(out / "episodes.jsonl")
+        prepared.records = read_records_checked(out / "episodes.jsonl")[0]
     (out / "traces").mkdir(parents=True, exist_ok=True)
     (out / "thumbs").mkdir(parents=True, exist_ok=True)
-    return records
+    return prepared
 
 
 def _start_pool(cfg: EvalConfig, n_specs: int) -> Any:
@@ -563,8 +834,11 @@ def _outcomes(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
         pool.join()
 
 
-def _terminate_last_line(path: Path) -> None:
-    """End a line cut by a crash, so the next record starts on its own line."""
+def terminate_last_line(path: Path) -> None:
+    """End the file's last line if it lacks a newline, so the next record starts on its own line.
+
+    (A line cut by a crash is removed first, on ``--resume``, by :func:`drop_unreadable_lines`.)
+    """
     if path.is_file() and path.stat().st_size:
         with path.open("rb") as f:
             f.seek(-1, 2)
@@ -588,7 +862,9 @@ def _closing(gen: Iterator[Any]) -> Iterator[None]:
 def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
              on_episode: Callable[[dict[str, Any]], None] | None = None,
              on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None,
-             backend: Any = None) -> EvalResult:
+             backend: Any = None,
+             on_unreadable: Callable[[Sequence[UnreadableLine], Path], None] | None = None,
+             ) -> EvalResult:
     """Run (or resume) an evaluation into the folder ``out`` and return the summary.
 
     ``backend`` runs the episodes elsewhere (e.g. :class:`m3gym.distributed.RayBackend`: an
@@ -599,6 +875,11 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     Everything is validated (envs, agent, split, reward) before anything is written. Raises
     ``ValueError``/``FileExistsError`` for bad input and :class:`EvalAbort` when the run stops
     early; finished episodes are on disk in every case.
+
+    On ``resume``, lines of ``episodes.jsonl`` that are not episode records (a line cut by a
+    crash, say) are removed before anything runs, the original being kept as a backup
+    (:func:`drop_unreadable_lines`); their episodes run again. ``on_unreadable(lines, backup)``
+    is told (default: a ``UserWarning``), and :attr:`EvalResult.removed` lists them.
     """
     from m3gym.eval.summary import summarize
     from m3gym.reward import load_reward_config
@@ -611,13 +892,19 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     agent = build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / arguments
     if backend is not None:
         backend.start()  # connect before anything is written (fail fast on a bad address)
-    finished = {r["episode_id"] for r in read_records(out / "episodes.jsonl")
+    finished = {r["episode_id"] for r in read_records_checked(out / "episodes.jsonl")[0]
                 if r.get("status") not in RERUN_STATUSES} if resume else set()
     manifest = cfg.manifest_data()
     frozen = check_planned_tasks([s for s in specs if s.episode_id not in finished], cfg,
                                  manifest)
-    previous = _prepare_folder(out, cfg, resume)
-    done = {r["episode_id"] for r in previous if r.get("status") not in RERUN_STATUSES}
+    prepared = _prepare_folder(out, cfg, resume)
+    if prepared.removed and prepared.backup is not None:
+        if on_unreadable is not None:
+            on_unreadable(prepared.removed, prepared.backup)
+        else:
+            warnings.warn(f"removed {unreadable_message(prepared.removed)}; the original is "
+                          f"kept as {prepared.backup}", UserWarning, stacklevel=2)
+    done = {r["episode_id"] for r in prepared.records if r.get("status") not in RERUN_STATUSES}
     todo = [s for s in specs if s.episode_id not in done]
     (out / "config.json").write_text(json.dumps(
         {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs],
@@ -630,7 +917,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         on_start(todo)
     consecutive = 0
     outcomes = _outcomes(todo, cfg, pool) if backend is None else backend.outcomes(todo, cfg)
-    _terminate_last_line(out / "episodes.jsonl")
+    terminate_last_line(out / "episodes.jsonl")
     with (out / "episodes.jsonl").open("a") as jsonl, _closing(outcomes):
         for outcome in outcomes:
             write_outcome(out, outcome, jsonl)
@@ -649,4 +936,5 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
 
         summary["samples"] = passk_summary(records, cfg.samples)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    return EvalResult(out, records, summary, ran=len(todo), skipped=len(specs) - len(todo))
+    return EvalResult(out, records, summary, ran=len(todo), skipped=len(specs) - len(todo),
+                      removed=prepared.removed, backup=prepared.backup)

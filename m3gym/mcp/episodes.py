@@ -20,6 +20,7 @@ import json
 import secrets
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,10 +37,14 @@ from m3gym.eval.runner import (
     EpisodeSpec,
     EvalConfig,
     assemble_outcome,
+    drop_unreadable_lines,
     env_scope,
     env_tasks,
     episode_seed,
-    read_records,
+    read_records_checked,
+    read_run_config,
+    terminate_last_line,
+    unreadable_message,
     write_outcome,
 )
 
@@ -150,13 +155,21 @@ class RunFolder:
             raise FileExistsError(f"{self.path} exists and is not a folder")
         cfg_path = self.path / "config.json"
         if self.path.is_dir() and any(self.path.iterdir()):
-            old = json.loads(cfg_path.read_text()) if cfg_path.is_file() else {}
+            old = read_run_config(cfg_path) if cfg_path.is_file() else {}
             if old.get("agent") != "mcp":
                 raise FileExistsError(f"{self.path} is not empty and not an MCP run folder; "
                                       "choose another --record folder")
         (self.path / "traces").mkdir(parents=True, exist_ok=True)
         (self.path / "thumbs").mkdir(parents=True, exist_ok=True)
-        self.records = read_records(self.path / "episodes.jsonl")
+        jsonl = self.path / "episodes.jsonl"
+        # a line cut by a crash is removed (backup kept, named in a warning), and the next
+        # record starts on its own line
+        self.removed, self.backup = drop_unreadable_lines(jsonl)
+        if self.removed:
+            warnings.warn(f"removed {unreadable_message(self.removed)}; the original is kept as "
+                          f"{self.backup}", UserWarning, stacklevel=2)
+        terminate_last_line(jsonl)
+        self.records = read_records_checked(jsonl)[0]
         self._ids = {r["episode_id"] for r in self.records}
         self._lock = threading.Lock()
         if not cfg_path.is_file():
