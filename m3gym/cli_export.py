@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -22,18 +21,27 @@ def _cmd_export_verl(args: argparse.Namespace) -> int:
     from m3gym.eval.runner import parse_key_values
     from m3gym.integrations.export import write_verl
 
+    curriculum = None
+    if args.curriculum:
+        from pathlib import Path
+
+        from m3gym.config_errors import ConfigSource, parse_json_text
+
+        text = args.curriculum
+        if Path(text).is_file():
+            curriculum = text
+        elif text.lstrip().startswith("{"):
+            curriculum = dict(ConfigSource("--curriculum").mapping(
+                parse_json_text(text, "--curriculum"), what="a JSON object of settings"))
+        else:
+            raise FileNotFoundError(f"--curriculum {text}: no such file (give a saved state or "
+                                    "the settings as a JSON object)")
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         print("m3gym: error: export verl needs pyarrow: pip install 'm3gym[verl]' (or pyarrow)",
               file=sys.stderr)
         return 2
-    curriculum = None
-    if args.curriculum:
-        from pathlib import Path
-
-        curriculum = (args.curriculum if Path(args.curriculum).is_file()
-                      else json.loads(args.curriculum))
     path = write_verl(args.env, args.n or None, args.out, split=args.split, seed=args.seed,
                       curriculum=curriculum, **parse_key_values(args.env_arg))
     from m3gym.integrations import export

@@ -98,14 +98,21 @@ def parse_yaml_text(text: str, source: str | Path | None) -> tuple[Any, dict[str
                           column=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as exc:
         raise ConfigError(source, f"could not parse YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(source, "could not parse YAML: nested too deeply") from None
+    except (ValueError, TypeError) as exc:  # a constructor's refusal, e.g. the date 2001-02-30
+        raise ConfigError(source, f"could not parse YAML: {exc}") from None
     marks: dict[str, tuple[int, int]] = {}
     if node is not None:
-        _collect_marks(node, "", marks, source)
+        _collect_marks(node, "", marks, source, set())
     return data, marks
 
 
 def _collect_marks(node: yaml.Node, prefix: str, marks: dict[str, tuple[int, int]],
-                   source: str | Path | None) -> None:
+                   source: str | Path | None, seen_nodes: set[int]) -> None:
+    if id(node) in seen_nodes:  # an alias met again (possibly a cycle): marked already
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -117,12 +124,12 @@ def _collect_marks(node: yaml.Node, prefix: str, marks: dict[str, tuple[int, int
                                   column=key_node.start_mark.column + 1)
             seen.add(name)
             marks[key] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            _collect_marks(value_node, key, marks, source)
+            _collect_marks(value_node, key, marks, source, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             key = f"{prefix}[{i}]"
             marks[key] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            _collect_marks(item, key, marks, source)
+            _collect_marks(item, key, marks, source, seen_nodes)
 
 
 def read_yaml_file(path: str | Path) -> tuple[Any, dict[str, tuple[int, int]]]:
@@ -156,6 +163,12 @@ def parse_json_text(text: str, source: str | Path | None) -> Any:
     except json.JSONDecodeError as exc:
         raise ConfigError(source, f"could not parse JSON: {exc.msg}", line=exc.lineno,
                           column=exc.colno) from None
+    except RecursionError:
+        raise ConfigError(source, "could not parse JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(source, f"could not parse JSON: {exc}") from None
 
 
 def read_json_file(path: str | Path) -> Any:

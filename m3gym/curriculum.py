@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from m3gym.config_errors import ConfigError, ConfigSource, read_json_file
 from m3gym.tasks.registry import check_difficulty, get_family
 
 MODES: tuple[str, ...] = ("progress", "band")
@@ -192,28 +193,43 @@ class Curriculum:
                 "arms": [[f, b, self.stats[(f, b)].to_dict()] for f, b in self.arms],
                 "rng": _jsonable(self._rng.bit_generator.state)}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict` (its config must describe the same arms)."""
-        if int(state.get("version", -1)) != STATE_VERSION:
-            raise ValueError(f"unsupported curriculum state version {state.get('version')!r}")
-        config = dict(state["config"])
+    def load_state_dict(self, state: Mapping[str, Any], source: str | None = None) -> None:
+        """Restore a :meth:`state_dict` (its config must describe the same arms).
+
+        A malformed state (a missing or mistyped key, another version, other arms, a generator
+        state that does not fit) raises :class:`~m3gym.config_errors.ConfigError` naming
+        ``source`` (the file it came from, if any) and the key, before anything is changed.
+        """
+        src = ConfigSource(source)
+        config = check_state(state, src)
         if list(config["families"]) != list(self.families) or int(config["bins"]) != self.bins:
-            raise ValueError(f"state is for families {config['families']} x {config['bins']} "
-                             f"bins, this curriculum has {list(self.families)} x {self.bins}")
+            raise src.error(f"state is for families {config['families']} x {config['bins']} "
+                            f"bins, this curriculum has {list(self.families)} x {self.bins}",
+                            "config")
+        _build(config, src)  # the settings are consistent: nothing below can fail half-way
+        arms = set(self.arms)
+        for i, (f, b, _) in enumerate(state["arms"]):
+            if (f, int(b)) not in arms:
+                raise src.error(f"arm ({f!r}, {b}) is not one of this curriculum's arms",
+                                f"arms[{i}]")
         for key in ("mode", "outside", "fast", "slow", "epsilon", "seed"):
             setattr(self, key, config[key])
-        self.band = (float(config["band"][0]), float(config["band"][1]))
+        self.band = config["band"]
         self.validate()
-        for f, b, s in state["arms"]:
-            self.stats[(str(f), int(b))] = ArmStats(float(s["fast"]), float(s["slow"]),
-                                                    int(s["count"]), int(s["successes"]))
+        for f, b, st in state["arms"]:
+            self.stats[(str(f), int(b))] = ArmStats(float(st["fast"]), float(st["slow"]),
+                                                    int(st["count"]), int(st["successes"]))
         self._rng.bit_generator.state = state["rng"]
 
     @classmethod
-    def from_state_dict(cls, state: Mapping[str, Any]) -> Curriculum:
-        """Return a curriculum rebuilt from :meth:`state_dict`."""
-        cur = cls(**_config_args(state["config"]))
-        cur.load_state_dict(state)
+    def from_state_dict(cls, state: Mapping[str, Any], source: str | None = None) -> Curriculum:
+        """Return a curriculum rebuilt from :meth:`state_dict`.
+
+        The state is checked as in :meth:`load_state_dict` (errors name ``source``).
+        """
+        src = ConfigSource(source)
+        cur = _build(check_state(state, src), src)
+        cur.load_state_dict(state, source)
         return cur
 
     def save(self, path: str | Path) -> None:
@@ -222,8 +238,96 @@ class Curriculum:
 
     @classmethod
     def load(cls, path: str | Path) -> Curriculum:
-        """Return the curriculum saved at ``path`` by :meth:`save`."""
-        return cls.from_state_dict(json.loads(Path(path).read_text()))
+        """Return the curriculum saved at ``path`` by :meth:`save`.
+
+        A file that is not valid JSON or not a curriculum state raises
+        :class:`~m3gym.config_errors.ConfigError` naming the file (line, column, key).
+        """
+        return cls.from_state_dict(read_json_file(path), str(path))
+
+
+CONFIG_KEYS: tuple[str, ...] = ("families", "bins", "mode", "band", "outside", "fast", "slow",
+                                "epsilon", "seed")
+"""The settings of a :class:`Curriculum`: its constructor's arguments (``config_dict``)."""
+
+STATE_KEYS: tuple[str, ...] = ("version", "config", "arms", "rng")
+"""The keys of a :meth:`Curriculum.state_dict`."""
+
+_ARM_KEYS: tuple[str, ...] = ("fast", "slow", "count", "successes")
+
+
+def check_config(config: Any, src: ConfigSource, prefix: str | None = None,
+                 required: Sequence[str] = ()) -> dict[str, Any]:
+    """Return curriculum settings checked key by key (unknown keys, types), ready to construct.
+
+    ``prefix`` is the dotted key the settings sit under (``config`` in a state); ``required``
+    lists keys that must be present. Ranges are checked by :meth:`Curriculum.validate`.
+    """
+    def key(name: str) -> str:
+        return f"{prefix}.{name}" if prefix else name
+
+    data = src.mapping(config, prefix, "a mapping of curriculum settings")
+    src.known_keys(data, CONFIG_KEYS, prefix)
+    src.require(data, required, prefix)
+    args = dict(data)
+    if "families" in args:
+        fams = src.sequence(args["families"], key("families"))
+        args["families"] = [src.string(f, f"{key('families')}[{i}]") for i, f in enumerate(fams)]
+    for name in ("bins", "seed"):
+        if name in args:
+            args[name] = src.integer(args[name], key(name))
+    if "mode" in args:
+        src.string(args["mode"], key("mode"))
+    for name in ("outside", "fast", "slow", "epsilon"):
+        if name in args:
+            args[name] = src.number(args[name], key(name))
+    if "band" in args:
+        band = src.sequence(args["band"], key("band"))
+        if len(band) != 2:
+            raise src.error(f"expected [lo, hi], got {band!r}", key("band"))
+        args["band"] = tuple(src.number(v, f"{key('band')}[{i}]") for i, v in enumerate(band))
+    return args
+
+
+def check_state(state: Any, src: ConfigSource) -> dict[str, Any]:
+    """Check the layout of a :meth:`Curriculum.state_dict`; return its checked ``config``."""
+    data = src.mapping(state, None, "a curriculum state (a JSON object)")
+    src.known_keys(data, STATE_KEYS)
+    src.require(data, STATE_KEYS)
+    if type(data["version"]) is not int or data["version"] != STATE_VERSION:
+        raise src.error(f"unsupported curriculum state version {data['version']!r} (this m3gym "
+                        f"reads version {STATE_VERSION})", "version")
+    config = check_config(data["config"], src, "config", required=CONFIG_KEYS)
+    for i, arm in enumerate(src.sequence(data["arms"], "arms")):
+        where = f"arms[{i}]"
+        if not isinstance(arm, (list, tuple)) or len(arm) != 3:
+            raise src.error(f"expected [family, bin, stats], got {arm!r}", where)
+        src.string(arm[0], f"{where}[0]")
+        src.integer(arm[1], f"{where}[1]")
+        st = src.mapping(arm[2], f"{where}[2]")
+        src.known_keys(st, _ARM_KEYS, f"{where}[2]")
+        src.require(st, _ARM_KEYS, f"{where}[2]")
+        for name in ("fast", "slow"):
+            src.number(st[name], f"{where}[2].{name}")
+        for name in ("count", "successes"):
+            src.integer(st[name], f"{where}[2].{name}")
+    rng = src.mapping(data["rng"], "rng")
+    try:
+        np.random.default_rng().bit_generator.state = dict(rng)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise src.error(f"not a state of the curriculum's generator (PCG64): {exc}",
+                        "rng") from None
+    return config
+
+
+def _build(args: Mapping[str, Any], src: ConfigSource) -> Curriculum:
+    """Return ``Curriculum(**args)``; a refused setting or family is a ConfigError."""
+    try:
+        return Curriculum(**args)
+    except (ValueError, KeyError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise src.error(str(exc.args[0]) if exc.args else str(exc)) from None
 
 
 def _jsonable(value: Any) -> Any:
@@ -242,12 +346,14 @@ def _config_args(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def make_curriculum(spec: Curriculum | Mapping[str, Any] | str | Path,
-                    families: Sequence[str]) -> Curriculum:
+                    families: Sequence[str], source: str | None = None) -> Curriculum:
     """Return a :class:`Curriculum` from an instance, a dict of its arguments, or a state file.
 
     A dict without ``families`` draws from ``families`` (the env's). A dict may name a saved
     state with ``state: path`` (restored after construction). A string or path is a JSON file
-    written by :meth:`Curriculum.save`.
+    written by :meth:`Curriculum.save`. Malformed settings or files raise
+    :class:`~m3gym.config_errors.ConfigError` naming ``source`` (default ``curriculum``) or the
+    file, and the key.
     """
     if isinstance(spec, Curriculum):
         return spec
@@ -256,10 +362,14 @@ def make_curriculum(spec: Curriculum | Mapping[str, Any] | str | Path,
     if not isinstance(spec, Mapping):
         raise TypeError(f"curriculum must be a Curriculum, a dict or a state path, got "
                         f"{type(spec).__name__}")
+    src = ConfigSource(source or "curriculum")
+    src.known_keys(src.mapping(spec), (*CONFIG_KEYS, "state"))
     args = dict(spec)
     state_path = args.pop("state", None)
+    if state_path is not None and not isinstance(state_path, (str, Path)):
+        raise src.error(f"expected the path of a saved state, got {state_path!r}", "state")
     args.setdefault("families", list(families))
-    cur = Curriculum(**_config_args(args))
+    cur = _build(check_config(args, src), src)
     if state_path:
-        cur.load_state_dict(json.loads(Path(state_path).read_text()))
+        cur.load_state_dict(read_json_file(state_path), str(state_path))
     return cur

@@ -78,11 +78,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help='JSON object, e.g. \'{"multi_modal": 1, "multi_hop": 3}\'')
     p.add_argument("--out", type=Path, default=None, help="write {trace path: result} here")
     args = p.parse_args(argv)
-    weights = json.loads(args.m3_weights) if args.m3_weights else None
-    results = {}
-    for path in args.traces:
-        trace = json.loads(path.read_text())
-        results[str(path)] = rescore_trace(trace, m3_weights=weights)
+    from m3gym.config_errors import ConfigError, ConfigSource, parse_json_text, read_json_file
+    from m3gym.reward import M3_WEIGHT_KEYS
+
+    try:
+        weights = None
+        if args.m3_weights:
+            src = ConfigSource("--m3-weights")
+            data = src.mapping(parse_json_text(args.m3_weights, src.name), what="a JSON object")
+            src.known_keys(data, M3_WEIGHT_KEYS)
+            weights = {k: src.number(v, k) for k, v in data.items()}
+        results = {}
+        for path in args.traces:
+            trace = read_json_file(path)
+            if not isinstance(trace, dict):
+                raise ValueError(f"{path}: not a trace (a JSON object)")
+            try:
+                results[str(path)] = rescore_trace(trace, m3_weights=weights)
+            except ConfigError:
+                raise
+            except ValueError as exc:
+                raise ValueError(f"{path}: {exc}") from None
+            except KeyError as exc:
+                raise ValueError(f"{path}: not an m3gym trace JSON (no {exc.args[0]!r})") from None
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     text = json.dumps(results, indent=1, default=str)
     if args.out:
         args.out.write_text(text)
