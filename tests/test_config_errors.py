@@ -205,6 +205,19 @@ def test_agent_args_of_a_factory_with_kwargs_pass_by_name():
     check_agent_args("openai", {"model": 7, "max_tokens": None})  # coerced / optional
 
 
+@pytest.mark.parametrize("arg, expected", [
+    ("foo=1", "unknown key 'foo' (known: curriculum, "),
+    ("max_tool_calls=abc", "key 'max_tool_calls': expected an integer, got 'abc'"),
+    ("show_choices=3", "key 'show_choices': expected true or false, got 3"),
+    ("reward=sparse", "key 'reward': set by the run (--reward), not an env argument"),
+])
+def test_bad_env_args_name_the_key_before_anything_is_written(tmp_path, capsys, arg, expected):
+    out = tmp_path / "run"
+    assert main([*EVAL, "--env-arg", arg, "--out", str(out)]) == 2
+    assert _one_error_line(capsys).startswith(f"env_args of env 'M3Bench-L1': {expected}")
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------------------ run files
 def test_resume_with_a_corrupt_config_json_names_it(tmp_path, capsys):
     out = tmp_path / "run"

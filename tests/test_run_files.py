@@ -240,3 +240,18 @@ def test_arbitrary_junk_never_crashes_and_is_all_reported(items, trailing_newlin
             assert read_records_checked(path) == (records, [])
         else:
             assert backup is None and path.read_bytes() == data
+
+
+def test_sft_jsonl_reader_names_a_bad_line(tmp_path):
+    from m3gym.config_errors import ConfigError
+    from m3gym.integrations.export import load_sft_jsonl
+
+    path = tmp_path / "sft.jsonl"
+    path.write_text('{"messages": [], "images": []}\n\n{"messages": [], "ima\n')
+    with pytest.raises(ConfigError, match=rf"^{path}: line 3, column 18: could not parse JSON: Unterminated"):
+        load_sft_jsonl(path)
+    path.write_text('{"messages": [], "images": []}\n[1]\n')
+    with pytest.raises(ConfigError, match=rf"^{path}: line 2: not an SFT record"):
+        load_sft_jsonl(path)
+    path.write_text('{"messages": [], "images": []}\n')
+    assert load_sft_jsonl(path) == [{"messages": [], "images": []}]

@@ -230,7 +230,6 @@ def agent_factory(name: str) -> Callable[..., Any]:
 
 def _agent_parameters(name: str) -> tuple[dict[str, Any], bool] | None:
     """Return ``({argument: annotation}, takes **kwargs)`` of an agent, or ``None`` if unknown."""
-    import inspect
     import typing
 
     if ":" in name:
@@ -256,6 +255,14 @@ def _agent_parameters(name: str) -> tuple[dict[str, Any], bool] | None:
             target = {"random": base.RandomAgent, "oracle": base.OracleAgent}.get(name)
             if target is None:
                 return None
+    return _parameters(target)
+
+
+def _parameters(target: Any) -> tuple[dict[str, Any], bool] | None:
+    """Return ``({argument: annotation}, takes **kwargs)`` of a class or function."""
+    import inspect
+    import typing
+
     try:
         sig = inspect.signature(target)
     except (TypeError, ValueError):
@@ -322,6 +329,41 @@ def check_agent_args(name: str, agent_args: Mapping[str, Any]) -> None:
     if not var_kw:
         src.known_keys(agent_args, [k for k in params if k != "seed"])
     for key, value in agent_args.items():
+        if params.get(key) is not None:
+            _check_annotated(src, value, params[key], key)
+
+
+def check_env_args(env_id: str, env_args: Mapping[str, Any]) -> None:
+    """Raise :class:`~m3gym.config_errors.ConfigError` for an argument the env cannot take.
+
+    The env class's constructor names the arguments and their types: an unknown key,
+    ``reward`` (set by the run's ``--reward``) or a value of a plainly wrong type is refused
+    with the key named, before anything is written. Values are checked further when the env is
+    built.
+    """
+    import m3gym
+    from m3gym.config_errors import ConfigSource
+
+    src = ConfigSource(f"env_args of env {env_id!r}")
+    if "reward" in env_args:
+        raise src.error("set by the run (--reward), not an env argument", "reward")
+    resolved = m3gym.resolve_env_id(env_id)
+    if resolved not in gym.registry:
+        return  # env_scope names unknown envs
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = gym.registry[resolved].entry_point
+    try:
+        target = load_env_creator(entry) if isinstance(entry, str) else entry
+    except (ImportError, AttributeError):
+        return
+    found = _parameters(target)
+    if found is None:
+        return
+    params, var_kw = found
+    if not var_kw:
+        src.known_keys(env_args, [k for k in params if k not in ("self", "reward")])
+    for key, value in env_args.items():
         if params.get(key) is not None:
             _check_annotated(src, value, params[key], key)
 
@@ -889,6 +931,8 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         raise ValueError("--workers must be >= 1")
     load_reward_config(cfg.reward)
     specs = plan_episodes(cfg)
+    for env_id in cfg.envs:
+        check_env_args(env_id, cfg.env_args)
     agent = build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / arguments
     if backend is not None:
         backend.start()  # connect before anything is written (fail fast on a bad address)

@@ -271,8 +271,10 @@ def _episodes_from_runs(run: Path) -> Iterator[tuple[dict[str, Any], Any]]:
     traces = sorted((run / "traces").glob("*.json"))
     if not traces:
         raise ValueError(f"{run} has no traces/*.json: not an m3gym eval run folder")
+    from m3gym.config_errors import read_json_file
+
     for path in traces:
-        trace = json.loads(path.read_text())
+        trace = read_json_file(path)  # a damaged trace is a ConfigError naming it
         if trace.get("status") != "ok":
             continue
         spec = trace["recreate"]
@@ -413,11 +415,25 @@ def _write_sft_parquet(records: Iterable[SFTRecord], path: Path) -> Path:
 
 
 def load_sft_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Read ``sft.jsonl`` back with the images as RGB arrays (for checks and custom loaders)."""
+    """Read ``sft.jsonl`` back with the images as RGB arrays (for checks and custom loaders).
+
+    A line that is not a JSON object raises :class:`~m3gym.config_errors.ConfigError` naming
+    the file and the line (none is skipped).
+    """
+    from m3gym.config_errors import ConfigError, parse_json_text
+
     path = Path(path)
     rows = []
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
+    for number, line in enumerate(path.read_text().split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = parse_json_text(line, path)
+        except ConfigError as exc:
+            raise ConfigError(path, exc.problem, line=number, column=exc.column) from None
+        if not isinstance(row, dict) or not isinstance(row.get("images"), list):
+            raise ConfigError(path, "not an SFT record (a JSON object with 'images')",
+                              line=number)
         row["images"] = [cv2.cvtColor(cv2.imread(str(path.parent / p)), cv2.COLOR_BGR2RGB)
                          for p in row["images"]]
         rows.append(row)
