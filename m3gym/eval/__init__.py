@@ -7,13 +7,16 @@ from m3gym.eval.runner import (
     EvalAbort,
     EvalConfig,
     EvalResult,
+    UnreadableLine,
     plan_episodes,
     read_records,
+    read_records_checked,
     run_eval,
 )
 from m3gym.eval.splits import check_manifest, split_entries, write_manifest
 from m3gym.eval.summary import print_summary, summarize
 
 __all__ = ["EpisodeSpec", "EvalAbort", "EvalConfig", "EvalResult", "InfrastructureError",
-           "check_manifest", "plan_episodes", "print_summary", "read_records", "replay_trace",
-           "run_eval", "split_entries", "summarize", "write_manifest"]
+           "UnreadableLine", "check_manifest", "plan_episodes", "print_summary", "read_records",
+           "read_records_checked", "replay_trace", "run_eval", "split_entries", "summarize",
+           "write_manifest"]
