@@ -1,10 +1,10 @@
 """m3gym: Gymnasium environments for multimodal tool-using agents.
 
-``import m3gym`` registers ``M3Bench-L1-v2``, ``M3Bench-L2-v2``, ``M3Bench-L3-v2`` (each only when
-its level has families), ``M3Bench-Classic-v2`` (the low-resolution classic-RL suite, 96-px view)
-and one id per task family, e.g. ``M3Bench-TinyText-v2``. The version suffix is
+``import m3gym`` registers ``M3Bench-L1-v3``, ``M3Bench-L2-v3``, ``M3Bench-L3-v3`` (each only when
+its level has families), ``M3Bench-Classic-v3`` (the low-resolution classic-RL suite, 96-px view)
+and one id per task family, e.g. ``M3Bench-TinyText-v3``. The version suffix is
 :data:`ENV_VERSION`, the test manifest's version: it moves whenever a task's bytes do, so a
-script that names ``M3Bench-L2-v2`` either gets exactly those tasks or fails (Gymnasium's
+script that names ``M3Bench-L2-v3`` either gets exactly those tasks or fails (Gymnasium's
 ``DeprecatedEnv``). An unversioned id (``M3Bench-L2``) resolves to the newest version (Gymnasium
 warns).
 """
@@ -35,7 +35,7 @@ ENV_VERSION: int = MANIFEST_VERSION
 
 
 def versioned_id(name: str) -> str:
-    """Return ``name`` with the current version suffix: ``M3Bench-L2`` → ``M3Bench-L2-v2``."""
+    """Return ``name`` with the current version suffix: ``M3Bench-L2`` → ``M3Bench-L2-v3``."""
     return f"{name}-v{ENV_VERSION}"
 
 
@@ -55,7 +55,7 @@ def resolve_env_id(env_id: str) -> str:
 
 
 def family_env_id(family: str) -> str:
-    """Return the env id of a task family: ``tiny_text`` → ``M3Bench-TinyText-v2``."""
+    """Return the env id of a task family: ``tiny_text`` → ``M3Bench-TinyText-v3``."""
     return versioned_id("M3Bench-" + "".join(part.capitalize() for part in family.split("_")))
 
 
@@ -64,7 +64,7 @@ CLASSIC_ENV_ID = versioned_id("M3Bench-Classic")
 
 
 def level_env_id(level: int) -> str:
-    """Return the env id of a level: ``2`` → ``M3Bench-L2-v2``."""
+    """Return the env id of a level: ``2`` → ``M3Bench-L2-v3``."""
     return versioned_id(f"M3Bench-L{int(level)}")
 
 

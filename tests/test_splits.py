@@ -116,3 +116,51 @@ def test_manifest_records_the_library_builds_it_was_written_with(manifest):
     built = manifest["built_with"]
     for key in ("numpy", "opencv", "pillow", "freetype"):
         assert built[key]
+
+
+BLAS_TASK = ("code_lookup", 1030000000)
+"""A frozen task whose spec once hashed differently under an AVX-512 and an AVX2 BLAS kernel."""
+
+
+def _task_hash_under(coretype: str | None) -> str:
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    code = ("from m3gym.tasks.registry import make_task\n"
+            f"print(make_task({BLAS_TASK[0]!r}, {BLAS_TASK[1]}, {{}}).content_hash())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _has_avx2() -> bool:
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:
+        return False
+    return bool(__cpu_features__.get("AVX2")) and bool(__cpu_features__.get("FMA3"))
+
+
+@pytest.mark.skipif(not _has_avx2(), reason="needs an x86-64 CPU with AVX2 to force BLAS kernels")
+def test_task_hashes_do_not_depend_on_the_blas_kernel(manifest):
+    """The frozen task hashes the same with the machine's own OpenBLAS kernel, the AVX2 (Haswell)
+    one and the generic SSE3 (Prescott) one, and matches the manifest."""
+    family, seed = BLAS_TASK
+    expected = next(e["hash"] for e in manifest["levels"]["3"]
+                    if e["task_id"] == f"{family}/{seed}")
+    assert {_task_hash_under(c) for c in (None, "Haswell", "Prescott")} == {expected}
+
+
+def test_spec_floats_are_hashed_rounded():
+    """Two specs that differ only in a float's last bit hash alike; a real change does not."""
+    from m3gym.tasks.spec import rounded_floats
+
+    a, b = 8.86347037415058, 8.863470374150578
+    assert rounded_floats({"g": [a, (1, a)]}) == rounded_floats({"g": [b, (1, b)]})
+    assert rounded_floats({"g": a}) != rounded_floats({"g": a * (1 + 1e-8)})
+    assert rounded_floats({"s": "x", "n": 3, "inf": float("inf")}) == \
+        {"s": "x", "n": 3, "inf": float("inf")}

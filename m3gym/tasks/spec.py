@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -217,5 +218,27 @@ class Task:
             for arr in (ev.clean, ev.mask):
                 if arr is not None:
                     h.update(np.ascontiguousarray(arr).tobytes())
-        h.update(json.dumps(self.spec_dict(), sort_keys=True, default=str).encode())
+        h.update(json.dumps(rounded_floats(self.spec_dict()), sort_keys=True,
+                            default=str).encode())
         return h.hexdigest()
+
+
+HASH_FLOAT_DIGITS = 10
+"""Significant digits of the spec's floats in :meth:`Task.content_hash`."""
+
+
+def rounded_floats(value: Any, digits: int = HASH_FLOAT_DIGITS) -> Any:
+    """Return ``value`` (JSON-like) with every float rounded to ``digits`` significant digits.
+
+    Measurements a task records (a glyph's height, a box in view pixels) pass through NumPy's
+    matrix products, which run on the machine's BLAS kernel: an AVX-512 kernel and an AVX2 one
+    can differ in the last bit. Rounded, the spec hashes the same on every machine, while the
+    pixels are still hashed exactly.
+    """
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: rounded_floats(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded_floats(v, digits) for v in value]
+    return value
