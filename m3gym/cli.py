@@ -83,6 +83,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         run_eval,
     )
     from m3gym.eval.summary import print_summary
+    from m3gym.sandbox.launcher import IsolationUnavailable
 
     envs = tuple(args.env or [m3gym.level_env_id(lv) for lv in (1, 2, 3)
                               if m3gym.family_names(lv)])
@@ -92,7 +93,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      split=args.split, seed=args.seed, reward=args.reward, workers=args.workers,
                      agent_args=parse_key_values(args.agent_arg),
                      env_args={**parse_key_values(args.env_arg),
-                               **({"interface": args.interface} if args.interface else {})},
+                               **({"interface": args.interface} if args.interface else {}),
+                               **({"sandbox": {"isolation": args.code_isolation}}
+                                  if args.code_isolation else {})},
                      max_consecutive_infra=args.max_infra_errors, samples=args.samples,
                      manifest=args.manifest, allow_changed_tasks=args.allow_changed_tasks)
     backend = None
@@ -111,7 +114,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             result = run_eval(cfg, out, resume=args.resume, on_start=progress.start,
                               on_episode=progress.update, backend=backend,
                               on_unreadable=_print_removed_lines)
-    except (EvalAbort, ConnectionError) as exc:
+    except (EvalAbort, ConnectionError, IsolationUnavailable) as exc:
         print(f"m3gym: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -256,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--interface", choices=("atomic", "code", "both"), default=None,
                    help="agent interface: tool calls (atomic, default), Python code, or both")
+    p.add_argument("--code-isolation", choices=("auto", "bwrap", "none"), default=None,
+                   help="code mode's isolation: auto/bwrap need bubblewrap and refuse without "
+                        "it; none is the explicit opt-out, recorded in every episode and report")
     p.add_argument("--out", default=None, help="run folder (default runs/eval-AGENT-TIME)")
     p.add_argument("--resume", action="store_true", help="continue an existing run folder")
     p.add_argument("--max-infra-errors", type=int, default=3,

@@ -249,3 +249,33 @@ def test_memory_attack_is_at_chance_with_worker_privileges(code_env: tuple[M3Ben
         chance += 1 / len(choices)
     assert read == 0
     assert correct / ATTACK_TASKS <= chance / ATTACK_TASKS + 0.03
+
+
+# ------------------------------------------------------------------ eval runs record it
+def test_eval_refuses_unisolated_code_before_writing(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """``m3gym eval --interface code`` without bubblewrap stops with the message, writing nothing."""
+    from m3gym.cli import main
+
+    hide_bwrap(monkeypatch)
+    rc = main(["eval", "--env", "M3Bench-L1", "--agent", "oracle", "--episodes", "1",
+               "--interface", "code", "--out", str(tmp_path / "run"), "--quiet"])
+    assert rc == 2 and not (tmp_path / "run").exists()
+
+
+def test_unisolated_eval_is_recorded_per_episode_and_warned_in_the_report(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The opt-out runs; every episode row says so and the report warns."""
+    from m3gym.eval.report import load_runs, report_warnings
+    from m3gym.eval.runner import EvalConfig, read_records, run_eval
+
+    hide_bwrap(monkeypatch)
+    cfg = EvalConfig(envs=("M3Bench-L1",), agent="oracle", episodes=2,
+                     env_args={"interface": "code", "sandbox": {"isolation": "none"}})
+    run_eval(cfg, tmp_path / "run")
+    records = read_records(tmp_path / "run" / "episodes.jsonl")
+    assert len(records) == 2
+    assert all(r["code_isolation"] == "none" and "answer" in r["untrusted_reward_terms"]
+               for r in records)
+    warnings_ = report_warnings(load_runs([tmp_path / "run"]))
+    assert any("2 episodes ran agent code WITHOUT isolation" in w for w in warnings_), warnings_

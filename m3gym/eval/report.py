@@ -259,9 +259,25 @@ def unreadable_warnings(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def isolation_warnings(runs: Sequence[Run]) -> list[str]:
+    """Return, per run with code-mode episodes run without isolation, how many and what it means.
+
+    Such episodes (``code_isolation`` ``"none"``, the explicit opt-out) let agent code read
+    what the env's machine can: their checkpoint and answer rewards are not trustworthy.
+    """
+    out = []
+    for r in runs:
+        n = sum(1 for rec in r.records if rec.get("code_isolation") == "none")
+        if n:
+            out.append(f"run {r.name}: {n} episode{'s' if n != 1 else ''} ran agent code WITHOUT "
+                       "isolation (code_isolation=none, the explicit opt-out): their checkpoint "
+                       "and answer rewards are untrusted")
+    return out
+
+
 def report_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return every warning the report shows: :func:`unreadable_warnings`, then comparability."""
-    return unreadable_warnings(runs) + comparability_warnings(runs)
+    """Return every warning the report shows: unreadable lines, unisolated code, comparability."""
+    return unreadable_warnings(runs) + isolation_warnings(runs) + comparability_warnings(runs)
 
 
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})

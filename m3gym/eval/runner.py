@@ -368,6 +368,25 @@ def check_env_args(env_id: str, env_args: Mapping[str, Any]) -> None:
             _check_annotated(src, value, params[key], key)
 
 
+def check_code_isolation(env_args: Mapping[str, Any]) -> str | None:
+    """Return the isolation a code-mode run will use (``None`` for atomic runs).
+
+    Raises :class:`~m3gym.sandbox.IsolationUnavailable` before anything is written when code
+    mode would run without bubblewrap and without the explicit ``isolation="none"`` opt-out.
+    """
+    if env_args.get("interface", "atomic") == "atomic":
+        return None
+    from m3gym.sandbox.launcher import SandboxLimits, resolve_isolation
+
+    sandbox = env_args.get("sandbox")
+    isolation = "auto"
+    if isinstance(sandbox, Mapping):
+        isolation = sandbox.get("isolation", "auto")
+    elif sandbox is not None and not isinstance(sandbox, SandboxLimits):
+        raise ValueError(f"env_args 'sandbox' must be a dict, got {type(sandbox).__name__}")
+    return resolve_isolation(isolation)
+
+
 def build_agent(name: str, seed: int, agent_args: Mapping[str, Any]) -> Any:
     """Return a fresh agent (unknown names and bad arguments raise ``ValueError``).
 
@@ -529,6 +548,9 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
         "failure_mode": metrics.get("failure_mode") if ok else None,
         "metrics": metrics if ok else {}, "wall_s": round(rec.wall_s, 3),
     }
+    if final.get("code_isolation") is not None:  # code mode: how agent code was isolated
+        record["code_isolation"] = final["code_isolation"]
+        record["untrusted_reward_terms"] = list(final.get("untrusted_reward_terms") or [])
     images = _image_records(base.state, spec.episode_id, cfg.max_thumbs) if task else []
     thumbs = {}
     if task is not None:
@@ -933,6 +955,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     specs = plan_episodes(cfg)
     for env_id in cfg.envs:
         check_env_args(env_id, cfg.env_args)
+    check_code_isolation(cfg.env_args)
     agent = build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / arguments
     if backend is not None:
         backend.start()  # connect before anything is written (fail fast on a bad address)
