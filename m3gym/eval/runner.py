@@ -955,7 +955,10 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     specs = plan_episodes(cfg)
     for env_id in cfg.envs:
         check_env_args(env_id, cfg.env_args)
-    check_code_isolation(cfg.env_args)
+    if check_code_isolation(cfg.env_args) is not None:
+        from m3gym.sandbox.launcher import protect_env_process
+
+        protect_env_process()  # this process builds every frozen task: keep workers out of it
     agent = build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / arguments
     if backend is not None:
         backend.start()  # connect before anything is written (fail fast on a bad address)
