@@ -311,12 +311,15 @@ def test_eval_in_code_mode_replays(tmp_path) -> None:
     from m3gym.eval import replay_trace
 
     out = tmp_path / "code"
+    isolation = CODE_SANDBOX.get("isolation")
     assert main(["eval", "--env", "M3Bench-L2", "--agent", "oracle", "--interface", "code",
-                 "--episodes", "1", "--out", str(out), "--quiet"]) == 0
+                 "--episodes", "1", "--out", str(out), "--quiet",
+                 *(["--code-isolation", isolation] if isolation else [])]) == 0
     rec = json.loads((out / "episodes.jsonl").read_text().splitlines()[0])
     assert rec["metrics"]["acc"] == rec["metrics"]["S"] == rec["metrics"]["m3"] == 1.0
     trace = json.loads((out / "traces" / f"{rec['episode_id']}.json").read_text())
-    assert trace["recreate"]["env_args"] == {"interface": "code"}
+    assert trace["recreate"]["env_args"] == {
+        "interface": "code", **({"sandbox": {"isolation": isolation}} if isolation else {})}
     env = replay_trace(trace)
     try:
         assert [(e.index, e.provenance.op) for e in env.state] == \
