@@ -204,8 +204,6 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.interface = interface
         self.registry: ToolRegistry = interface_registry(registry, interface)
         self._code = None if interface == "atomic" else make_code_session(registry, sandbox)
-        self.code_isolation: str | None = None if self._code is None else self._code.isolation
-        """Code mode's isolation (``"bwrap"``, or ``"none"`` when opted out); ``None`` atomic."""
         self.action_space = ToolCallSpace(self.registry)
         self.observation_space = ObservationSpace({
             "text": PromptText(),
@@ -228,6 +226,11 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self._done = True
 
     # ------------------------------------------------------------------ public helpers
+    @property
+    def code_isolation(self) -> str | None:
+        """Code mode's isolation (``"bwrap"``, or ``"none"`` when opted out); ``None`` atomic."""
+        return None if self._code is None else self._code.isolation
+
     def tool_schemas(self, fmt: SchemaFormat = "openai") -> list[dict[str, Any]]:
         """Return the tool schemas of this env in the OpenAI or MCP format."""
         if fmt not in self._schemas:
@@ -480,15 +483,10 @@ CODE_PROMPT_NOTE = (
 
 def make_code_session(tools: ToolRegistry, sandbox: Mapping[str, Any] | Any) -> Any:
     """Return the code runner of an env (sandbox limits from a dict or a SandboxLimits)."""
-    from m3gym.sandbox.launcher import SandboxLimits
+    from m3gym.sandbox.launcher import split_sandbox_options
     from m3gym.sandbox.session import CodeSession
 
-    if isinstance(sandbox, SandboxLimits):
-        return CodeSession(tools, sandbox)
-    options = dict(sandbox or {})
-    isolation = options.pop("isolation", "auto")
-    pool_size = int(options.pop("pool_size", 1))
-    return CodeSession(tools, SandboxLimits(**options), isolation, pool_size)
+    return CodeSession(tools, *split_sandbox_options(sandbox))
 
 
 class LazyWorld:

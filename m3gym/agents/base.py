@@ -134,18 +134,24 @@ def reference_step_code(step: Any) -> str:
 AGENTS = ("random", "oracle", "heuristic", "openai")
 
 
-def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
-    """Return an agent by name."""
+def agent_class(name: str) -> type[Agent]:
+    """Return the class of a registered agent (imported lazily; unknown names raise)."""
     if name == "random":
-        return RandomAgent(seed=seed, **kwargs)
+        return RandomAgent
     if name == "oracle":
-        return OracleAgent(**kwargs)
+        return OracleAgent
     if name == "heuristic":
         from m3gym.agents.heuristic import HeuristicAgent
 
-        return HeuristicAgent(seed=seed, **kwargs)
+        return HeuristicAgent
     if name == "openai":
         from m3gym.agents.openai_agent import OpenAIAgent  # lazy: builds an HTTP client
 
-        return OpenAIAgent(seed=seed, **kwargs)
+        return OpenAIAgent
     raise ValueError(f"unknown agent {name!r}; available: {', '.join(AGENTS)}")
+
+
+def make_agent(name: str, seed: int = 0, **kwargs: Any) -> Agent:
+    """Return an agent by name (the oracle takes no seed: it replays the reference)."""
+    cls = agent_class(name)
+    return cls(**kwargs) if cls is OracleAgent else cls(seed=seed, **kwargs)

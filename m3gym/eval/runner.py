@@ -237,24 +237,20 @@ def _agent_parameters(name: str) -> tuple[dict[str, Any], bool] | None:
             target: Any = agent_factory(name)
         except ValueError:
             return None
-    else:
-        from m3gym.agents import base
+        return _parameters(target)
+    from m3gym.agents.base import agent_class
 
-        if name == "openai":
-            from dataclasses import fields as dc_fields
+    try:
+        target = agent_class(name)
+    except ValueError:
+        return None
+    if name == "openai":  # takes its settings as **kwargs of OpenAIAgentConfig
+        from dataclasses import fields as dc_fields
 
-            from m3gym.agents.openai_agent import OpenAIAgentConfig
+        from m3gym.agents.openai_agent import OpenAIAgentConfig
 
-            hints = typing.get_type_hints(OpenAIAgentConfig)
-            return {f.name: hints.get(f.name) for f in dc_fields(OpenAIAgentConfig)}, False
-        if name == "heuristic":
-            from m3gym.agents.heuristic import HeuristicAgent
-
-            target = HeuristicAgent
-        else:
-            target = {"random": base.RandomAgent, "oracle": base.OracleAgent}.get(name)
-            if target is None:
-                return None
+        hints = typing.get_type_hints(OpenAIAgentConfig)
+        return {f.name: hints.get(f.name) for f in dc_fields(OpenAIAgentConfig)}, False
     return _parameters(target)
 
 
@@ -376,14 +372,9 @@ def check_code_isolation(env_args: Mapping[str, Any]) -> str | None:
     """
     if env_args.get("interface", "atomic") == "atomic":
         return None
-    from m3gym.sandbox.launcher import SandboxLimits, resolve_isolation
+    from m3gym.sandbox.launcher import resolve_isolation, split_sandbox_options
 
-    sandbox = env_args.get("sandbox")
-    isolation = "auto"
-    if isinstance(sandbox, Mapping):
-        isolation = sandbox.get("isolation", "auto")
-    elif sandbox is not None and not isinstance(sandbox, SandboxLimits):
-        raise ValueError(f"env_args 'sandbox' must be a dict, got {type(sandbox).__name__}")
+    _, isolation, _ = split_sandbox_options(env_args.get("sandbox"))
     return resolve_isolation(isolation)
 
 

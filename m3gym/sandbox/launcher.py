@@ -34,7 +34,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -117,6 +117,22 @@ def bwrap_problem() -> str | None:
 def bwrap_works() -> bool:
     """Return whether ``bwrap`` is installed and can create the namespaces here."""
     return bwrap_problem() is None
+
+
+def split_sandbox_options(sandbox: Any) -> tuple[SandboxLimits, Isolation, int]:
+    """Return ``(limits, isolation, pool_size)`` of an env's ``sandbox`` argument.
+
+    ``sandbox`` is ``None``, a :class:`SandboxLimits`, or a dict of its fields plus optionally
+    ``isolation`` (default ``"auto"``) and ``pool_size`` (default 1).
+    """
+    if isinstance(sandbox, SandboxLimits):
+        return sandbox, "auto", 1
+    if sandbox is not None and not isinstance(sandbox, Mapping):
+        raise ValueError(f"sandbox must be a dict or SandboxLimits, got {type(sandbox).__name__}")
+    options = dict(sandbox or {})
+    isolation = options.pop("isolation", "auto")
+    pool_size = int(options.pop("pool_size", 1))
+    return SandboxLimits(**options), isolation, pool_size
 
 
 def resolve_isolation(isolation: Isolation) -> Literal["bwrap", "none"]:
@@ -278,6 +294,7 @@ class WorkerPrivileges:
         return "the env's uid"
 
 
+@functools.lru_cache(maxsize=2)
 def worker_privileges(isolation: Literal["bwrap", "none"]) -> WorkerPrivileges:
     """Return the privileges of a new worker.
 
