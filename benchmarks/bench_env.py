@@ -6,18 +6,20 @@ be shared). Sections:
 * **step** — a whole ``M3BenchEnv.step`` with one visual call on a 1024² RGB image (parsing,
   validation, the op, provenance, reward tracking with the task's checkpoints, the view of the new
   image, ``info``), beside the bare OpenCV op it wraps and ``ToolRegistry.execute`` alone, all
-  measured interleaved in one run. Targets (issue 11): ≤ 1.5 ms for flip / grayscale / invert /
-  threshold / crop without zoom, ≤ 2× the bare op for every other tool. With ``AMME_REPO``
+  measured interleaved in one run; the overhead (step − bare op) and the ratio to the bare op
+  are printed per tool. Targets: the bare op plus ≤ 0.3 ms for crop without zoom / flip /
+  grayscale / invert / threshold, ≤ 1.3× the bare op for every other tool. With ``AMME_REPO``
   pointing at a checkout of Agentic-MME (its ``atomic_toolbox.py``; PNG read and write per call,
-  as released) the peer's time per call and the speed ratio are added.
+  as released) the peer's time per call and the speed ratio are added (goal: median ≥ 100×).
 * **reset** — ``env.reset()`` with a fresh task per episode, per level (median and p90).
 * **memory** — RSS and PSS (from ``/proc/self/smaps_rollup``) of fresh processes: after
   ``import m3gym``, after one env ran random episodes, per additional env, and the offline world.
 * **vector** — ``gym.make_vec("M3Bench-L1", num_envs=2)`` sync vs async (Gymnasium's defaults),
   steps per second with a scripted two-call step.
 
-    python benchmarks/bench_env.py [--repeats 40] [--sections step,reset,memory,vector]
-        [--cv2-threads 1] [--markdown]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_env.py [--repeats 40]
+        [--sections step,reset,memory,vector] [--cv2-threads 1] [--markdown]
+    python benchmarks/bench_env.py --smoke      # every section, a few repeats (CI: it runs)
     AMME_REPO=/path/to/Agentic-MME python benchmarks/bench_env.py --sections step
 """
 
@@ -54,10 +56,10 @@ from m3gym.tools.base import ToolContext  # noqa: E402
 from m3gym.tools.visual import denoise_image, enhance_image, gaussian_blur  # noqa: E402
 
 FAST_TOOLS = ("crop", "flip", "grayscale", "invert", "threshold")
-"""Tools whose full step must take ≤ 1.5 ms on 1024² (issue 11)."""
+"""Cheap tools: a full step must cost the bare op plus at most :data:`OVERHEAD_TARGET_MS`."""
 
-FAST_TARGET_MS = 1.5
-RATIO_TARGET = 2.0
+OVERHEAD_TARGET_MS = 0.3
+RATIO_TARGET = 1.3
 PEER_TARGET = 100.0
 
 
@@ -200,9 +202,11 @@ def bench_steps(repeats: int, size: int) -> list[dict[str, Any]]:
               for k, v in (("bare", t_bare), ("exec", t_exec), ("step", t_step),
                            ("peer", t_peer[2:] or t_peer))}
         fast = tool in FAST_TOOLS and "zoom" not in name
-        ok = ms["step"] <= FAST_TARGET_MS if fast else ms["step"] <= RATIO_TARGET * ms["bare"]
-        rows.append({"case": name, **ms, "ratio": ms["step"] / ms["bare"],
-                     "target": f"<= {FAST_TARGET_MS} ms" if fast else f"<= {RATIO_TARGET:g}x bare",
+        over = ms["step"] - ms["bare"]
+        ok = over <= OVERHEAD_TARGET_MS if fast else ms["step"] <= RATIO_TARGET * ms["bare"]
+        rows.append({"case": name, **ms, "over": over, "ratio": ms["step"] / ms["bare"],
+                     "target": (f"bare + {OVERHEAD_TARGET_MS:g} ms" if fast
+                                else f"<= {RATIO_TARGET:g}x bare"),
                      "ok": ok})
     tmp.cleanup()
     return rows
@@ -212,27 +216,33 @@ def print_steps(rows: list[dict[str, Any]], markdown: bool) -> None:
     """Print the step table (plain or as a Markdown table)."""
     peer = any(r["peer"] is not None for r in rows)
     if markdown:
-        head = "| tool | bare op ms | execute ms | env.step ms | step / bare | target |"
+        head = ("| tool | bare op ms | execute ms | env.step ms | step − bare ms | step / bare "
+                "| target |")
         head += " peer ms | peer / step |" if peer else ""
         print(head)
         print("|---" * (head.count("|") - 1) + "|")
         for r in rows:
             line = (f"| {r['case']} | {r['bare']:.2f} | {r['exec']:.2f} | {r['step']:.2f} | "
-                    f"{r['ratio']:.1f}x | {r['target']} {'ok' if r['ok'] else '**missed**'} |")
+                    f"{r['over']:+.2f} | {r['ratio']:.2f}x | {r['target']} "
+                    f"{'ok' if r['ok'] else '**missed**'} |")
             if peer:
                 line += f" {r['peer']:.0f} | {r['peer'] / r['step']:.0f}x |"
             print(line)
-        return
-    print(f"{'tool':<20}{'bare ms':>9}{'exec ms':>9}{'step ms':>9}{'step/bare':>10}"
-          f"{'peer ms':>9}{'peer/step':>10}  target")
-    for r in rows:
-        peer_ms = f"{r['peer']:9.1f}{r['peer'] / r['step']:9.0f}x" if r["peer"] else " " * 19
-        print(f"{r['case']:<20}{r['bare']:9.2f}{r['exec']:9.2f}{r['step']:9.2f}"
-              f"{r['ratio']:9.1f}x{peer_ms}  {r['target']} {'ok' if r['ok'] else 'MISSED'}")
+    else:
+        print(f"{'tool':<20}{'bare ms':>9}{'exec ms':>9}{'step ms':>9}{'step-bare':>10}"
+              f"{'step/bare':>10}{'peer ms':>9}{'peer/step':>10}  target")
+        for r in rows:
+            peer_ms = f"{r['peer']:9.1f}{r['peer'] / r['step']:9.0f}x" if r["peer"] else " " * 19
+            print(f"{r['case']:<20}{r['bare']:9.2f}{r['exec']:9.2f}{r['step']:9.2f}"
+                  f"{r['over']:+10.2f}{r['ratio']:9.2f}x{peer_ms}  {r['target']} "
+                  f"{'ok' if r['ok'] else 'MISSED'}")
+    missed = [r["case"] for r in rows if not r["ok"]]
+    print(f"targets met: {len(rows) - len(missed)} of {len(rows)}"
+          + (f" (missed: {', '.join(missed)})" if missed else ""))
     if peer:
         ratios = sorted(r["peer"] / r["step"] for r in rows)
         print(f"peer / m3gym full step: min {ratios[0]:.0f}x, median "
-              f"{statistics.median(ratios):.0f}x (goal >= {PEER_TARGET:g}x on every tool)")
+              f"{statistics.median(ratios):.0f}x (goal: median >= {PEER_TARGET:g}x)")
 
 
 def bench_resets(episodes: int) -> list[tuple[str, float, float]]:
@@ -355,7 +365,7 @@ def bench_vector(steps: int) -> None:
           "auto-reset with a fresh task)")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=40)
@@ -368,7 +378,12 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="step table as Markdown")
     parser.add_argument("--cv2-threads", type=int, default=None,
                         help="cv2.setNumThreads for this run (default: OpenCV's own)")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="every section with a few repeats (CI: it runs, no numbers)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.resets = 2, 3
+        args.envs, args.episodes, args.vector_steps = 2, 1, 5
     if args.cv2_threads is not None:
         cv2.setNumThreads(args.cv2_threads)
     sections = set(args.sections.split(","))
