@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import cv2
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -119,12 +120,98 @@ def test_limits_and_idle_eviction(tmp_path) -> None:
     assert table.live_count() == 2 and {b, c} == set(table._live)
 
 
-def test_response_images_respect_the_byte_cap() -> None:
+def test_encoder_fits_any_budget_and_says_how() -> None:
     rng = np.random.default_rng(0)
     noise = rng.integers(0, 256, size=(512, 512, 3), dtype=np.uint8)
-    data, mime = encode_image(noise, 40_000)
-    assert len(data) <= 40_000 and mime == "image/jpeg"
+    enc = encode_image(noise, 40_000, index=3, full_size=(2048, 2048))
+    assert len(enc.data) <= 40_000 and enc.mime_type == "image/jpeg" and enc.quality is not None
+    assert cv2.imdecode(np.frombuffer(enc.data, np.uint8), cv2.IMREAD_COLOR).shape[:2] == \
+        (enc.height, enc.width)
+    assert enc.downscaled and enc.width < 512
+    ratio = 2048 / enc.width
+    assert f"1 px here = {ratio:.3g} px of its 2048x2048 full-resolution image" in enc.note()
     assert encode_image(noise, 10) is None
-    table = EpisodeTable(McpLimits(max_response_bytes=3_000))
-    eid, data, images = table.start("M3Bench-L1", seed=4)
-    assert sum(len(i.data) for i in images) <= 3_000 or data["images_left_out"]
+    flat = np.full((300, 400, 3), 200, np.uint8)
+    png = encode_image(flat, 100_000)
+    assert png.mime_type == "image/png" and (png.width, png.height) == (400, 300)
+    assert not png.downscaled and png.quality is None
+    webp = encode_image(noise, 60_000, fmt="webp", quality=70)
+    assert webp.mime_type == "image/webp" and webp.quality <= 70 and len(webp.data) <= 60_000
+    assert encode_image(flat, 100_000, fmt="jpeg").mime_type == "image/jpeg"
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"max_response_bytes": 1000}, "max_response_bytes must be >= 65536"),
+    ({"image_format": "gif"}, "image_format must be one of"),
+    ({"image_quality": 0}, r"image_quality must be in \[1, 100\]"),
+    ({"max_pooled_envs": -1}, "max_pooled_envs must be >= 0"),
+])
+def test_bad_limits_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        McpLimits(**kwargs).validate()
+
+
+def test_small_reply_cap_downscales_states_the_scale_and_keeps_the_score() -> None:
+    limit = 64 * 1024
+    table = EpisodeTable(McpLimits(max_response_bytes=limit, image_format="png"))
+    eid, data, images = table.start("M3Bench-L2", seed=11)
+    state = table._live[eid].rec.env.unwrapped.state
+    full_w, full_h = state[0].width, state[0].height
+    sent = data["images_sent"][0]
+    assert images and images[0].downscaled and sent["full_width"] == full_w
+    assert sum(len(i.data) for i in images) * 4 / 3 + len(data["text"]) < limit
+    assert f"px of its {full_w}x{full_h} full-resolution image" in data["text"]
+    assert "bbox_2d uses a 0-1000 scale" in data["text"]
+    got = play_oracle(table, eid)  # the small replies change nothing the env scores
+    rec = run_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=11)
+    assert got["answer_correct"] is True
+    for key in ("acc", "S", "V", "OT", "m3"):
+        assert got["metrics"][key] == pytest.approx(rec.final["metrics"][key]), key
+
+
+def test_start_text_carries_choices_and_budgets() -> None:
+    table = EpisodeTable()
+    for seed in range(6):
+        eid, data, _ = table.start("M3Bench-L1", seed=seed)
+        assert f"episode_id: {eid}" in data["text"]
+        assert f"{data['max_tool_calls']} tool calls, {data['max_rounds']} rounds" in data["text"]
+        for choice in data.get("choices") or []:
+            assert str(choice) in data["text"]
+        table.answer(eid, "x")
+
+
+def test_close_records_episodes_in_flight(tmp_path) -> None:
+    table = EpisodeTable(record=tmp_path / "run")
+    a, _, _ = table.start("M3Bench-L1", seed=1)
+    b, _, _ = table.start("M3Bench-L1", seed=2)
+    table.call(a, [{"name": "grayscale", "arguments": {"image_index": 0}}])
+    table.answer(b, "x")
+    assert table.close() == [a]
+    records = read_records(tmp_path / "run" / "episodes.jsonl")
+    assert sorted(r["status"] for r in records) == ["interrupted", "ok"]
+    assert table.live_count() == 0
+    with pytest.raises(EpisodeError, match="has ended"):
+        table.call(a, [{"name": "grayscale", "arguments": {"image_index": 0}}])
+
+
+def test_env_pool_and_memory_stay_bounded() -> None:
+    table = EpisodeTable(McpLimits(max_pooled_envs=2, finished_kept=3))
+    for env_id in ("M3Bench-L1", "M3Bench-L2", "M3Bench-L1", "M3Bench-TinyText"):
+        eid, _, _ = table.start(env_id, seed=5)
+        table.answer(eid, "x")
+    assert table.pooled_envs() == 2
+    assert len(table._ended) == 3
+    assert all(not e.outcome.thumbs for e in table._ended.values())
+
+
+def test_reaper_evicts_idle_episodes_without_calls() -> None:
+    clock = Clock()
+    table = EpisodeTable(McpLimits(idle_s=10), clock=clock)
+    eid, _, _ = table.start("M3Bench-L1", seed=1)
+    clock.now = 11.0
+    thread = table.start_reaper(interval_s=0.01)
+    thread.join(timeout=0.5)  # keeps running until close()
+    assert table.live_count() == 0 and table._ended[eid].reason.startswith("evicted")
+    table.close()
+    thread.join(timeout=5)
+    assert not thread.is_alive()

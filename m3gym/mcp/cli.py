@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from types import FrameType
+
+from m3gym.mcp import DEFAULT_RESPONSE_BYTES, IMAGE_FORMATS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -12,16 +16,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--http", type=int, default=None, metavar="PORT",
                    help="serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio")
     p.add_argument("--record", default=None, metavar="RUN_DIR",
-                   help="write every finished episode into this run folder (as m3gym eval)")
+                   help="write every finished episode into this run folder (as m3gym eval); "
+                        "episodes in progress are recorded as interrupted when the server stops")
     p.add_argument("--max-episodes", type=int, default=32, help="episodes in progress at once")
     p.add_argument("--idle-s", type=float, default=900.0, help="evict episodes idle this long")
-    p.add_argument("--max-response-bytes", type=int, default=2 * 1024 * 1024,
-                   help="cap on encoded image bytes in one response")
+    p.add_argument("--max-response-bytes", type=int, default=DEFAULT_RESPONSE_BYTES,
+                   help="cap on one reply as sent, JSON with base64 images (default 768 KiB: "
+                        "the official MCP client takes 1 MiB per server-sent event)")
+    p.add_argument("--image-format", choices=IMAGE_FORMATS, default="auto",
+                   help="image encoding in replies: auto = PNG when it fits, else JPEG")
+    p.add_argument("--image-quality", type=int, default=85,
+                   help="first JPEG/WebP quality tried, 1-100 (lower ones follow to fit)")
     p.set_defaults(func=run)
 
 
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the server until its transport closes."""
+    """Run the server until its transport closes, SIGINT or SIGTERM; then record what is live."""
     try:
         from m3gym.mcp.server import build_server
     except ImportError as exc:
@@ -31,14 +45,27 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         limits = McpLimits(max_episodes=args.max_episodes, idle_s=args.idle_s,
-                           max_response_bytes=args.max_response_bytes)
+                           max_response_bytes=args.max_response_bytes,
+                           image_format=args.image_format, image_quality=args.image_quality)
         table = EpisodeTable(limits, record=args.record)
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = build_server(table)
-    if args.http is None:
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host="127.0.0.1", port=int(args.http))
+    table.start_reaper()
+    # SIGTERM as SIGINT: the transport stops (uvicorn handles both and re-raises them after
+    # its shutdown), and the finally below records the episodes still in progress
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        if args.http is None:
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host="127.0.0.1", port=int(args.http))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        ended = table.close()
+        if ended and table.folder is not None:
+            print(f"recorded {len(ended)} episode(s) in progress as interrupted in "
+                  f"{table.folder.path}", file=sys.stderr)
     return 0

@@ -47,6 +47,7 @@ from m3gym.eval.runner import (
     unreadable_message,
     write_outcome,
 )
+from m3gym.mcp import DEFAULT_RESPONSE_BYTES, IMAGE_FORMATS
 
 MAX_SEED = 2**31 - 1
 """Largest reset seed ``start_episode`` accepts."""
@@ -65,35 +66,98 @@ class McpLimits:
         idle_s: an episode untouched this long is evicted (its env is freed).
         max_images: images one episode may hold (the env's image-state bound).
         max_episode_bytes: bytes of image data one episode may hold.
-        max_response_bytes: encoded image bytes in one response (images are re-encoded smaller,
-            then left out with a note, to stay under it).
+        max_response_bytes: bytes of one reply as sent (its JSON: text, structured content and
+            base64 images). Images are re-encoded (lossy, then downscaled, the scale stated in
+            the text) to fit, and left out with a note only when even a small one cannot.
+        image_format: ``auto`` (PNG when it fits, else JPEG), ``png``, ``jpeg`` or ``webp``.
+        image_quality: the first JPEG/WebP quality tried (1-100); lower ones follow if needed.
         finished_kept: finished or evicted episodes remembered for reports and precise errors.
+        max_pooled_envs: idle envs kept for reuse, over all env ids together.
     """
 
     max_episodes: int = 32
     idle_s: float = 900.0
     max_images: int = 48
     max_episode_bytes: int = 192 * 1024 * 1024
-    max_response_bytes: int = 2 * 1024 * 1024
-    finished_kept: int = 1024
+    max_response_bytes: int = DEFAULT_RESPONSE_BYTES
+    image_format: str = "auto"
+    image_quality: int = 85
+    finished_kept: int = 256
+    max_pooled_envs: int = 4
 
     def validate(self) -> None:
         """Raise ``ValueError`` for a bound that cannot work."""
-        for name in ("max_episodes", "max_images", "max_episode_bytes", "max_response_bytes",
-                     "finished_kept"):
+        for name in ("max_episodes", "max_images", "max_episode_bytes", "finished_kept"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.max_pooled_envs < 0:
+            raise ValueError("max_pooled_envs must be >= 0")
+        if self.max_response_bytes < MIN_RESPONSE_BYTES:
+            raise ValueError(f"max_response_bytes must be >= {MIN_RESPONSE_BYTES} (room for the "
+                             f"text of a reply), got {self.max_response_bytes}")
+        if self.image_format not in IMAGE_FORMATS:
+            raise ValueError(f"image_format must be one of {list(IMAGE_FORMATS)}, got "
+                             f"{self.image_format!r}")
+        if not 1 <= self.image_quality <= 100:
+            raise ValueError(f"image_quality must be in [1, 100], got {self.image_quality}")
         if not self.idle_s > 0:
             raise ValueError("idle_s must be > 0")
 
 
+MIN_RESPONSE_BYTES = 64 * 1024
+"""Smallest ``max_response_bytes``: a reply's text (a fetched page, a verdict) must fit."""
+
+
 @dataclass
 class EncodedImage:
-    """An image ready for an MCP image content block."""
+    """An image ready for an MCP image content block, with how it was sent.
+
+    Attributes:
+        index: the image's index in the episode.
+        data: the encoded bytes.
+        mime_type: ``image/png``, ``image/jpeg`` or ``image/webp``.
+        width: pixel width as sent.
+        height: pixel height as sent.
+        quality: the JPEG/WebP quality (``None`` for lossless PNG).
+        view_width: width of the env's view the image was encoded from.
+        full_width: width of the full-resolution image in the env (0 when unknown).
+        full_height: height of the full-resolution image (0 when unknown).
+    """
 
     index: int
     data: bytes
     mime_type: str
+    width: int = 0
+    height: int = 0
+    quality: int | None = None
+    view_width: int = 0
+    full_width: int = 0
+    full_height: int = 0
+
+    @property
+    def downscaled(self) -> bool:
+        """Whether the image was sent smaller than the env's view."""
+        return self.width < self.view_width
+
+    def info(self) -> dict[str, Any]:
+        """Return how the image was sent (for structured content)."""
+        return {"index": self.index, "mime_type": self.mime_type, "width": self.width,
+                "height": self.height, "quality": self.quality,
+                "full_width": self.full_width, "full_height": self.full_height,
+                "full_px_per_px": round(self.full_width / self.width, 4)
+                if self.full_width and self.width else None}
+
+    def note(self) -> str:
+        """Return the sentence the reply text carries when the image is not the lossless view."""
+        how = ("PNG" if self.quality is None else
+               f"{self.mime_type.split('/')[1].upper()} quality {self.quality}")
+        size = f"{self.width}x{self.height} {how}"
+        if self.full_width:
+            ratio = self.full_width / self.width
+            return (f"Image {self.index} is sent as {size} to fit the reply limit: 1 px here = "
+                    f"{ratio:.3g} px of its {self.full_width}x{self.full_height} "
+                    "full-resolution image (multiply pixel positions by that).")
+        return f"Image {self.index} is sent as {size} to fit the reply limit."
 
 
 @dataclass
@@ -107,39 +171,146 @@ class StepReply:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def encode_image(array: np.ndarray, budget: int) -> tuple[bytes, str] | None:
-    """Return ``(bytes, mime)`` of an RGB/gray ``uint8`` image within ``budget`` bytes, or None.
+_LOSSY_STEPS = (0, 15, 30, 45)
+"""Quality steps below ``image_quality`` tried before downscaling (floored at 20)."""
 
-    PNG when it fits, else JPEG at falling quality, then halved sizes.
+_DOWNSCALE = 0.75
+"""Side factor of each downscaling step when no quality fits."""
+
+
+def _imencode(img: np.ndarray, fmt: str, quality: int | None) -> bytes | None:
+    if fmt == "png":
+        ok, buf = cv2.imencode(".png", img)
+    elif fmt == "webp":
+        ok, buf = cv2.imencode(".webp", img, [cv2.IMWRITE_WEBP_QUALITY, int(quality or 85)])
+    else:
+        ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, int(quality or 85)])
+    return buf.tobytes() if ok else None
+
+
+def encode_image(array: np.ndarray, budget: int, fmt: str = "auto", quality: int = 85,
+                 index: int = 0, full_size: tuple[int, int] = (0, 0)) -> EncodedImage | None:
+    """Return an RGB/gray ``uint8`` image encoded within ``budget`` bytes, or None.
+
+    ``auto``: PNG when it fits, else JPEG from ``quality`` down (steps of 15, floor 20), then
+    the same at 3/4 of the size, again and again (down to 16 px on the short side). ``png``
+    only downscales; ``jpeg`` / ``webp`` never send PNG. ``full_size`` (width, height) is the
+    full-resolution image's size, for the note on how it was sent.
     """
     img = cv2.cvtColor(array, cv2.COLOR_RGB2BGR) if array.ndim == 3 else array
-    ok, buf = cv2.imencode(".png", img)
-    if ok and buf.nbytes <= budget:
-        return buf.tobytes(), "image/png"
+    view_w = int(array.shape[1])
+
+    def done(data: bytes, mime: str, q: int | None, im: np.ndarray) -> EncodedImage:
+        return EncodedImage(int(index), data, mime, int(im.shape[1]), int(im.shape[0]), q,
+                            view_w, int(full_size[0]), int(full_size[1]))
+
+    lossy = "webp" if fmt == "webp" else "jpeg"
+    qualities = sorted({max(20, quality - step) for step in _LOSSY_STEPS}, reverse=True)
     while min(img.shape[:2]) >= 16:
-        for quality in (90, 75, 60):
-            ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, quality])
-            if ok and buf.nbytes <= budget:
-                return buf.tobytes(), "image/jpeg"
-        img = cv2.resize(img, (img.shape[1] // 2, img.shape[0] // 2),
-                         interpolation=cv2.INTER_AREA)
+        if fmt in ("auto", "png"):
+            data = _imencode(img, "png", None)
+            if data is not None and len(data) <= budget:
+                return done(data, "image/png", None, img)
+        if fmt != "png":
+            for q in qualities:
+                data = _imencode(img, lossy, q)
+                if data is not None and len(data) <= budget:
+                    return done(data, f"image/{lossy}", q, img)
+        size = (max(1, int(img.shape[1] * _DOWNSCALE)), max(1, int(img.shape[0] * _DOWNSCALE)))
+        img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
     return None
 
 
-def encode_images(indices: tuple[int, ...], images: tuple[np.ndarray, ...],
-                  budget: int) -> tuple[list[EncodedImage], list[int]]:
+def encode_images(indices: tuple[int, ...], images: tuple[np.ndarray, ...], budget: int,
+                  fmt: str = "auto", quality: int = 85,
+                  full_sizes: tuple[tuple[int, int], ...] | None = None,
+                  ) -> tuple[list[EncodedImage], list[int]]:
     """Encode images within a shared byte ``budget``; return them and the indices left out."""
     out: list[EncodedImage] = []
     left: list[int] = []
     for n, (index, array) in enumerate(zip(indices, images)):
         share = budget // max(1, len(images) - n)
-        enc = encode_image(array, share)
+        full = full_sizes[n] if full_sizes else (0, 0)
+        enc = encode_image(array, share, fmt, quality, int(index), full)
         if enc is None:
             left.append(int(index))
             continue
-        budget -= len(enc[0])
-        out.append(EncodedImage(int(index), enc[0], enc[1]))
+        budget -= len(enc.data)
+        out.append(enc)
     return out, left
+
+
+def _json_len(value: Any) -> int:
+    return len(json.dumps(value, default=str))
+
+
+REPLY_OVERHEAD = 4096
+"""Bytes a reply keeps free for the JSON-RPC envelope and the content blocks' own keys."""
+
+NOTE_BYTES = 400
+"""Bytes a reply keeps free per image for the sentence on how it was sent."""
+
+
+def image_budget(limits: McpLimits, text: str, data: Mapping[str, Any], n_images: int) -> int:
+    """Return the raw (pre-base64) image bytes a reply may carry besides ``text`` and ``data``.
+
+    The text is sent once as a text block and ``data`` once as structured content; images go
+    as base64 (4 bytes per 3).
+    """
+    room = (limits.max_response_bytes - REPLY_OVERHEAD - _json_len(text) - _json_len(data)
+            - n_images * (NOTE_BYTES + _json_len({"index": 0, "mime_type": "image/jpeg",
+                                                   "width": 0, "height": 0, "quality": 0,
+                                                   "full_width": 0, "full_height": 0,
+                                                   "full_px_per_px": 0.0})))
+    return max(0, room) * 3 // 4
+
+
+def fit_images(limits: McpLimits, text: str, data: dict[str, Any],
+               indices: tuple[int, ...], arrays: tuple[np.ndarray, ...],
+               full_sizes: tuple[tuple[int, int], ...]) -> tuple[str, list[EncodedImage]]:
+    """Encode a reply's images within :attr:`McpLimits.max_response_bytes`.
+
+    Returns the text with a sentence for each image not sent as the lossless view (its size,
+    format and scale to the full-resolution image) and for each left out; ``data`` gains
+    ``images_sent`` (how each image went) and ``images_left_out``.
+    """
+    budget = image_budget(limits, text, data, len(arrays))
+    images, left = encode_images(indices, arrays, budget, limits.image_format,
+                                 limits.image_quality, full_sizes)
+    notes = [i.note() for i in images if i.downscaled or i.quality is not None]
+    if notes:
+        notes.append("Tools work on the full-resolution image and bbox_2d uses a 0-1000 scale of "
+                     "it, so coordinates do not depend on how an image is sent.")
+    if left:
+        notes.append(f"Images {left} do not fit in one reply ({limits.max_response_bytes} "
+                     "bytes) even downscaled: they exist in the episode; crop them smaller to "
+                     "see them.")
+    data["images_sent"] = [i.info() for i in images]
+    data["images_left_out"] = left
+    if notes:
+        text = text + "\n\n" + "\n".join(notes)
+    return text, images
+
+
+def start_text(data: Mapping[str, Any]) -> str:
+    """Return ``start_episode``'s text: the episode id, the prompt, the choices and the budgets.
+
+    Everything in the structured content an agent needs is here too, for clients that only
+    read text.
+    """
+    choices = data.get("choices") or []
+    lines = [f"episode_id: {data['episode_id']}", "", str(data["prompt"]), ""]
+    if choices:
+        lines.append("Choices: " + "; ".join(str(c) for c in choices))
+    lines.append(f"Budget: {data.get('max_tool_calls')} tool calls, {data.get('max_rounds')} "
+                 "rounds. Call the tools with this episode_id; finish with answer.")
+    return "\n".join(lines)
+
+
+def _full_sizes(rec: EpisodeRecorder, indices: Any) -> tuple[tuple[int, int], ...]:
+    """Return (width, height) of the full-resolution images ``indices`` of an episode."""
+    state = rec.env.unwrapped.state
+    return tuple((state[int(i)].width, state[int(i)].height) for i in indices)
 
 
 class RunFolder:
@@ -243,6 +414,7 @@ class EpisodeTable:
         self._free_envs: dict[str, list[gym.Env]] = {}
         self._lock = threading.Lock()
         self._counter = itertools.count(1)
+        self._stop = threading.Event()
 
     # ------------------------------------------------------------------ envs
     def _take_env(self, env_id: str, reward: str) -> tuple[str, gym.Env]:
@@ -259,10 +431,23 @@ class EpisodeTable:
         return key, env
 
     def _give_env(self, key: str, env: gym.Env) -> None:
+        """Keep ``env`` for reuse; beyond ``limits.max_pooled_envs`` (all ids) close the oldest."""
+        closing: list[gym.Env] = []
         with self._lock:
-            pool = self._free_envs.setdefault(key, [])
-            if len(pool) < 4:
-                pool.append(env)
+            self._free_envs.setdefault(key, []).append(env)
+            self._free_envs[key] = self._free_envs.pop(key)  # most recently used id last
+            while sum(map(len, self._free_envs.values())) > self.limits.max_pooled_envs:
+                oldest = next(iter(self._free_envs))
+                closing.append(self._free_envs[oldest].pop(0))
+                if not self._free_envs[oldest]:
+                    del self._free_envs[oldest]
+        for old in closing:
+            old.close()
+
+    def pooled_envs(self) -> int:
+        """Return the number of idle envs kept for reuse."""
+        with self._lock:
+            return sum(map(len, self._free_envs.values()))
 
     # ------------------------------------------------------------------ lifecycle
     def evict_idle(self) -> list[str]:
@@ -323,10 +508,13 @@ class EpisodeTable:
         live = _Live(episode_id, spec, cfg, key, rec, self.clock())
         with self._lock:
             self._live[episode_id] = live
-        images, left = encode_images(tuple(obs["image_indices"]), tuple(obs["images"]),
-                                     self.limits.max_response_bytes)
         data = {"episode_id": episode_id, "prompt": obs["text"],
-                "image_indices": list(obs["image_indices"]), "images_left_out": left, **info}
+                "image_indices": list(obs["image_indices"]), **info}
+        data.pop("tool_schemas", None)
+        text, images = fit_images(self.limits, start_text(data), data,
+                                  tuple(obs["image_indices"]), tuple(obs["images"]),
+                                  _full_sizes(rec, obs["image_indices"]))
+        data["text"] = text
         return episode_id, data, images
 
     def _plan(self, env_id: Any, seed: Any, split: Any, index: Any) -> EpisodeSpec:
@@ -401,15 +589,9 @@ class EpisodeTable:
                 self._end(live, f"env error: {live.rec.error}", status=None)
                 raise EpisodeError(f"the env failed on this call: {type(exc).__name__}: "
                                    f"{exc}") from None
-            images, left = encode_images(tuple(obs["image_indices"]), tuple(obs["images"]),
-                                         self.limits.max_response_bytes)
             records = info.get("calls") or []
             failed = [r for r in records if not r.get("ok")]
-            text = str(obs["text"])
-            if left:
-                text += (f"\n(images {left} are too large for one response "
-                         f"({self.limits.max_response_bytes} bytes): crop them smaller)")
-            reply = StepReply(text, images, is_error=bool(failed) or bool(info.get(
+            reply = StepReply(str(obs["text"]), [], is_error=bool(failed) or bool(info.get(
                 "parse_errors")), data={"calls_used": info.get("calls_used"),
                                         "rounds": info.get("rounds"),
                                         "new_images": list(obs["image_indices"])})
@@ -420,6 +602,11 @@ class EpisodeTable:
                 reply.data.update(verdict(outcome))
                 if truncated:
                     reply.text += "\nThe episode ended: its budget is spent."
+            reply.text += (f"\n(Used {reply.data['calls_used']} tool calls and "
+                           f"{reply.data['rounds']} rounds.)")
+            reply.text, reply.images = fit_images(
+                self.limits, reply.text, reply.data, tuple(obs["image_indices"]),
+                tuple(obs["images"]), _full_sizes(live.rec, obs["image_indices"]))
             return reply
 
     def _end(self, live: _Live, reason: str, status: str | None) -> EpisodeOutcome | None:
@@ -437,8 +624,9 @@ class EpisodeTable:
         outcome = assemble_outcome(spec, live.cfg, rec)
         if self.folder is not None:
             self.folder.write(outcome)
-        with self._lock:
-            self._ended[live.episode_id] = _Ended(outcome, reason)
+        with self._lock:  # thumbnails are in the run folder (if any): not kept in memory
+            self._ended[live.episode_id] = _Ended(EpisodeOutcome(outcome.record, outcome.trace),
+                                                  reason)
             while len(self._ended) > self.limits.finished_kept:
                 self._ended.popitem(last=False)
         self._give_env(live.key, rec.env)
@@ -459,6 +647,37 @@ class EpisodeTable:
                         "prompt": live.rec.prompt, "steps": list(live.rec.steps)}
         raise EpisodeError(f"unknown episode {episode_id!r} (never started, or forgotten: the "
                            f"server remembers the last {self.limits.finished_kept} ended ones)")
+
+    def close(self, reason: str = "the server stopped") -> list[str]:
+        """End every episode in progress (recorded as ``interrupted``); return their ids.
+
+        The server calls it when it stops (end of the transport, SIGINT or SIGTERM), so a
+        ``--record`` run folder holds every episode started. Waits for a call in flight.
+        """
+        self._stop.set()
+        with self._lock:
+            lives = list(self._live.values())
+        ended = []
+        for live in lives:
+            with live.lock:
+                if self._end(live, reason, status="interrupted") is not None:
+                    ended.append(live.episode_id)
+        return ended
+
+    def start_reaper(self, interval_s: float | None = None) -> threading.Thread:
+        """Evict idle episodes every ``interval_s`` (default ``min(idle_s / 4, 60)``) in a thread.
+
+        Without it eviction happens only when a call arrives; the thread stops on :meth:`close`.
+        """
+        interval = interval_s if interval_s is not None else min(self.limits.idle_s / 4, 60.0)
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.evict_idle()
+
+        thread = threading.Thread(target=loop, name="m3gym-mcp-reaper", daemon=True)
+        thread.start()
+        return thread
 
     def live_count(self) -> int:
         """Return the number of episodes in progress."""

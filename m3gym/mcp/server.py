@@ -15,6 +15,12 @@ Tools:
 
 State lives in the :class:`~m3gym.mcp.episodes.EpisodeTable`, keyed by ``episode_id``, never in
 the MCP session. Bad calls come back as MCP tool errors (``isError``) with a precise message.
+
+Every tool has a title, annotations (:data:`ANNOTATIONS`) and an output schema; everything in a
+reply's structured content that an agent needs is in its text too. Every reply, as sent, stays
+under ``limits.max_response_bytes`` (768 KiB by default, under the official client's 1 MiB per
+server-sent event): images are re-encoded, downscaled (the scale stated in the text) or, last,
+left out with a note; an oversized report is paged (``first_step``).
 """
 
 from __future__ import annotations
@@ -27,10 +33,134 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp.types import CallToolResult, ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
 from m3gym.mcp.episodes import EncodedImage, EpisodeError, EpisodeTable, StepReply
+
+ENVELOPE_BYTES = 256
+"""Bytes of the JSON-RPC envelope around a result (``{"jsonrpc": "2.0", "id": ..., ...}``)."""
+
+ANNOTATIONS: dict[str, ToolAnnotations] = {
+    # every tool acts on the server's own offline episode table: never the open world
+    "start_episode": ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                     idempotent_hint=False, open_world_hint=False),
+    "tool": ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                            idempotent_hint=False, open_world_hint=False),
+    "answer": ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                              idempotent_hint=False, open_world_hint=False),
+    "episode_report": ToolAnnotations(read_only_hint=True, destructive_hint=False,
+                                      idempotent_hint=True, open_world_hint=False),
+}
+"""Tool annotations. An m3gym tool call adds an image (append-only) and spends budget: not
+read-only, not idempotent, not destructive; ``answer`` ends the episode (destructive);
+``web_search`` and the other retrieval tools search m3gym's offline corpus (closed world)."""
+
+_INT_LIST: dict[str, Any] = {"type": "array", "items": {"type": "integer"}}
+_IMAGE_SENT: dict[str, Any] = {
+    "type": "object",
+    "required": ["index", "mime_type", "width", "height"],
+    "properties": {
+        "index": {"type": "integer"}, "mime_type": {"type": "string"},
+        "width": {"type": "integer", "description": "Pixel width as sent."},
+        "height": {"type": "integer", "description": "Pixel height as sent."},
+        "quality": {"type": ["integer", "null"], "description": "JPEG/WebP quality; null: PNG."},
+        "full_width": {"type": "integer", "description": "Full-resolution width in the env."},
+        "full_height": {"type": "integer"},
+        "full_px_per_px": {"type": ["number", "null"],
+                           "description": "Full-resolution pixels per pixel sent."},
+    },
+}
+_IMAGES_PROPS: dict[str, Any] = {
+    "images_sent": {"type": "array", "items": _IMAGE_SENT,
+                    "description": "How each image in this reply was sent (size, format, scale)."},
+    "images_left_out": {**_INT_LIST, "description": "Images too large for one reply."},
+}
+_VERDICT_PROPS: dict[str, Any] = {
+    "status": {"type": "string"}, "answer": {}, "answer_correct": {"type": ["boolean", "null"]},
+    "reward": {}, "metrics": {"type": "object"}, "failure_mode": {},
+}
+STEP_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["calls_used", "rounds", "new_images", "images_sent", "images_left_out"],
+    "properties": {"calls_used": {"type": "integer"}, "rounds": {"type": "integer"},
+                   "new_images": {**_INT_LIST, "description": "Indices of the new images."},
+                   **_IMAGES_PROPS, **_VERDICT_PROPS},
+}
+"""Output schema of every m3gym tool and ``parallel_calls`` (the verdict when the step ends the
+episode)."""
+ANSWER_OUTPUT: dict[str, Any] = {
+    **STEP_OUTPUT, "required": [*STEP_OUTPUT["required"], "status", "answer_correct", "metrics"]}
+"""Output schema of ``answer``."""
+START_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["episode_id", "prompt", "image_indices", "max_tool_calls", "max_rounds",
+                 "images_sent", "images_left_out"],
+    "properties": {"episode_id": {"type": "string"}, "prompt": {"type": "string"},
+                   "image_indices": _INT_LIST, "choices": {"type": "array"},
+                   "max_tool_calls": {"type": "integer"}, "max_rounds": {"type": "integer"},
+                   **_IMAGES_PROPS},
+}
+"""Output schema of ``start_episode``."""
+REPORT_OUTPUT: dict[str, Any] = {
+    "type": "object", "required": ["steps", "ended", "first_step", "next_step"],
+    "properties": {"steps": {"type": "array"}, "ended": {"type": ["string", "null"]},
+                   "first_step": {"type": "integer"},
+                   "next_step": {"type": ["integer", "null"],
+                                 "description": "Call again with first_step=next_step for the "
+                                                "rest; null: nothing left."}},
+}
+"""Output schema of ``episode_report``."""
+
+
+def reply_bytes(result: CallToolResult) -> int:
+    """Return the bytes ``result`` takes as a JSON-RPC response (one server-sent event)."""
+    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode()) + ENVELOPE_BYTES
+
+
+def fit_result(result: CallToolResult, limit: int) -> CallToolResult:
+    """Return ``result`` within ``limit`` bytes as sent: drop images (last first), then cut text.
+
+    The table already sizes images to fit; this is the last guard, so no reply can exceed the
+    client's limit and end its session. What is dropped is said in the text.
+    """
+    if reply_bytes(result) <= limit:
+        return result
+    content = list(result.content)
+    data = dict(result.structured_content) if result.structured_content is not None else None
+    dropped: list[int] = []
+    while any(isinstance(c, ImageContent) for c in content):
+        pos = max(i for i, c in enumerate(content) if isinstance(c, ImageContent))
+        content.pop(pos)
+        if data is not None and data.get("images_sent"):
+            sent = list(data["images_sent"])
+            dropped.append(int(sent.pop(-1)["index"]))
+            data["images_sent"] = sent
+            data["images_left_out"] = sorted([*data.get("images_left_out", []), dropped[-1]])
+        out = result.model_copy(update={"content": content, "structured_content": data})
+        if reply_bytes(out) + 200 <= limit:
+            break
+    note = (f"\n(images {sorted(dropped)} left out: the reply would exceed {limit} bytes)"
+            if dropped else "")
+    out = result.model_copy(update={"content": content, "structured_content": data})
+    for i, c in enumerate(content):
+        if isinstance(c, TextContent):
+            content[i] = TextContent(type="text", text=c.text + note)
+            break
+    out = result.model_copy(update={"content": content, "structured_content": data})
+    for _ in range(8):  # text alone too long: cut the longest text block, say so
+        over = reply_bytes(out) - limit
+        pos = max((i for i, c in enumerate(content) if isinstance(c, TextContent)),
+                  key=lambda i: len(content[i].text), default=None)
+        if over <= 0 or pos is None:
+            break
+        text = content[pos].text
+        keep = max(0, len(text) - 2 * over - 300)
+        content[pos] = TextContent(type="text", text=text[:keep] + (
+            f"\n... ({len(text) - keep} characters cut: the reply would exceed {limit} bytes)"))
+        out = result.model_copy(update={"content": content, "structured_content": data})
+    return out
+
 
 EPISODE_ID_SCHEMA: dict[str, Any] = {
     "type": "string",
@@ -61,28 +191,35 @@ def _error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def _guarded(fn: Callable[[dict[str, Any]], CallToolResult]
+def _guarded(fn: Callable[[dict[str, Any]], CallToolResult], limit: int
              ) -> Callable[[dict[str, Any]], CallToolResult]:
-    """Turn :class:`EpisodeError` (bad input) into a tool error result."""
+    """Turn :class:`EpisodeError` (bad input) into a tool error result; fit every reply."""
 
     def run(arguments: dict[str, Any]) -> CallToolResult:
         try:
-            return fn(arguments)
+            return fit_result(fn(arguments), limit)
         except EpisodeError as exc:
-            return _error(str(exc))
+            return fit_result(_error(str(exc)), limit)
 
     return run
 
 
-def _tool(name: str, description: str, schema: dict[str, Any],
-          fn: Callable[[dict[str, Any]], CallToolResult]) -> Tool:
-    """Return an MCP tool with a hand-made input schema whose function gets the raw arguments."""
-    return Tool(fn=_guarded(fn), name=name, description=description, parameters=schema,
-                fn_metadata=FuncMetadata(arg_model=_Arguments), is_async=False)
+def _title(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def _tool(table: EpisodeTable, name: str, description: str, schema: dict[str, Any],
+          output: dict[str, Any], fn: Callable[[dict[str, Any]], CallToolResult]) -> Tool:
+    """Return an MCP tool (hand-made input and output schemas; the function gets raw arguments)."""
+    kind = name if name in ANNOTATIONS else "tool"
+    return Tool(fn=_guarded(fn, table.limits.max_response_bytes), name=name, title=_title(name),
+                description=description, parameters=schema,
+                fn_metadata=FuncMetadata(arg_model=_Arguments, output_schema=output),
+                annotations=ANNOTATIONS[kind], is_async=False)
 
 
 def _reply_result(reply: StepReply) -> CallToolResult:
-    return CallToolResult(content=_content(reply), structured_content=reply.data or None,
+    return CallToolResult(content=_content(reply), structured_content=reply.data,
                           is_error=reply.is_error)
 
 
@@ -122,7 +259,7 @@ def _env_tool(table: EpisodeTable, schema: dict[str, Any]) -> Tool:
             raise EpisodeError(f"{name}: episode_id is required")
         return _reply_result(table.call(episode_id, [{"name": name, "arguments": args}]))
 
-    return _tool(name, schema["description"], input_schema, run)
+    return _tool(table, name, schema["description"], input_schema, STEP_OUTPUT, run)
 
 
 def _start_tool(table: EpisodeTable) -> Tool:
@@ -144,15 +281,13 @@ def _start_tool(table: EpisodeTable) -> Tool:
         episode_id, data, images = table.start(
             arguments.get("env_id"), seed=arguments.get("seed"), split=arguments.get("split"),
             index=arguments.get("index"), reward=arguments.get("reward"))
-        data = {k: v for k, v in data.items() if k != "tool_schemas"}
-        text = (f"episode_id: {episode_id}\n\n{data['prompt']}\n\nBudget: "
-                f"{data.get('max_tool_calls')} tool calls, {data.get('max_rounds')} rounds. Call "
-                "the tools with this episode_id; finish with answer.")
+        text = data.pop("text")
         content = [TextContent(type="text", text=text), *(_image(i) for i in images)]
         return CallToolResult(content=content, structured_content=data)
 
-    return _tool("start_episode", "Start an m3gym episode: returns its episode_id, the question "
-                 "(with the choices) and the input images.", schema, run)
+    return _tool(table, "start_episode", "Start an m3gym episode: returns its episode_id, the "
+                 "question (with the choices), the budgets and the input images.", schema,
+                 START_OUTPUT, run)
 
 
 def _parallel_tool(table: EpisodeTable, schemas: list[dict[str, Any]]) -> Tool:
@@ -174,8 +309,8 @@ def _parallel_tool(table: EpisodeTable, schemas: list[dict[str, Any]]) -> Tool:
         _only(arguments, {"episode_id", "calls"}, "parallel_calls")
         return _reply_result(table.call(arguments.get("episode_id"), arguments.get("calls")))
 
-    return _tool("parallel_calls", "Run several m3gym tool calls in one step, in parallel.",
-                 schema, run)
+    return _tool(table, "parallel_calls", "Run several m3gym tool calls in one step, in "
+                 "parallel.", schema, STEP_OUTPUT, run)
 
 
 def _answer_tool(table: EpisodeTable) -> Tool:
@@ -192,31 +327,61 @@ def _answer_tool(table: EpisodeTable) -> Tool:
                                                    json.dumps(reply.data, default=str))],
                               structured_content=reply.data, is_error=reply.is_error)
 
-    return _tool("answer", "Give the final answer; ends the episode and returns the verdict and "
-                 "every metric.", schema, run)
+    return _tool(table, "answer", "Give the final answer; ends the episode and returns the "
+                 "verdict and every metric.", schema, ANSWER_OUTPUT, run)
 
 
 def _report_tool(table: EpisodeTable) -> Tool:
     schema = {"type": "object", "additionalProperties": False, "required": ["episode_id"],
-              "properties": {"episode_id": EPISODE_ID_SCHEMA}}
+              "properties": {"episode_id": EPISODE_ID_SCHEMA,
+                             "first_step": {"type": "integer", "minimum": 0, "default": 0,
+                                            "description": "First step to return (a long "
+                                                           "report comes in pages)."}}}
+    limit = table.limits.max_response_bytes
+
+    def page(report: dict[str, Any], first: int, count: int) -> CallToolResult:
+        steps = report.get("steps") or []
+        nxt = first + count if first + count < len(steps) else None
+        data = {**report, "steps": steps[first:first + count], "first_step": first,
+                "next_step": nxt}
+        text = json.dumps(data)
+        if nxt is not None:
+            text = (f"Steps {first}-{first + count - 1} of {len(steps)}; call episode_report "
+                    f"with first_step={nxt} for the rest.\n") + text
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=data)
 
     def run(arguments: dict[str, Any]) -> CallToolResult:
-        _only(arguments, {"episode_id"}, "episode_report")
-        report = table.report(arguments.get("episode_id"))
-        return CallToolResult(content=[TextContent(type="text",
-                                                   text=json.dumps(report, default=str))],
-                              structured_content=json.loads(json.dumps(report, default=str)))
+        _only(arguments, {"episode_id", "first_step"}, "episode_report")
+        first = arguments.get("first_step", 0)
+        if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+            raise EpisodeError(f"first_step must be an integer >= 0, got {first!r}")
+        report = json.loads(json.dumps(table.report(arguments.get("episode_id")), default=str))
+        report.setdefault("ended", None)
+        total = len(report.get("steps") or [])
+        if first > total:
+            raise EpisodeError(f"first_step {first} is past the last step ({total} steps)")
+        count = total - first
+        result = page(report, first, count)
+        while count > 1 and reply_bytes(result) > limit:  # page: as many steps as fit
+            count = max(1, min(count - 1, count * limit // reply_bytes(result)))
+            result = page(report, first, count)
+        return result
 
-    return _tool("episode_report", "Return an episode's trace: steps, calls, results, metrics.",
-                 schema, run)
+    return _tool(table, "episode_report", "Return an episode's trace: steps, calls, results, "
+                 "metrics (in pages when long: first_step).", schema, REPORT_OUTPUT, run)
 
 
 def build_server(table: EpisodeTable | None = None) -> MCPServer:
     """Return the m3gym MCP server over ``table`` (a fresh one with default limits if None)."""
     table = table or EpisodeTable()
-    server = MCPServer(name="m3gym", instructions=(
+    from m3gym import __version__
+
+    server = MCPServer(name="m3gym", version=__version__, instructions=(
         "m3gym episodes: call start_episode, then the image and retrieval tools with its "
-        "episode_id, then answer. Images are indexed; Image 0 is the original."),
+        "episode_id, then answer. Images are indexed; Image 0 is the original. Images in "
+        "replies may be re-encoded or downscaled to fit the reply limit (the text says so and "
+        "gives the scale); tools always work on the full-resolution image."),
         tools=episode_tools(table))
     server.m3gym_table = table  # type: ignore[attr-defined]
     return server
