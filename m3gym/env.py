@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import cv2
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from m3gym.cache import LRUCache
 from m3gym.parsing import parse_action
+from m3gym.render_frame import FRAME_SHAPE, episode_frame, episode_text
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
 from m3gym.state import ImageState
@@ -123,7 +123,9 @@ class M3BenchEnv(gym.Env[dict, Any]):
         observe_images: put the new images (at view resolution) in observations. Wrappers that
             build their own pixel observations turn it off and skip the view downscaling; the
             ``images`` entry is then an empty tuple (``image_indices`` is still filled).
-        render_mode: ``"rgb_array"`` for a contact sheet of the episode's images.
+        render_mode: ``"rgb_array"`` for a fixed-size frame of the episode's latest images
+            (:data:`~m3gym.render_frame.FRAME_SHAPE` for every id and step, so
+            ``RecordVideo`` can record it), ``"ansi"`` for a text description of the state.
         interface: ``"atomic"`` (tool calls, the default), ``"code"`` (``run_python`` + answer:
             the agent writes Python, the atomic tools are functions in it) or ``"both"``; see
             :mod:`m3gym.tools.code` and :mod:`m3gym.sandbox`.
@@ -144,7 +146,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
             process that reads the final infos and pushes its state to the envs).
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+    metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 1,
+                "render_frame_shape": FRAME_SHAPE}
 
     def __init__(
         self,
@@ -466,11 +469,13 @@ class M3BenchEnv(gym.Env[dict, Any]):
             self._code.close()
         super().close()
 
-    def render(self) -> np.ndarray | None:
-        """Return a contact sheet of all images of the episode (``rgb_array`` mode)."""
-        if self.render_mode != "rgb_array":
-            return None
-        return contact_sheet([self.view(i) for i in range(len(self.state))])
+    def render(self) -> np.ndarray | str | None:
+        """Return the state as a frame (``rgb_array``) or as text (``ansi``); see render_frame."""
+        if self.render_mode == "rgb_array":
+            return episode_frame(self)
+        if self.render_mode == "ansi":
+            return episode_text(self)
+        return None
 
 
 CODE_PROMPT_NOTE = (
@@ -523,22 +528,3 @@ def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str 
     if answer is not None:
         lines.append(f"Answer received: {answer}")
     return "\n".join(lines)
-
-
-def contact_sheet(images: Sequence[np.ndarray], tile: int = 256, cols: int = 4) -> np.ndarray:
-    """Return a grid of thumbnails (index drawn in the corner of each) as one RGB image."""
-    n = max(1, len(images))
-    cols = min(cols, n)
-    rows = (n + cols - 1) // cols
-    sheet = np.full((rows * tile, cols * tile, 3), 32, dtype=np.uint8)
-    for i, img in enumerate(images):
-        h, w = img.shape[:2]
-        scale = min(tile / h, tile / w)
-        thumb = cv2.resize(img, (max(1, int(w * scale)), max(1, int(h * scale))),
-                           interpolation=cv2.INTER_AREA)
-        r, c = divmod(i, cols)
-        y0, x0 = r * tile, c * tile
-        sheet[y0:y0 + thumb.shape[0], x0:x0 + thumb.shape[1]] = thumb
-        cv2.putText(sheet, str(i), (x0 + 4, y0 + 18), cv2.FONT_HERSHEY_SIMPLEX, 0.6,
-                    (255, 255, 0), 2, cv2.LINE_AA)
-    return sheet
