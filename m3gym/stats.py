@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -91,3 +92,46 @@ def stats_markdown(seeds: int = 100) -> str:
                 f"| {r['evidence_lt_10pct']:.0%} | {r['parallel_share']:.0%} "
                 f"| {r['reset_ms_median']:.1f} | {doms} |")
     return "\n".join(lines)
+
+
+BOOTSTRAP_RESAMPLES: int = 2000
+"""Resamples of :func:`bootstrap_mean_interval` (the report's 95 % intervals use this many)."""
+
+
+def bootstrap_mean_interval(
+    values: Sequence[float], rng: np.random.Generator, level: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES, groups: Sequence[object] | None = None,
+) -> tuple[float, float]:
+    """Return the percentile-bootstrap ``level`` interval ``(lo, hi)`` of the mean of ``values``.
+
+    Episodes are resampled with replacement ``resamples`` times with ``rng`` (a fixed seed gives
+    a fixed interval). With ``groups`` (one label per value, e.g. the task id when a task has
+    several rollouts) whole groups are resampled, so correlated rollouts do not narrow the
+    interval; each resample's mean is then its values' total over its values' count. All-equal
+    values (or a single one) give a zero-width interval at that value.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    arr = np.asarray(values, dtype=float)
+    if arr.ndim != 1 or len(arr) == 0:
+        raise ValueError("bootstrap needs a non-empty 1-D sequence of values")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("bootstrap values must be finite numbers")
+    if groups is None:
+        sums, counts = arr, np.ones(len(arr))
+    else:
+        if len(groups) != len(arr):
+            raise ValueError(f"groups has {len(groups)} labels for {len(arr)} values")
+        labels = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+        codes = np.fromiter((labels[g] for g in groups), dtype=np.int64, count=len(arr))
+        sums = np.bincount(codes, weights=arr, minlength=len(labels))
+        counts = np.bincount(codes, minlength=len(labels)).astype(float)
+    if np.all(arr == arr[0]):
+        return float(arr[0]), float(arr[0])
+    picks = rng.integers(0, len(sums), size=(resamples, len(sums)))
+    means = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, (tail, 1.0 - tail))
+    return float(lo), float(hi)

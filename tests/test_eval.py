@@ -213,8 +213,8 @@ def test_report_generation(tmp_path):
     page = (tmp_path / "rep" / "report.html").read_text()
     assert page.count('<section class="episode"') == 6
     assert page.count("data:image/png;base64,") == 3  # the three plots
-    assert 'class="thumb" src="data:image/jpeg;base64,' in page
-    assert "src=\"thumbs/" not in page  # self-contained
+    assert 'class="thumb" loading="lazy" src="report_files/thumbs/' in page  # files, not inlined
+    assert "src=\"thumbs/" not in page  # the report folder holds its own copies
     paths = write_report([a], max_episodes=2)
     assert paths[0].parent == a
     assert paths[1].read_text().count('<section class="episode"') == 2

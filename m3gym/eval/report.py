@@ -1,10 +1,16 @@
-"""Reports of one or more run folders: ``report.md`` (tables) and a self-contained ``report.html``.
+"""Reports of one or more run folders: ``report.md`` (tables) and ``report.html`` with its images.
 
-The HTML holds a leaderboard, per-level / per-family / M3-Bench tables, plots (matplotlib, inlined
-as base64 PNG) and a trajectory viewer: per episode the question, each step's calls with arguments
-and results, the images produced (JPEG thumbnails inlined as data URLs; click to enlarge), the
-checkpoints each call passed and the reward components of each step. Several runs are shown side
-by side. The viewer shows at most ``max_episodes`` episodes, spread over runs and families.
+The HTML holds a leaderboard (each metric's mean with its 95 % bootstrap interval over tasks),
+per-level / per-family / M3-Bench tables, plots (matplotlib, inlined as base64 PNG, with 95 %
+error bars) and a trajectory viewer: per episode the question, each step's calls with arguments
+and results, the images produced, the checkpoints each call passed and the reward components of
+each step. Several runs are shown side by side. The viewer shows at most ``max_episodes``
+episodes, spread over runs and families.
+
+:func:`write_report` puts the viewer's images in ``report_files/`` beside the page
+(:mod:`m3gym.eval.report_images`): lazy-loaded JPEG thumbnails, each linking to the
+full-resolution PNG re-created by replaying the episode (opened on click). The bootstrap is
+seeded (:data:`BOOTSTRAP_SEED`), so the same run folders give byte-identical reports.
 """
 
 from __future__ import annotations
@@ -13,18 +19,28 @@ import base64
 import html
 import io
 import json
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from m3gym.eval.report_images import FILES_DIR, ReportImages, ShownImage
 from m3gym.eval.runner import (
     UnreadableLine,
     read_records_checked,
     read_run_config,
     task_version_keys,
 )
-from m3gym.eval.summary import FAILURE_MODES, M3BENCH_COLUMNS, fmt, stat_value, summarize
+from m3gym.eval.summary import (
+    FAILURE_MODES,
+    M3BENCH_COLUMNS,
+    fmt,
+    fmt_interval,
+    stat_interval,
+    stat_value,
+    summarize,
+)
 
 LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
     ("Acc", "acc"), ("S", "S"), ("V", "V"), ("V_true", "V_true"), ("OT", "OT"), ("M3", "m3"),
@@ -35,6 +51,25 @@ LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
 
 MAX_RESULT_CHARS: int = 600
 """Longest tool result text shown per call in the viewer."""
+
+BOOTSTRAP_SEED: int = 0
+"""Seed of the generator behind every interval of the report (one fresh generator per interval,
+so an interval depends only on its own episodes, not on which other runs are shown)."""
+
+INTERVAL_LEVEL: float = 0.95
+"""Coverage of the leaderboard's intervals and the plots' error bars."""
+
+
+def bootstrap_rng() -> Any:
+    """Return the seeded ``np.random.Generator`` one report interval is drawn with."""
+    import numpy as np
+
+    return np.random.default_rng(BOOTSTRAP_SEED)
+
+
+def interval(records: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] | None:
+    """Return the report's 95 % bootstrap interval of statistic ``key`` over ``records``."""
+    return stat_interval(records, key, bootstrap_rng(), INTERVAL_LEVEL)
 
 
 @dataclass
@@ -100,13 +135,18 @@ Table = tuple[list[str], list[list[str]]]
 
 
 def leaderboard_table(runs: Sequence[Run]) -> Table:
-    """Return the overall leaderboard: one row per run, sorted by accuracy."""
+    """Return the overall leaderboard: one row per run, sorted by accuracy.
+
+    Each cell is a mean with its 95 % bootstrap interval, ``0.620 [0.550, 0.690]``
+    (:func:`interval`: tasks resampled, each with all its rollouts).
+    """
     header = ["run", "agent", "N", *(h for h, _ in LEADERBOARD_COLUMNS)]
     rows = []
     for run in sorted(runs, key=lambda r: -(stat_value(r.summary["overall"], "acc") or 0.0)):
         st = run.summary["overall"]
         rows.append([run.name, str(run.config.get("agent", "?")), _n(st),
-                     *(fmt(stat_value(st, k), k) for _, k in LEADERBOARD_COLUMNS)])
+                     *(fmt_interval(stat_value(st, k), interval(run.records, k), k)
+                       for _, k in LEADERBOARD_COLUMNS)])
     return header, rows
 
 
@@ -184,7 +224,7 @@ def html_table(table: Table, css: str = "") -> str:
 
 def _is_num(cell: str) -> bool:
     try:
-        float(cell.split("/")[0])
+        float(cell.split("/")[0].split(" [")[0])
         return True
     except ValueError:
         return cell == "-"
@@ -280,6 +320,12 @@ def report_warnings(runs: Sequence[Run]) -> list[str]:
     return unreadable_warnings(runs) + isolation_warnings(runs) + comparability_warnings(runs)
 
 
+INTERVAL_NOTE: str = (
+    "Each leaderboard cell is the mean over scored episodes with its 95 % percentile-bootstrap "
+    "interval in brackets (2000 resamples of the tasks, each task with all its rollouts; "
+    "seeded, so the report is reproducible).")
+"""The sentence under the leaderboard that says what its brackets are."""
+
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
 
 
@@ -298,6 +344,7 @@ def render_markdown(runs: Sequence[Run]) -> str:
         "## Runs", "", markdown_table(_runs_table(runs)), "",
         "## Versions", "", markdown_table(versions_table(runs)), "",
         "## Leaderboard", "", markdown_table(leaderboard_table(runs)), "",
+        INTERVAL_NOTE, "",
         "## Per level", "", markdown_table(level_table(runs, LEADERBOARD_COLUMNS)), "",
         "## M3-Bench metrics per level", "", markdown_table(level_table(runs, M3BENCH_COLUMNS)),
         "",
@@ -322,8 +369,26 @@ def _png_data_url(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def level_records(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """Return the run's records grouped by level label (``L1``, ...), as in its summary."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rec in run.records:
+        out.setdefault(f"L{rec.get('level')}", []).append(rec)
+    return out
+
+
+def error_bar(value: float | None, bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """Return matplotlib's ``(below, above)`` error-bar lengths of ``value`` (0 when missing)."""
+    if value is None or bounds is None:
+        return 0.0, 0.0
+    return max(0.0, value - bounds[0]), max(0.0, bounds[1] - value)
+
+
 def plot_images(runs: Sequence[Run]) -> dict[str, str]:
-    """Return the report's plots as PNG data URLs: accuracy per level, OT vs Acc, failure modes."""
+    """Return the report's plots as PNG data URLs: accuracy per level, OT vs Acc, failure modes.
+
+    Accuracy and OT carry 95 % bootstrap error bars (:func:`interval`).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -335,30 +400,36 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     width = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     for i, run in enumerate(runs):
-        vals = [stat_value(run.summary["by_level"].get(lv, {}), "acc") or 0.0 for lv in levels]
-        ax.bar(np.arange(len(levels)) + i * width, vals, width, label=run.name)
+        recs = level_records(run)
+        means = [stat_value(run.summary["by_level"].get(lv, {}), "acc") for lv in levels]
+        bars = [error_bar(m, interval(recs.get(lv, []), "acc")) for m, lv in zip(means, levels)]
+        ax.bar(np.arange(len(levels)) + i * width, [m or 0.0 for m in means], width,
+               yerr=np.array(bars).T.reshape(2, -1), capsize=3, label=run.name)
     ax.set_xticks(np.arange(len(levels)) + width * (len(runs) - 1) / 2, levels)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
-    ax.set_title("Accuracy per level")
+    ax.set_title("Accuracy per level (95 % bootstrap intervals)")
     ax.legend(fontsize=8)
     out["accuracy"] = _png_data_url(fig)
 
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     markers = "osD^v<>p*h"
     for i, run in enumerate(runs):
+        recs = level_records(run)
         pts = [(stat_value(st, "OT"), stat_value(st, "acc"), lv)
                for lv, st in run.summary["by_level"].items()]
         pts = [p for p in pts if p[0] is not None and p[1] is not None]
         if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % 10],
-                       label=run.name)
+            xerr = [error_bar(x, interval(recs.get(lv, []), "OT")) for x, _, lv in pts]
+            yerr = [error_bar(y, interval(recs.get(lv, []), "acc")) for _, y, lv in pts]
+            ax.errorbar([p[0] for p in pts], [p[1] for p in pts], xerr=np.array(xerr).T,
+                        yerr=np.array(yerr).T, fmt=markers[i % 10], capsize=3, label=run.name)
             for x, y, lv in pts:
                 ax.annotate(lv, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
     ax.set_xlabel("overthink OT (lower is better)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("Overthink vs accuracy (per level)")
+    ax.set_title("Overthink vs accuracy per level (95 % intervals)")
     ax.legend(fontsize=8)
     out["ot_vs_acc"] = _png_data_url(fig)
 
@@ -420,15 +491,57 @@ def _args_text(args: Any) -> str:
     return json.dumps(args, default=str)
 
 
-def _img_tag(run: Run, images: Mapping[int, Mapping[str, Any]], index: Any, caption: str) -> str:
+@dataclass
+class ImageSource:
+    """Where the viewer's images come from: the report's files, or inlined thumbnails.
+
+    With ``files`` (what :func:`write_report` uses) thumbnails are files loaded lazily, each
+    linking to its full-resolution image; without, thumbnails are inlined as data URLs (a page
+    rendered in memory, with no folder to put files in).
+    """
+
+    files: ReportImages | None = None
+
+    def shown(self, run: Run, trace: Mapping[str, Any],
+              entry: Mapping[str, Any]) -> ShownImage | None:
+        """Return the URLs of one image of an episode (``None``: it has no thumbnail)."""
+        if self.files is None:
+            url = run.thumb_data_url(entry.get("thumb"))
+            return ShownImage(url) if url else None
+        return self.files.image(run.path, run.name, trace, entry,
+                                int(run.config.get("thumb_size") or 256))
+
+
+def thumb_size_of(shape: Sequence[int], size: int) -> tuple[int, int]:
+    """Return the (width, height) of the stored thumbnail of an image of ``shape`` (h, w, ...)."""
+    h, w = int(shape[0]), int(shape[1])
+    scale = min(1.0, size / max(h, w, 1))
+    return (max(1, round(w * scale)), max(1, round(h * scale))) if scale < 1.0 else (w, h)
+
+
+def _img_tag(run: Run, trace: Mapping[str, Any], images: Mapping[int, Mapping[str, Any]],
+             index: Any, caption: str, source: ImageSource) -> str:
     entry = images.get(index) if isinstance(index, int) else None
-    url = run.thumb_data_url(entry.get("thumb")) if entry else None
-    if url is None:
+    shown = source.shown(run, trace, entry) if entry else None
+    if entry is None or shown is None:
         return ""
-    shape = "x".join(str(s) for s in entry.get("shape", [])[:2][::-1])
+    dims = list(entry.get("shape") or [])[:2]
+    shape = "x".join(str(s) for s in dims[::-1])
     title = f"Image {index} ({shape}) ← {entry.get('op')}"
-    return (f'<figure class="img"><img class="thumb" src="{url}" alt="{_esc(title)}" '
-            f'title="{_esc(title)}" onclick="zoom(this)"><figcaption>{_esc(caption)}'
+    size = ""
+    if len(dims) == 2:
+        w, h = thumb_size_of(dims, int(run.config.get("thumb_size") or 256))
+        size = f' width="{w}" height="{h}"'
+    img = (f'<img class="thumb" loading="lazy" src="{_esc(shown.thumb)}"{size} '
+           f'alt="{_esc(title)}" title="{_esc(title)}"')
+    if shown.full is None:
+        tag = img + ' onclick="zoom(this)">'
+        note = ""
+    else:
+        tag = (f'<a class="full" href="{_esc(shown.full)}" target="_blank" '
+               f'onclick="return zoom(this)">{img}></a>')
+        note = f' · <a href="{_esc(shown.full)}" target="_blank">{_esc(shape)} full size</a>'
+    return (f'<figure class="img">{tag}<figcaption>{_esc(caption)}{note}'
             "</figcaption></figure>")
 
 
@@ -459,8 +572,9 @@ def _checkpoint_rows(trace: Mapping[str, Any]) -> tuple[str, dict[str, list[str]
 
 
 def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any] | None,
-                   number: int) -> str:
-    """Return the viewer section of one episode."""
+                   number: int, source: ImageSource | None = None) -> str:
+    """Return the viewer section of one episode (images from ``source``; default: inlined)."""
+    source = source or ImageSource()
     status = record.get("status")
     correct = record.get("answer_correct")
     mark = "✓" if correct else ("✗" if status == "ok" else "⚠")
@@ -486,7 +600,8 @@ def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any]
         inputs = [i for i, im in images.items() if im.get("parent") is None and
                   im.get("op") == "input"]
         body.append("<div class='imgs'>" + "".join(
-            _img_tag(run, images, i, f"input Image {i}") for i in inputs) + "</div>")
+            _img_tag(run, trace, images, i, f"input Image {i}", source) for i in inputs)
+            + "</div>")
         reference = task.get("reference") or []
         if reference:
             ref_lines = [f"step {i}: " + " ‖ ".join(
@@ -496,7 +611,7 @@ def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any]
                         + _esc("\n".join(ref_lines)) + "</pre></details>")
         cp_table, by_call = _checkpoint_rows(trace)
         for step in trace.get("steps", []):
-            body.append(_render_step(run, step, images, by_call))
+            body.append(_render_step(run, trace, step, images, by_call, source))
         if cp_table:
             body.append("<h4>Checkpoints</h4>" + cp_table)
         metrics = trace.get("metrics") or {}
@@ -510,8 +625,9 @@ def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any]
             f"<details{opened}><summary>{head}</summary>{''.join(body)}</details></section>")
 
 
-def _render_step(run: Run, step: Mapping[str, Any], images: Mapping[int, Mapping[str, Any]],
-                 by_call: Mapping[str, list[str]]) -> str:
+def _render_step(run: Run, trace: Mapping[str, Any], step: Mapping[str, Any],
+                 images: Mapping[int, Mapping[str, Any]], by_call: Mapping[str, list[str]],
+                 source: ImageSource) -> str:
     comps = step.get("reward_components") or {}
     comp_text = ", ".join(f"{k} {v:+.3f}" for k, v in comps.items()
                           if isinstance(v, (int, float)) and v)
@@ -527,7 +643,8 @@ def _render_step(run: Run, step: Mapping[str, Any], images: Mapping[int, Mapping
             text = text[:MAX_RESULT_CHARS] + " …"
         badges = "".join(f"<span class='cp'>✓ {_esc(c)}</span>"
                          for c in by_call.get(str(call.get("call_id")), []))
-        img = _img_tag(run, images, call.get("output_index"), f"→ Image {call['output_index']}") \
+        img = _img_tag(run, trace, images, call.get("output_index"),
+                       f"→ Image {call['output_index']}", source) \
             if call.get("output_index") is not None else ""
         calls.append(
             f'<div class="call {"ok" if ok else "bad"}"><div class="sig"><code>'
@@ -565,19 +682,28 @@ color:#555}
 """
 
 _JS = """
-function zoom(img){var lb=document.getElementById('lightbox');
-document.getElementById('lightbox-img').src=img.src;lb.style.display='flex';}
+function zoom(el){var lb=document.getElementById('lightbox');
+document.getElementById('lightbox-img').src=el.getAttribute('href')||el.src;
+lb.style.display='flex';return false;}
 """
 
 
-def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
-    """Return the self-contained ``report.html`` text."""
+def render_html(runs: Sequence[Run], max_episodes: int = 60,
+                images: ReportImages | None = None) -> str:
+    """Return the ``report.html`` text.
+
+    With ``images`` the viewer's thumbnails and full-resolution images are written as files
+    there and linked (lazy-loaded); without, thumbnails are inlined and there is no full size.
+    """
     plots = plot_images(runs)
     chosen = select_episodes(runs, max_episodes)
-    episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i)
+    source = ImageSource(images)
+    episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i, source)
                 for i, (run, rec) in enumerate(chosen)]
+    if images is not None:
+        images.close()
     total = sum(len(r.records) for r in runs)
-    warnings = report_warnings(runs)
+    warnings = report_warnings(runs) + (images.problems if images is not None else [])
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>m3gym report</title>",
         f"<style>{_CSS}</style><script>{_JS}</script></head><body>",
@@ -587,6 +713,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
         "<h2>Runs</h2>", html_table(_runs_table(runs)),
         "<h2>Versions</h2>", html_table(versions_table(runs)),
         "<h2>Leaderboard</h2>", html_table(leaderboard_table(runs), "leaderboard"),
+        f"<p class='note'>{_esc(INTERVAL_NOTE)}</p>",
         "<h2>Plots</h2><div class='plots'>" + "".join(
             f"<img class='plot' alt='{k}' src='{v}'>" for k, v in plots.items()) + "</div>",
         "<h2>Per level</h2>", html_table(level_table(runs, LEADERBOARD_COLUMNS)),
@@ -594,7 +721,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
         "<h2>Accuracy per family</h2>", html_table(family_table(runs, "acc")),
         "<h2>Failure modes</h2>", html_table(failure_table(runs)),
         f"<h2>Trajectories</h2><p>{len(chosen)} of {total} episodes (spread over runs and "
-        "families; click a header to expand, an image to enlarge).</p>",
+        "families; click a header to expand, an image to see it at full resolution).</p>",
         *episodes,
         "<div id='lightbox' onclick=\"this.style.display='none'\"><img id='lightbox-img' "
         "alt='enlarged image'></div>",
@@ -604,10 +731,12 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60) -> str:
 
 
 def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
-                 max_episodes: int = 60) -> list[Path]:
-    """Write ``report.md`` and ``report.html`` for the runs; return the two paths.
+                 max_episodes: int = 60, full_images: bool = True) -> list[Path]:
+    """Write ``report.md``, ``report.html`` and its ``report_files/``; return the two pages.
 
     ``out`` defaults to the run folder for one run and to ``<parent>/report`` for several.
+    ``report_files/`` is rewritten from scratch (:mod:`m3gym.eval.report_images`); with
+    ``full_images=False`` the episodes are not replayed and only thumbnails are linked.
     """
     if not run_paths:
         raise ValueError("give at least one run folder")
@@ -617,6 +746,9 @@ def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     md, page = out / "report.md", out / "report.html"
+    files = out / FILES_DIR
+    if files.is_dir():
+        shutil.rmtree(files)
     md.write_text(render_markdown(runs))
-    page.write_text(render_html(runs, max_episodes))
+    page.write_text(render_html(runs, max_episodes, ReportImages(out, full=full_images)))
     return [md, page]

@@ -168,3 +168,45 @@ def print_summary(summary: Mapping[str, Any], console: Any = None,
     if errors:
         console.print("[yellow]not scored: " + ", ".join(f"{v} {k}" for k, v in errors.items())
                       + " (rerun with --resume)[/yellow]")
+
+
+def stat_samples(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[str]]:
+    """Return the per-episode values behind :func:`stat_value` ``key`` and each one's task.
+
+    Only scored episodes (``status == "ok"``) that reported the metric count, as in
+    :func:`group_stats`; ``reward`` is the episode reward. The task label (env and task id)
+    lets a bootstrap resample a task's rollouts together.
+    """
+    values: list[float] = []
+    tasks: list[str] = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        value = _number(r.get("reward")) if key == "reward" else metric_value(r, key)
+        if value is not None:
+            values.append(value)
+            tasks.append(f"{r.get('env')}:{r.get('task_id', r.get('episode_id'))}")
+    return values, tasks
+
+
+def stat_interval(records: Sequence[Mapping[str, Any]], key: str, rng: Any,
+                  level: float = 0.95) -> tuple[float, float] | None:
+    """Return the bootstrap ``level`` interval of statistic ``key`` (``None``: no values).
+
+    Tasks are resampled with ``rng`` (a ``np.random.Generator``), each with all its rollouts
+    (:func:`m3gym.stats.bootstrap_mean_interval`); the bounds are rounded like the means.
+    """
+    from m3gym.stats import bootstrap_mean_interval
+
+    values, tasks = stat_samples(records, key)
+    if not values:
+        return None
+    lo, hi = bootstrap_mean_interval(values, rng, level=level, groups=tasks)
+    return round(lo, 6), round(hi, 6)
+
+
+def fmt_interval(value: float | None, interval: tuple[float, float] | None, key: str = "") -> str:
+    """Return ``value`` with its interval as ``0.620 [0.550, 0.690]`` (``-`` when missing)."""
+    if value is None or interval is None:
+        return fmt(value, key)
+    return f"{fmt(value, key)} [{fmt(interval[0], key)}, {fmt(interval[1], key)}]"
