@@ -200,7 +200,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     for warning in report_warnings(load_runs(args.runs)):
         print(f"m3gym: warning: {warning}", file=sys.stderr)
-    paths = write_report(args.runs, out=args.out, max_episodes=args.max_episodes)
+    paths = write_report(args.runs, out=args.out, max_episodes=args.max_episodes,
+                         full_images=not args.no_full_images)
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -284,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
     p.add_argument("--out", default=None, help="output folder (default: the run folder)")
     p.add_argument("--max-episodes", type=int, default=60, help="episodes in the viewer")
+    p.add_argument("--no-full-images", action="store_true",
+                   help="link thumbnails only: do not replay the shown episodes to write their "
+                        "full-resolution PNGs (faster, a few MB per episode smaller)")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("split-manifest", help="check (default) or --write a split manifest")
     p.add_argument("--split", default="test")

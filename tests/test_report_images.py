@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
+from m3gym.cli import main
 from m3gym.eval.report import load_runs, render_html, write_report
 from m3gym.eval.report_images import FILES_DIR, ReportImages, png_bytes, thumbnails_match
 from m3gym.eval.runner import EvalConfig, run_eval, thumbnail_jpeg
@@ -104,6 +105,8 @@ def test_thumbnails_only_and_in_memory_pages(run, tmp_path):
     text = page.read_text()
     assert '<img class="thumb" loading="lazy" src="report_files/thumbs/' in text
     assert 'class="full"' not in text and not (tmp_path / "rep" / FILES_DIR / "full").exists()
+    assert main(["report", str(run), "--out", str(tmp_path / "cli"), "--no-full-images"]) == 0
+    assert (tmp_path / "cli" / "report.html").read_text() == text
     inline = render_html(load_runs([run]), max_episodes=1)  # no folder: thumbnails inlined
     assert 'src="data:image/jpeg;base64,' in inline and 'class="full"' not in inline
 
