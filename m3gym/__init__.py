@@ -97,7 +97,9 @@ from m3gym.wrappers import register_discrete_envs  # noqa: E402
 
 register_discrete_envs()
 
+from m3gym.integrations.datasets import score_answer  # noqa: E402
+
 __all__ = ["CLASSIC_ENV_ID", "ENV_VERSION", "M3BenchEnv", "RewardConfig", "Task", "ToolCall",
            "env_ids", "family_env_id", "family_names", "get_family", "level_env_id",
            "load_reward_config", "make_task", "parse_action", "register_envs", "resolve_env_id",
-           "versioned_id"]
+           "score_answer", "versioned_id"]

@@ -10,16 +10,24 @@ deterministically from ``seed``; for ``test``/``val`` the frozen split (all of i
 
 :func:`prompt_rows` needs nothing beyond m3gym; :func:`prompt_dataset` returns a
 ``datasets.Dataset`` (``pip install datasets``, part of ``.[trl]`` and ``.[verl]``).
+
+:func:`score_answer` scores a model's answer to a row (bare, ``<answer>``-tagged or an ``answer``
+tool call) with the task's own rule, the reasoning-gym ``score_answer(answer, entry)`` contract
+for users who train on the rows without the env (see ``docs/datasets.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from m3gym.integrations.session import EpisodeSession
+from m3gym.integrations.session import EpisodeSession, task_ref
+
+if TYPE_CHECKING:
+    from m3gym.tasks.spec import AnswerSpec
 
 TRL_ANSWER_RULE = ("In this environment the episode ends only with the `answer` tool: call it "
                    "with your final answer.")
@@ -140,3 +148,73 @@ def split_dataset(split: str = "test", env_id: str = "M3Bench-L1", images: bool 
                   **kwargs: Any) -> Any:
     """Return the whole frozen split ``split`` of ``env_id`` as a ``datasets.Dataset``."""
     return prompt_dataset(env_id, None, split=split, images=images, **kwargs)
+
+
+# --------------------------------------------------------------------------- scoring
+def extract_answer(text: str) -> str | None:
+    """Return the answer in a model's final text, or ``None`` when it gives none.
+
+    The last ``<answer>`` block or ``answer`` tool call m3gym's parser finds; text without either
+    is a *bare* answer and returned whole (stripped). A text that calls other tools but never
+    ``answer`` gives ``None``.
+    """
+    from m3gym.parsing import parse_action
+
+    parsed = parse_action(str(text))
+    if parsed.answer is not None:
+        return parsed.answer
+    if parsed.calls:
+        return None
+    bare = str(text).strip()
+    return bare or None
+
+
+@lru_cache(maxsize=4096)
+def _task_answer(env_id: str, seed: int | None, family: str | None,
+                 difficulty: float | None) -> AnswerSpec:
+    if family is not None and seed is not None:
+        from m3gym.tasks.registry import make_task
+
+        return make_task(family, seed, difficulty=difficulty).answer
+    session = EpisodeSession(env_id)  # the env draws the family from the task seed
+    session.start({"env_id": env_id, "task_seed": seed,
+                   **({"difficulty": difficulty} if difficulty is not None else {})})
+    return session.task.answer
+
+
+def answer_spec(entry: Mapping[str, Any]) -> AnswerSpec:
+    """Return the answer spec (accepted spellings, match rule) of the task a row names.
+
+    ``entry`` is a row of :func:`prompt_rows` / :func:`prompt_dataset` (or a verl row, whose
+    fields sit in ``extra_info``): ``family`` + ``task_seed``, ``task_id``, or ``env_id`` +
+    ``task_seed``, with its ``difficulty`` if any. A row that names no task raises ``ValueError``.
+    """
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"entry must be a dataset row (a mapping), got {type(entry).__name__}")
+    ref = task_ref(entry)
+    seed = ref.options.get("task_seed")
+    if seed is None:
+        raise ValueError("entry names no task: it needs family + task_seed, task_id or "
+                         "env_id + task_seed (a row of m3gym.integrations.datasets)")
+    return _task_answer(ref.env_id, int(seed), ref.options.get("family"),
+                        ref.options.get("difficulty"))
+
+
+def score_answer(answer: str | None, entry: Mapping[str, Any]) -> float:
+    """Return 1.0 when ``answer`` answers the task of dataset row ``entry``, else 0.0.
+
+    ``answer`` may be bare (``"QX-4817"``, ``" 12.5 "``), wrapped in ``<answer>...</answer>`` or an
+    ``answer`` tool call (:func:`extract_answer`). It is matched with the task's own rule
+    (:func:`m3gym.scoring.answer.answer_is_correct`, the rule the env's reward uses): normalized
+    exact match against the accepted spellings, and for quantity answers exactly one quantity
+    equal within the task's tolerance. Hedges score 0: ``"A or B"``, several quantities, every
+    choice listed, a longer text around a non-quantity answer. ``None`` or an empty answer
+    scores 0; a row that names no task raises ``ValueError``.
+    """
+    from m3gym.scoring.answer import answer_is_correct
+
+    spec = answer_spec(entry)
+    if answer is None:
+        return 0.0
+    extracted = extract_answer(str(answer))
+    return 1.0 if extracted is not None and answer_is_correct(extracted, spec) else 0.0
