@@ -1,58 +1,182 @@
-"""Benchmark task generation: median CPU and wall time of ``make_task`` per family and of
-``M3BenchEnv.reset`` per level.
+"""Benchmark ``env.reset()`` per level and per family on fresh task seeds, and profile families.
 
-Run: python benchmarks/bench_reset.py [--seeds N] [--families a,b] [--profile FAMILY]
+Run: python benchmarks/bench_reset.py [--seeds N] [--family-seeds N] [--families a,b]
+                                      [--baseline-tree DIR] [--json PATH] [--smoke]
+     python benchmarks/bench_reset.py --profile FAMILY [--seeds N]
      python benchmarks/bench_reset.py --image-search [--entities N]
 
-CPU time is ``time.process_time`` (all threads of the process); wall time is
-``time.perf_counter``. Each family is warmed up once (world build, caches) before timing.
-``--profile FAMILY`` prints the top cProfile entries of ``make_task`` for that family.
-``--image-search`` measures reverse-image-search top-1 accuracy over ``N`` entities for each
-perturbation type (and the median latency), since ``logo_lookup`` runs that search at reset.
+The default run prints, for every level (``L1``, ``L2``, ``L3``, ``Classic``) and then for every
+family, the median / p95 / p99 / max wall time of a full ``M3BenchEnv.reset()`` and the median
+CPU time and ``make_task`` time (the rest of a reset is the env's own work). Every reset draws a
+fresh training task seed from the env's generator (no task is reused; there is no task pool);
+one reset per env is made first and not counted (world build, font loading). The machine's
+load average is printed before and after: other processes inflate wall times.
+
+``--baseline-tree DIR`` (a ``git worktree add DIR <commit>`` of an older commit) runs the same
+measurement on that tree's ``m3gym`` in a subprocess in the same run, on the same seeds, and
+prints the ratio of medians (baseline / this tree); ``--json PATH`` writes the raw numbers.
+``--smoke`` is a fast run (a few resets per level and family, no thresholds) for CI.
+``--profile FAMILY`` prints the top cProfile entries of ``make_task`` for that family (set
+``OPENBLAS_NUM_THREADS=1``). ``--image-search`` measures reverse-image-search top-1 accuracy over
+``N`` entities for each perturbation type (and the median latency), since ``logo_lookup`` runs
+that search at reset.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
+import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree_from_argv(argv: list[str]) -> Path:
+    """Return the source tree named by ``--tree DIR`` in ``argv`` (default: this checkout)."""
+    for i, a in enumerate(argv[:-1]):
+        if a == "--tree":
+            return Path(argv[i + 1]).resolve()
+    return ROOT
+
+
+sys.path.insert(0, str(_tree_from_argv(sys.argv)))  # import m3gym from the measured tree
 
 from m3gym.env import M3BenchEnv  # noqa: E402
+from m3gym.tasks import registry as _registry  # noqa: E402
 from m3gym.tasks import render as R  # noqa: E402
 from m3gym.tasks.registry import family_names, get_family, make_task  # noqa: E402
 from m3gym.web import build_world  # noqa: E402
 
-
-def timed_ms(fn) -> tuple[float, float]:
-    """Return ``(cpu_ms, wall_ms)`` of one call of ``fn``."""
-    c, w = time.process_time(), time.perf_counter()
-    fn()
-    return 1e3 * (time.process_time() - c), 1e3 * (time.perf_counter() - w)
-
-
-def bench_family(name: str, seeds: int) -> tuple[float, float, float]:
-    """Return median CPU ms, median wall ms and max wall ms of ``make_task(name, seed)``."""
-    make_task(name, 10_000)  # warm-up: worlds, caches
-    cpu, wall = zip(*(timed_ms(lambda s=s: make_task(name, s)) for s in range(seeds)))
-    return statistics.median(cpu), statistics.median(wall), max(wall)
+GROUPS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("L1", {"level": 1}), ("L2", {"level": 2}), ("L3", {"level": 3}),
+    ("Classic", {"level": 1, "suite": "classic"}),
+)
+"""The env groups a run measures: name and ``M3BenchEnv`` keyword arguments."""
 
 
-def bench_env(level: int, seeds: int) -> tuple[float, float]:
-    """Return median CPU ms and wall ms of ``M3BenchEnv(level).reset(seed=s)``."""
-    env = M3BenchEnv(level=level)
-    for name in env.families:
-        make_task(name, 10_000)
-    cpu, wall = zip(*(timed_ms(lambda s=s: env.reset(seed=s)) for s in range(seeds)))
-    return statistics.median(cpu), statistics.median(wall)
+def percentiles(values: list[float]) -> dict[str, float]:
+    """Return ``n``, median, p95, p99 and max of ``values`` (milliseconds)."""
+    arr = np.asarray(values, np.float64)
+    if arr.size == 0:
+        return {"n": 0, "median": float("nan"), "p95": float("nan"), "p99": float("nan"),
+                "max": float("nan")}
+    return {"n": int(arr.size), "median": float(np.median(arr)),
+            "p95": float(np.percentile(arr, 95)), "p99": float(np.percentile(arr, 99)),
+            "max": float(arr.max())}
+
+
+class _MakeTaskTimer:
+    """Wraps ``make_task`` where the env calls it, summing its wall time per reset."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._orig = None
+
+    def __enter__(self) -> _MakeTaskTimer:
+        import m3gym.env as env_module
+
+        self._module = env_module
+        self._orig = env_module.make_task
+        orig = self._orig
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                self.total += time.perf_counter() - t
+
+        env_module.make_task = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._module.make_task = self._orig
+
+
+def time_resets(env_kwargs: dict[str, Any], n: int, seed: int) -> list[dict[str, Any]]:
+    """Return one record per reset of ``M3BenchEnv(**env_kwargs)``: wall, cpu, make_task ms."""
+    env = M3BenchEnv(**env_kwargs)
+    env.reset(seed=10_000_000 + seed)  # warm-up, not counted
+    out = []
+    with _MakeTaskTimer() as mt:
+        for i in range(n):
+            mt.total = 0.0
+            c, w = time.process_time(), time.perf_counter()
+            _, info = env.reset(seed=seed * 100_003 + i)
+            wall = 1e3 * (time.perf_counter() - w)
+            out.append({"family": info.get("family", env.task.family), "wall": wall,
+                        "cpu": 1e3 * (time.process_time() - c), "make_task": 1e3 * mt.total})
+    env.close()
+    return out
+
+
+def measure(groups: list[str], families: list[str], seeds: int, family_seeds: int
+            ) -> dict[str, Any]:
+    """Return the raw reset records of every level group and family (see :func:`time_resets`)."""
+    kwargs = dict(GROUPS)
+    res: dict[str, Any] = {"groups": {}, "families": {}}
+    for g in groups:
+        res["groups"][g] = time_resets(kwargs[g], seeds, 1 + list(kwargs).index(g))
+    for k, name in enumerate(families):
+        res["families"][name] = time_resets({"family": name}, family_seeds, 100 + k)
+    return res
+
+
+def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the wall percentiles and median CPU / make_task ms of reset records."""
+    out = percentiles([r["wall"] for r in records])
+    out["cpu"] = statistics.median(r["cpu"] for r in records) if records else float("nan")
+    out["make_task"] = (statistics.median(r["make_task"] for r in records) if records
+                        else float("nan"))
+    return out
+
+
+def print_table(res: dict[str, Any], base: dict[str, Any] | None) -> None:
+    """Print one row per level group and per family (with the baseline ratio when given)."""
+    head = (f"{'env':<26}{'n':>4}{'median':>9}{'p95':>9}{'p99':>9}{'max':>9}{'cpu med':>9}"
+            f"{'make_task':>10}"
+            + (f"{'base med':>10}{'wall x':>8}{'base cpu':>10}{'cpu x':>7}" if base else ""))
+    print(head)
+    print("(ms; wall time unless marked cpu; 'x' columns: baseline median / this tree's median)")
+    for section, label in (("groups", "reset "), ("families", "")):
+        for name, records in res[section].items():
+            s = _summary(records)
+            fam = "" if section == "groups" else f" L{get_family(name).level}"
+            row = (f"{label + name + fam:<26}{s['n']:>4}{s['median']:>9.1f}{s['p95']:>9.1f}"
+                   f"{s['p99']:>9.1f}{s['max']:>9.1f}{s['cpu']:>9.1f}{s['make_task']:>10.1f}")
+            if base and name in base.get(section, {}):
+                b = _summary(base[section][name])
+                row += (f"{b['median']:>10.1f}{b['median'] / max(s['median'], 1e-9):>8.2f}"
+                        f"{b['cpu']:>10.1f}{b['cpu'] / max(s['cpu'], 1e-9):>7.2f}")
+            print(row)
+
+
+def run_baseline(tree: Path, argv: list[str]) -> dict[str, Any]:
+    """Run this script's measurement on ``tree``'s ``m3gym`` in a subprocess; return its records."""
+    if not (tree / "m3gym" / "__init__.py").is_file():
+        raise SystemExit(f"--baseline-tree {tree}: no m3gym package there")
+    out = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_reset_base_{os.getpid()}.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--json",
+           str(out), "--quiet", *argv]
+    subprocess.run(cmd, check=True, cwd=tree)
+    return json.loads(out.read_text())
+
+
+def load_line() -> str:
+    """Return the 1, 5 and 15 minute load averages and the CPU count as text."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 # ------------------------------------------------------------------ image search robustness
@@ -176,13 +300,34 @@ def image_search_table(entities: int, seed: int = 0) -> None:
           f" {n} entities)")
 
 
+def profile_family(name: str, seeds: int) -> None:
+    """Print the top cProfile entries (by own time and cumulative) of ``make_task(name, s)``."""
+    make_task(name, 10_000)
+    prof = cProfile.Profile()
+    prof.enable()
+    for s in range(seeds):
+        make_task(name, s)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+
+
 def main() -> None:
-    """Print one table row per family and per level."""
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--seeds", type=int, default=40)
-    ap.add_argument("--families", default="")
+    """Print the per-level and per-family reset table (or ``--profile`` / ``--image-search``)."""
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=40, help="resets per level group (40)")
+    ap.add_argument("--family-seeds", type=int, default=30, help="resets per family (30)")
+    ap.add_argument("--families", default="", help="comma-separated families (default: all)")
+    ap.add_argument("--levels", default="L1,L2,L3,Classic", help="level groups to measure")
+    ap.add_argument("--no-families", action="store_true", help="only the level groups")
+    ap.add_argument("--smoke", action="store_true", help="a fast run: 3 resets per group/family")
+    ap.add_argument("--baseline-tree", type=Path, default=None,
+                    help="also measure this source tree (a git worktree) in the same run")
+    ap.add_argument("--json", type=Path, default=None, help="write the raw records here")
+    ap.add_argument("--tree", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--profile", default="")
-    ap.add_argument("--no-env", action="store_true")
     ap.add_argument("--image-search", action="store_true")
     ap.add_argument("--entities", type=int, default=300)
     args = ap.parse_args()
@@ -190,23 +335,39 @@ def main() -> None:
         image_search_table(args.entities)
         return
     if args.profile:
-        make_task(args.profile, 10_000)
-        prof = cProfile.Profile()
-        prof.enable()
-        for s in range(args.seeds):
-            make_task(args.profile, s)
-        prof.disable()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        profile_family(args.profile, args.seeds)
         return
-    names = args.families.split(",") if args.families else family_names()
-    print(f"{'family':<24}{'lvl':>4}{'cpu ms':>9}{'wall ms':>9}{'max wall':>10}")
-    for name in names:
-        cpu, wall, worst = bench_family(name, args.seeds)
-        print(f"{name:<24}{get_family(name).level:>4}{cpu:>9.2f}{wall:>9.2f}{worst:>10.2f}")
-    if not args.no_env:
-        for level in (1, 2, 3):
-            cpu, wall = bench_env(level, args.seeds)
-            print(f"{'M3BenchEnv.reset L' + str(level):<28}{cpu:>9.2f}{wall:>9.2f}")
+    if args.smoke:
+        args.seeds, args.family_seeds = 3, 2
+    if args.seeds < 1 or args.family_seeds < 1:
+        ap.error("--seeds and --family-seeds must be >= 1")
+    known = dict(GROUPS)
+    groups = [g for g in args.levels.split(",") if g]
+    bad = [g for g in groups if g not in known]
+    if bad:
+        ap.error(f"unknown level group(s) {bad}; known: {', '.join(known)}")
+    families = [] if args.no_families else (
+        args.families.split(",") if args.families else family_names(suite=None))
+    for f in families:
+        get_family(f)  # a precise error for an unknown name
+    base = None
+    if args.baseline_tree is not None:
+        passed = ["--seeds", str(args.seeds), "--family-seeds", str(args.family_seeds),
+                  "--levels", ",".join(groups), "--families", ",".join(families)]
+        if not families:
+            passed.append("--no-families")
+        print(f"baseline {args.baseline_tree}: measuring ({load_line()})", flush=True)
+        base = run_baseline(args.baseline_tree.resolve(), passed)
+    if not args.quiet:
+        print(f"m3gym {Path(_registry.__file__).resolve().parents[2]}: before, {load_line()}",
+              flush=True)
+    res = measure(groups, families, args.seeds, args.family_seeds)
+    if args.json:
+        args.json.write_text(json.dumps(res))
+    if args.quiet:
+        return
+    print(f"after, {load_line()}")
+    print_table(res, base)
 
 
 if __name__ == "__main__":
