@@ -45,6 +45,11 @@ def test_thumbnails_link_to_the_full_images_the_agent_had(run, tmp_path):
         assert thumbnail_jpeg(array, 256) == stored  # the PNG is the image behind the thumbnail
         decoded = cv2.imdecode(np.frombuffer(stored, np.uint8), cv2.IMREAD_UNCHANGED)
         assert decoded.shape[:2] == (int(h), int(w))
+    views = [re.search(r"\((\d+)x(\d+)\).*agent's view (\d+)x(\d+)", fig)
+             for fig in re.findall(r"<figure.*?</figure>", page)]
+    assert any(views)  # L1 inputs are larger than the agent's view
+    for w, h, vw, vh in ((int(x) for x in v.groups()) for v in views if v):
+        assert max(vw, vh) < max(w, h) and abs(vw / vh - w / h) < 0.05
     shapes = {tuple(im["shape"][:2]) for im in images}
     fulls = {cv2.imread(str(tmp_path / "rep" / f), cv2.IMREAD_UNCHANGED).shape[:2]
              for f, *_ in links}

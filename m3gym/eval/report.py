@@ -541,6 +541,8 @@ def _img_tag(run: Run, trace: Mapping[str, Any], images: Mapping[int, Mapping[st
         tag = (f'<a class="full" href="{_esc(shown.full)}" target="_blank" '
                f'onclick="return zoom(this)">{img}></a>')
         note = f' · <a href="{_esc(shown.full)}" target="_blank">{_esc(shape)} full size</a>'
+        if shown.view is not None and shown.view != tuple(dims[::-1]):
+            note += f" · agent's view {shown.view[0]}x{shown.view[1]}"
     return (f'<figure class="img">{tag}<figcaption>{_esc(caption)}{note}'
             "</figcaption></figure>")
 

@@ -36,10 +36,15 @@ differ by about one level)."""
 
 @dataclass(frozen=True)
 class ShownImage:
-    """One image of the viewer: its thumbnail URL and, when re-created, its full-size PNG URL."""
+    """One image of the viewer: its thumbnail URL and, when re-created, its full-size PNG URL.
+
+    ``view`` is the ``(width, height)`` the agent's observation showed the image at (the env's
+    ``view_size``; known once the episode is replayed).
+    """
 
     thumb: str
     full: str | None = None
+    view: tuple[int, int] | None = None
 
 
 def png_bytes(array: np.ndarray) -> bytes:
@@ -115,7 +120,10 @@ class ReportImages:
                 f"different Image {entry['index']} (another m3gym or library version?); its "
                 "full-resolution image is not shown")
             return ShownImage(thumb)
-        return ShownImage(thumb, self._write("full", png_bytes(array), ".png"))
+        from m3gym.view import view_shape
+
+        vh, vw = view_shape(array.shape[0], array.shape[1], int(self._env.view_size))
+        return ShownImage(thumb, self._write("full", png_bytes(array), ".png"), (vw, vh))
 
     def _replayed(self, run_name: str, trace: Mapping[str, Any], index: int) -> np.ndarray | None:
         key = (run_name, str(trace.get("episode_id")))
