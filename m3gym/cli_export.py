@@ -43,7 +43,8 @@ def _cmd_export_verl(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     path = write_verl(args.env, args.n or None, args.out, split=args.split, seed=args.seed,
-                      curriculum=curriculum, **parse_key_values(args.env_arg))
+                      curriculum=curriculum, images=args.images,
+                      **parse_key_values(args.env_arg))
     from m3gym.integrations import export
 
     print(f"wrote {path}")
@@ -86,6 +87,9 @@ def add_export_parser(sub: Any) -> None:
     v.add_argument("--curriculum", default=None, metavar="STATE.json|JSON",
                    help="draw each row's family and difficulty from a curriculum: a state file "
                         "saved by m3gym.curriculum / train_sb3, or its arguments as JSON")
+    v.add_argument("--images", choices=("task", "embed"), default="task",
+                   help="task: rows name their task, images are rebuilt on load (small; "
+                        "default); embed: PNG bytes in an images column")
     v.set_defaults(func=_cmd_export_verl)
     s = kinds.add_parser("sft", help="chat trajectories for cold-start SFT")
     s.add_argument("--env", default="M3Bench-L1")

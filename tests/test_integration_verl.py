@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -22,12 +23,14 @@ else:
 
 from omegaconf import OmegaConf  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap, _agent_loop_registry  # noqa: E402
+from verl.experimental.agent_loop.tool_parser import ToolParser  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import m3gym  # noqa: E402,F401
 from m3gym.integrations.tiny_vlm import build_processor, build_tokenizer  # noqa: E402
-from m3gym.integrations.verl import M3GymAgentLoop  # noqa: E402
+from m3gym.integrations.verl import M3GymAgentLoop, M3GymRLDataset, validate_verl_config  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 ENV_ID = "M3Bench-TinyText"
 ROW = {"env_id": ENV_ID, "family": "tiny_text", "task_seed": 5}
 
@@ -230,7 +233,7 @@ def test_export_verl_parquet_reads_back(tmp_path, tok_proc):
     assert len(rows) == 3
     row = rows[0]
     assert row["agent_name"] == "m3gym_agent" and row["data_source"] == f"m3gym/{ENV_ID}"
-    assert row["prompt"][1]["content"].count("<image>") == len(row["images"]) == 1
+    assert row["prompt"][1]["content"].count("<image>") == 1 and "images" not in row
     info = row["extra_info"]
     task = m3gym.make_task(info["family"], info["task_seed"])
     assert row["reward_model"] == {"style": "rule", "ground_truth": task.answer.value}
@@ -248,3 +251,142 @@ def test_export_verl_parquet_reads_back(tmp_path, tok_proc):
     assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
     out = run(make_loop(tok, proc, StubServer(tok, ["<answer>x</answer>"])), row=item["extra_info"])
     assert out.extra_fields["m3gym_task_id"] == info["task_id"]
+
+
+# ------------------------------------------------------------------ the shipped trainer config
+@pytest.fixture(scope="module")
+def tiny_model_dir(tok_proc, tmp_path_factory):
+    """A local model folder verl's HFModelConfig loads offline: the tiny Qwen3-VL + tokenizer."""
+    from m3gym.integrations.tiny_vlm import build_model
+
+    tok, proc = tok_proc
+    path = tmp_path_factory.mktemp("tiny-qwen3-vl")
+    tok.save_pretrained(path)
+    build_model(tok).save_pretrained(path)
+    proc.image_processor.save_pretrained(path)
+    return path
+
+
+def compose_shipped(*overrides):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs" / "train"), version_base=None):
+        return compose(config_name="verl_grpo_m3gym", overrides=list(overrides))
+
+
+def test_shipped_config_passes_verls_validation(tiny_model_dir, monkeypatch):
+    monkeypatch.chdir(ROOT)  # agent_loop_config_path is relative to the launch folder
+    cfg = compose_shipped(f"actor_rollout_ref.model.path={tiny_model_dir}")
+    built = validate_verl_config(cfg)
+    assert built["model"].architectures == ["Qwen3VLForConditionalGeneration"]
+    assert built["rollout"].name == "vllm" and built["rollout"].multi_turn.format == "hermes"
+    assert built["trainer_cls"].__name__ == "PPOTrainerSync"  # the v1 trainer imports
+    assert "ref" not in built  # GRPO without KL: no reference policy
+    # with KL loss the reference policy's micro batch size is checked too
+    built = validate_verl_config(compose_shipped(f"actor_rollout_ref.model.path={tiny_model_dir}",
+                                                 "actor_rollout_ref.actor.use_kl_loss=true"))
+    assert built["ref"].ppo_micro_batch_size_per_gpu == 4
+    # the model path follows M3GYM_VERL_MODEL when it is set
+    monkeypatch.setenv("M3GYM_VERL_MODEL", str(tiny_model_dir))
+    assert compose_shipped().actor_rollout_ref.model.path == str(tiny_model_dir)
+
+
+@pytest.mark.parametrize("override, match", [
+    ("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null", "log_prob_micro_batch_size"),
+    ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null", "micro_batch_size"),
+    ("actor_rollout_ref.rollout.agent.default_agent_loop=nope", "default_agent_loop='nope'"),
+])
+def test_validation_fails_on_what_verl_rejects(tiny_model_dir, monkeypatch, override, match):
+    monkeypatch.chdir(ROOT)
+    cfg = compose_shipped(f"actor_rollout_ref.model.path={tiny_model_dir}", override)
+    with pytest.raises(Exception, match=match):
+        validate_verl_config(cfg)
+
+
+# ------------------------------------------------------------------ parquet: images by task
+def test_rows_refer_to_images_by_task_and_rebuild_exactly(tmp_path, tok_proc):
+    import io
+
+    import numpy as np
+    import pyarrow.parquet as pq
+    from PIL import Image
+    from verl.utils.dataset.rl_dataset import get_dataset_class
+
+    from m3gym.integrations.export import task_images, write_verl
+
+    small = write_verl(ENV_ID, 4, tmp_path / "task")
+    big = write_verl(ENV_ID, 4, tmp_path / "embed", images="embed")
+    assert small.stat().st_size * 100 / 4 <= 1_000_000  # <= 1 MB per 100 rows
+    assert big.stat().st_size > 10 * small.stat().st_size  # the PNG bytes were the bulk
+    by_task = pq.read_table(small).to_pylist()
+    embedded = pq.read_table(big).to_pylist()
+    assert [r["prompt"] for r in by_task] == [r["prompt"] for r in embedded]
+    tok, proc = tok_proc
+    cfg = OmegaConf.create({"prompt_key": "prompt", "image_key": "images", "max_prompt_length": 8192,
+                            "return_raw_chat": True, "filter_overlong_prompts": False,
+                            "custom_cls": {"path": "pkg://m3gym.integrations.verl",
+                                           "name": "M3GymRLDataset"}})
+    assert get_dataset_class(cfg) is M3GymRLDataset
+    ds = M3GymRLDataset(data_files=[str(small)], tokenizer=tok, config=cfg, processor=proc)
+    for i, (row, emb) in enumerate(zip(by_task, embedded)):
+        want = [np.asarray(Image.open(io.BytesIO(im["bytes"])).convert("RGB")) for im in emb["images"]]
+        got = task_images(row["extra_info"])
+        assert len(got) == len(want) == 1
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))  # rebuilt byte for byte
+        blocks = [b for b in ds[i]["raw_prompt"][1]["content"] if b["type"] == "image"]
+        assert [np.asarray(b["image"]) for b in blocks][0].tobytes() == want[0].tobytes()
+    bad = dict(by_task[0]["extra_info"], task_id="tiny_text/999")
+    with pytest.raises(ValueError, match="re-export"):
+        task_images(bad)
+
+
+# ------------------------------------------------------------------ verl's tool parser registry
+def xml_call(name, **arguments):
+    """A Qwen3-Coder / Qwen3.5 style call (verl's ``qwen3_coder`` parser)."""
+    params = "".join(f"<parameter={k}>\n{json.dumps(v) if not isinstance(v, str) else v}\n</parameter>\n"
+                     for k, v in arguments.items())
+    return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+
+
+def test_tool_calls_go_through_verls_parser_registry(tok_proc):
+    tok, proc = tok_proc
+    env = gym.make(ENV_ID, disable_env_checker=True).unwrapped
+    env.reset(seed=5, options={"family": "tiny_text", "task_seed": 5})
+    answer = env.task.answer.value
+    crop = dict(image_index=0, bbox_2d=[0, 0, 1000, 1000], zoom_scale=1.25)
+    hermes = run(make_loop(tok, proc, StubServer(tok, [call("crop", **crop), f"<answer>{answer}</answer>"])))
+    xml_texts = [xml_call("crop", **crop), f"<answer>{answer}</answer>"]
+    loop = make_loop(tok, proc, StubServer(tok, xml_texts), tool_parser="qwen3_coder")
+    assert isinstance(loop.tool_parser, ToolParser._registry["qwen3_coder"])
+    xml = run(loop)
+    # the same crop ran: same images, same reward, same ending
+    assert len(xml.multi_modal_data["images"]) == len(hermes.multi_modal_data["images"]) == 2
+    assert xml.reward_score == pytest.approx(hermes.reward_score, abs=1e-12)
+    assert xml.extra_fields["m3gym_acc"] == 1.0 and xml.extra_fields["m3gym_ended_by"] == "answer"
+    # the Hermes parser does not read the XML form: the env reports it, no crop ran
+    mixed = run(make_loop(tok, proc, StubServer(tok, xml_texts), tool_parser="hermes"))
+    assert len(mixed.multi_modal_data["images"]) == 1
+    # the parser comes from rollout.multi_turn.format when the loop config names none
+    config = OmegaConf.create({"actor_rollout_ref": {"rollout": {
+        "prompt_length": 8192, "response_length": 2048, "multi_turn": {"format": "qwen3_coder"}}},
+        "data": {}})
+    loop = M3GymAgentLoop(trainer_config=DictConfigWrap(config), server_manager=StubServer(tok, []),
+                          tokenizer=tok, processor=proc, dataset_cls=None,
+                          data_config=DictConfigWrap(config.data))
+    assert loop.tool_parser_name == "qwen3_coder"
+
+
+def test_unknown_tool_parser_names_the_registry(tok_proc):
+    tok, proc = tok_proc
+    with pytest.raises(ValueError, match="unknown tool parser 'nope'.*hermes"):
+        make_loop(tok, proc, StubServer(tok, []), tool_parser="nope")
+
+
+def test_answer_with_a_parsed_call_is_refused(tok_proc):
+    tok, proc = tok_proc
+    text = xml_call("crop", image_index=0, bbox_2d=[0, 0, 500, 500]) + "<answer>A</answer>"
+    out = run(make_loop(tok, proc, StubServer(tok, [text] * 3), tool_parser="qwen3_coder",
+                        env_kwargs={"max_rounds": 3}))
+    assert out.extra_fields["m3gym_ended_by"] == "budget"
+    first = out.response_mask.index(0)
+    assert "same step" in tok.decode(out.response_ids[first:])

@@ -2,9 +2,14 @@
 
 - :func:`write_verl` writes the parquet verl's ``RLHFDataset`` reads: ``data_source``,
   ``agent_name`` (``m3gym_agent``), ``prompt`` (chat messages; ``<image>`` marks each input image),
-  ``images`` (PNG bytes at view resolution), ``reward_model`` (``style: rule``, the ground truth)
-  and ``extra_info`` (``env_id``, ``family``, ``task_seed``, ``task_id``, ``level``, ``split``)
-  from which :class:`~m3gym.integrations.verl.M3GymAgentLoop` resets the env.
+  ``reward_model`` (``style: rule``, the ground truth) and ``extra_info`` (``env_id``,
+  ``family``, ``task_seed``, ``task_id``, ``level``, ``split``, ``env_kwargs`` as JSON) from
+  which :class:`~m3gym.integrations.verl.M3GymAgentLoop` resets the env. Rows refer to their
+  images by task (``images="task"``, the default, a few kB per row): :func:`task_images`
+  rebuilds them exactly from ``extra_info`` (what
+  :class:`~m3gym.integrations.verl.M3GymRLDataset` does on load). ``images="embed"`` (CLI
+  ``--images embed``) adds the ``images`` column with PNG bytes at view resolution instead,
+  for loaders that cannot rebuild tasks (about 0.5 MB per row).
   :func:`compute_score` is a ``reward.custom_reward_function`` for runs that score the final text
   only (exact m3gym answer matching; no process terms). With ``curriculum=`` (a
   :class:`~m3gym.curriculum.Curriculum`, its arguments as a dict, or a saved state's path; CLI
@@ -73,44 +78,97 @@ def curriculum_tasks(curriculum: Any, env_id: str, n: int,
     return out
 
 
+VERL_IMAGE_MODES: tuple[str, ...] = ("task", "embed")
+"""How verl rows carry their input images: by task (rebuilt on load) or embedded PNG bytes."""
+
+
+def _check_image_mode(images: str) -> None:
+    if images not in VERL_IMAGE_MODES:
+        raise ValueError(f"images must be one of {', '.join(VERL_IMAGE_MODES)}, got {images!r}")
+
+
 def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
-              curriculum: Any = None, **env_kwargs: Any) -> Iterator[dict[str, Any]]:
-    """Yield verl ``RLHFDataset`` rows for ``n`` tasks of ``env_id`` (see the module docstring)."""
+              curriculum: Any = None, images: str = "task",
+              **env_kwargs: Any) -> Iterator[dict[str, Any]]:
+    """Yield verl ``RLHFDataset`` rows for ``n`` tasks of ``env_id`` (see the module docstring).
+
+    ``images="task"`` rows carry no pixels (:func:`task_images` rebuilds them);
+    ``images="embed"`` rows add an ``images`` column of PNG bytes.
+    """
     from m3gym.integrations.datasets import TEXT_ANSWER_RULE, iter_prompt_rows
     from m3gym.tasks.registry import make_task
 
+    _check_image_mode(images)
     tasks = None
     if curriculum is not None:
         if split != "train" or not n:
             raise ValueError("a curriculum draws training tasks: use split='train' and n >= 1")
         tasks = curriculum_tasks(curriculum, env_id, n, seed)
+    kwargs_json = json.dumps(env_kwargs, sort_keys=True)
     for index, row in enumerate(iter_prompt_rows(env_id, n, split, seed, images=True,
                                                  rule=TEXT_ANSWER_RULE, tasks=tasks,
                                                  **env_kwargs)):
         task = make_task(row["family"], row["task_seed"], difficulty=row.get("difficulty"))
         system, user = row["prompt"]
         marks = "".join("<image>" for _ in row["images"])
-        yield {
+        out: dict[str, Any] = {
             "data_source": f"m3gym/{env_id}",
             "agent_name": AGENT_NAME,
             "prompt": [system, {"role": "user", "content": marks + user["content"]}],
-            "images": [{"bytes": png_bytes(a)} for a in row["images"]],
+        }
+        if images == "embed":
+            out["images"] = [{"bytes": png_bytes(a)} for a in row["images"]]
+        out.update({
             "ability": "visual_tool_use",
             "reward_model": {"style": "rule", "ground_truth": task.answer.value},
             "extra_info": {"env_id": env_id, "family": row["family"],
                            "task_seed": row["task_seed"], "task_id": row["task_id"],
                            "level": row["level"], "split": split, "index": index,
+                           "env_kwargs": kwargs_json,
                            **({"difficulty": row["difficulty"]} if "difficulty" in row else {})},
-        }
+        })
+        yield out
+
+
+def task_images(extra_info: Mapping[str, Any],
+                session: EpisodeSession | None = None) -> list[np.ndarray]:
+    """Rebuild the input images (RGB ``uint8``, view resolution) of the task a verl row names.
+
+    ``extra_info`` is the row's (``env_id``, ``family``, ``task_seed``, optional ``difficulty``
+    and ``env_kwargs`` JSON, as :func:`verl_rows` writes); the images are byte-identical to
+    ``images="embed"``'s. ``session`` (one per ``env_id`` + ``env_kwargs``) saves building the
+    env again. A row whose rebuilt task id differs from its ``task_id`` raises ``ValueError``
+    (the row was written by another m3gym version or edited).
+    """
+    from m3gym.config_errors import parse_json_text
+
+    info = dict(extra_info)
+    if session is None:
+        raw = info.get("env_kwargs") or "{}"
+        kwargs = parse_json_text(raw, "extra_info.env_kwargs") if isinstance(raw, str) else raw
+        if not isinstance(kwargs, Mapping):
+            raise ValueError(f"extra_info.env_kwargs must be a JSON object, got {raw!r}")
+        session = EpisodeSession(str(info.get("env_id") or "M3Bench-L1"), **dict(kwargs))
+    session.start(info)
+    want = info.get("task_id")
+    got = session.task.task_id
+    if want is not None and str(want) != got:
+        raise ValueError(f"the row names task {want!r} but its family/task_seed rebuild {got!r}; "
+                         "re-export the data with this m3gym version")
+    return [np.asarray(a) for a in session.input_images]
 
 
 def write_verl(env_id: str, n: int | None, out: str | Path, split: str = "train", seed: int = 0,
-               curriculum: Any = None, **env_kwargs: Any) -> Path:
-    """Write ``<out>/<env_id>-<split>.parquet`` for verl and return its path (needs pyarrow)."""
+               curriculum: Any = None, images: str = "task", **env_kwargs: Any) -> Path:
+    """Write ``<out>/<env_id>-<split>.parquet`` for verl and return its path (needs pyarrow).
+
+    ``images``: ``"task"`` (rows name their task; default) or ``"embed"`` (PNG bytes).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = list(verl_rows(env_id, n, split, seed, curriculum, **env_kwargs))
+    _check_image_mode(images)
+    rows = list(verl_rows(env_id, n, split, seed, curriculum, images, **env_kwargs))
     path = Path(out) / f"{env_id}-{split}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
