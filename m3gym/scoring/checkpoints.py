@@ -62,7 +62,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from m3gym.state import ImageEntry, ImageState, apply_affine
+from m3gym.state import ImageEntry, ImageState, apply_affine, homogeneous
 from m3gym.tasks.render import to_gray
 from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.tools.catalogue import TOOL_ALIASES, UPRIGHT_TOOLS, equivalent_tools
@@ -296,7 +296,7 @@ def warp_to_frame(
     bx0, by0 = ev.box[0], ev.box[1]
     qx, qy = cw / fw, ch / fh
     up = np.array([[qx, 0.0, 0.5 * qx + bx0], [0.0, qy, 0.5 * qy + by0], [0.0, 0.0, 1.0]])
-    art = np.vstack([affine, [0.0, 0.0, 1.0]])
+    art = homogeneous(affine)
     shift = np.array([[1.0, 0.0, -x0], [0.0, 1.0, -y0], [0.0, 0.0, 1.0]])
     view = np.array([[fx, 0.0, -0.5], [0.0, fy, -0.5], [0.0, 0.0, 1.0]])
     full = (view @ shift @ art @ up)[:2]
