@@ -700,10 +700,12 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
     plots = plot_images(runs)
     chosen = select_episodes(runs, max_episodes)
     source = ImageSource(images)
-    episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i, source)
-                for i, (run, rec) in enumerate(chosen)]
-    if images is not None:
-        images.close()
+    try:
+        episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i, source)
+                    for i, (run, rec) in enumerate(chosen)]
+    finally:
+        if images is not None:
+            images.close()
     total = sum(len(r.records) for r in runs)
     warnings = report_warnings(runs) + (images.problems if images is not None else [])
     parts = [
