@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,14 @@ mcp = pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp.types import CallToolResult, ImageContent, TextContent  # noqa: E402
 
 import m3gym  # noqa: E402,F401
 from m3gym.agents.base import OracleAgent  # noqa: E402
 from m3gym.eval.episode import run_episode  # noqa: E402
 from m3gym.eval.runner import env_tasks, episode_seed  # noqa: E402
 from m3gym.mcp.episodes import EpisodeTable, McpLimits  # noqa: E402
-from m3gym.mcp.server import build_server  # noqa: E402
+from m3gym.mcp.server import build_server, fit_result, reply_bytes  # noqa: E402
 from m3gym.tasks.registry import make_task  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,3 +222,67 @@ def test_streamable_http_on_loopback() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_tools_carry_titles_annotations_and_output_schemas() -> None:
+    async def main() -> None:
+        async with Client(build_server()) as client:
+            assert client.server_info.name == "m3gym"
+            assert client.server_info.version == m3gym.__version__
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            for tool in tools.values():
+                assert tool.title and tool.annotations is not None, tool.name
+                assert tool.annotations.open_world_hint is False, tool.name
+                assert tool.output_schema["type"] == "object", tool.name
+            assert tools["crop"].title == "Crop"
+            assert tools["episode_report"].annotations.read_only_hint is True
+            assert tools["episode_report"].annotations.idempotent_hint is True
+            assert tools["answer"].annotations.destructive_hint is True
+            for name in ("start_episode", "crop", "web_search", "parallel_calls"):
+                ann = tools[name].annotations
+                assert ann.read_only_hint is False and ann.idempotent_hint is False, name
+            assert "images_sent" in tools["crop"].output_schema["required"]
+
+    anyio.run(main)
+
+
+def test_long_reports_come_in_pages_within_the_limit() -> None:
+    limit = 64 * 1024
+    table = EpisodeTable(McpLimits(max_response_bytes=limit))
+
+    async def main() -> None:
+        async with Client(build_server(table)) as client:
+            res = await client.call_tool("start_episode", {"env_id": "M3Bench-L3", "seed": 1})
+            eid = res.structured_content["episode_id"]
+            for n in range(10):  # refused over-long queries are traced in full: a long trace
+                await client.call_tool("web_search", {"episode_id": eid,
+                                                      "query": f"item {n} " * 1000})
+            whole = json.dumps(table.report(eid), default=str)
+            assert len(whole) > limit
+            steps, first = [], 0
+            while first is not None:
+                rep = await client.call_tool("episode_report",
+                                             {"episode_id": eid, "first_step": first})
+                assert not rep.is_error and reply_bytes(rep) <= limit
+                steps += rep.structured_content["steps"]
+                first = rep.structured_content["next_step"]
+            assert len(steps) == 10 and first is None
+            bad = await client.call_tool("episode_report", {"episode_id": eid, "first_step": 11})
+            assert bad.is_error and "past the last step" in bad.content[0].text
+
+    anyio.run(main)
+
+
+def test_the_last_guard_cuts_what_the_table_did_not_size() -> None:
+    big = CallToolResult(content=[TextContent(type="text", text="é" * 300_000),
+                                  ImageContent(type="image", data="A" * 200_000,
+                                               mime_type="image/png")],
+                         structured_content={"images_sent": [{"index": 0}],
+                                             "images_left_out": []})
+    out = fit_result(big, 128 * 1024)
+    assert reply_bytes(out) <= 128 * 1024
+    assert [c.type for c in out.content] == ["text"]
+    assert out.structured_content == {"images_sent": [], "images_left_out": [0]}
+    assert "characters cut" in out.content[0].text
+    small = CallToolResult(content=[TextContent(type="text", text="ok")])
+    assert fit_result(small, 128 * 1024) is small

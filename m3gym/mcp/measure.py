@@ -79,7 +79,8 @@ async def measure_env(client: Any, table: Any, env_id: str, seeds: Sequence[int]
         res = await client.call_tool("start_episode", {"env_id": env_id, "seed": seed})
         data = res.structured_content
         eid = data["episode_id"]
-        start.add(seed, reply_bytes(res), png_reply_bytes(res, _views(table, eid, [0])),
+        start.add(seed, reply_bytes(res),
+                  png_reply_bytes(res, _views(table, eid, data["image_indices"])),
                   "sent as" in res.content[0].text)
         res = await client.call_tool("parallel_calls", {"episode_id": eid, "calls": [
             {"name": "crop", "arguments": {"image_index": 0, "bbox_2d": box, "zoom_scale": 2}}
