@@ -107,7 +107,8 @@ def test_dom_has_episodes_and_lazy_thumbnails(report, tmp_path):
     assert len(thumbs) == dom.count('<img class="thumb"')  # every thumbnail is lazy
     assert "data:image/jpeg" not in dom  # thumbnails are files, not inlined
     assert len(re.findall(r"<img class=\"plot\"", dom)) == 3
-    assert re.search(r"<td class=\"num\">\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]</td>", dom)
+    assert re.search(r'<td class="num">\d\.\d{3} <span class="ci">\[\d\.\d{3}, \d\.\d{3}\]'
+                     r"</span></td>", dom)
 
 
 def test_every_thumbnail_links_to_an_existing_full_image(report, tmp_path):

@@ -210,16 +210,27 @@ def markdown_table(table: Table) -> str:
 
 
 def html_table(table: Table, css: str = "") -> str:
-    """Return a table as HTML (cells escaped; numeric cells right-aligned)."""
+    """Return a table as HTML (cells escaped; numeric cells right-aligned).
+
+    A cell ``mean [lo, hi]`` keeps its interval on one line (``<span class="ci">``), so a narrow
+    column wraps between the mean and its interval only.
+    """
     header, rows = table
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = []
     for row in rows:
         cells = "".join(
-            f'<td class="{"num" if _is_num(c) else ""}">{html.escape(c)}</td>' for c in row)
+            f'<td class="{"num" if _is_num(c) else ""}">{_cell_html(c)}</td>' for c in row)
         body.append(f"<tr>{cells}</tr>")
     return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>' \
            "</table>"
+
+
+def _cell_html(cell: str) -> str:
+    mean, sep, bounds = cell.partition(" [")
+    if sep and bounds.endswith("]") and _is_num(mean):
+        return f'{html.escape(mean)} <span class="ci">[{html.escape(bounds)}</span>'
+    return html.escape(cell)
 
 
 def _is_num(cell: str) -> bool:
@@ -667,7 +678,9 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}
 h1{margin-top:0} table{border-collapse:collapse;margin:8px 0 18px;font-size:13px;background:#fff}
 th,td{border:1px solid #ccc;padding:3px 8px} th{background:#eef} td.num{text-align:right;
-font-variant-numeric:tabular-nums} .plots img{max-width:32%;margin-right:1%;background:#fff}
+font-variant-numeric:tabular-nums} .ci{white-space:nowrap;color:#666;font-size:11px}
+.note{font-size:12px;color:#555}
+.plots img{max-width:32%;margin-right:1%;background:#fff}
 section.episode{border:1px solid #ccc;border-radius:6px;margin:8px 0;padding:6px 10px;
 background:#fff} summary{cursor:pointer} .step{border-left:3px solid #99c;margin:8px 0;
 padding-left:10px} .step h4{margin:4px 0;font-size:13px;color:#335}
