@@ -69,8 +69,8 @@ def _views(table: Any, episode_id: str, indices: Sequence[int]) -> list[np.ndarr
     return [env.view(int(i)) for i in indices]
 
 
-async def measure_env(client: Any, table: Any, env_id: str, seeds: Sequence[int]
-                      ) -> tuple[Largest, Largest]:
+async def measure_env(client: Any, table: Any, env_id: str, seeds: Sequence[int],
+                      crops_too: bool = True) -> tuple[Largest, Largest]:
     """Return the largest start_episode and 4-crop parallel_calls replies over ``seeds``."""
     from m3gym.mcp.server import reply_bytes
 
@@ -82,6 +82,9 @@ async def measure_env(client: Any, table: Any, env_id: str, seeds: Sequence[int]
         start.add(seed, reply_bytes(res),
                   png_reply_bytes(res, _views(table, eid, data["image_indices"])),
                   "sent as" in res.content[0].text)
+        if not crops_too:
+            await client.call_tool("answer", {"episode_id": eid, "text": "x"})
+            continue
         res = await client.call_tool("parallel_calls", {"episode_id": eid, "calls": [
             {"name": "crop", "arguments": {"image_index": 0, "bbox_2d": box, "zoom_scale": 2}}
             for box in CROPS]})
@@ -132,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--envs", nargs="+", default=["M3Bench-L1", "M3Bench-L2", "M3Bench-L3"])
     p.add_argument("--seeds", type=int, default=200, help="seeds 0..N-1 per env")
     p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--no-crops", action="store_true", help="measure start_episode only")
     p.add_argument("--rss-episodes", type=int, default=0, help="then play N episodes for RSS")
     args = p.parse_args(argv)
     table = EpisodeTable(McpLimits())
@@ -141,8 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         async with Client(server) as client:
             for env_id in args.envs:
                 seeds = range(args.first_seed, args.first_seed + args.seeds)
-                start, crops = await measure_env(client, table, env_id, seeds)
+                start, crops = await measure_env(client, table, env_id, seeds, not args.no_crops)
                 for name, got in (("start_episode", start), ("parallel_calls_4_crops", crops)):
+                    if not got.count:
+                        continue
                     print(json.dumps({"env": env_id, "call": name, "seeds": len(seeds),
                                       "max_sent_bytes": got.sent, "max_sent_seed": got.sent_seed,
                                       "max_png_bytes": got.png, "max_png_seed": got.png_seed,
