@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from m3gym.eval.report_images import FILES_DIR, ReportImages, ShownImage
 from m3gym.eval.runner import (
     UnreadableLine,
@@ -60,10 +62,8 @@ INTERVAL_LEVEL: float = 0.95
 """Coverage of the leaderboard's intervals and the plots' error bars."""
 
 
-def bootstrap_rng() -> Any:
+def bootstrap_rng() -> np.random.Generator:
     """Return the seeded ``np.random.Generator`` one report interval is drawn with."""
-    import numpy as np
-
     return np.random.default_rng(BOOTSTRAP_SEED)
 
 
@@ -404,7 +404,6 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     out: dict[str, str] = {}
     levels = sorted({lv for r in runs for lv in r.summary["by_level"]})

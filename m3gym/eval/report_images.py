@@ -84,9 +84,9 @@ class ReportImages:
     full: bool = True
     problems: list[str] = field(default_factory=list)
     files: dict[str, int] = field(default_factory=dict)
-    _episode: tuple[str, str] | None = None
-    _state: Any = None
-    _env: Any = None
+    _episode: tuple[str, str] | None = field(default=None, init=False, repr=False)
+    _state: Any = field(default=None, init=False, repr=False)
+    _env: Any = field(default=None, init=False, repr=False)
 
     def _write(self, sub: str, data: bytes, suffix: str) -> str:
         rel = f"{FILES_DIR}/{sub}/{hashlib.sha256(data).hexdigest()[:20]}{suffix}"

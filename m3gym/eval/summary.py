@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SCORE_KEYS: tuple[str, ...] = (
     "acc", "S", "V", "V_tool", "V_true", "OT", "m3", "multi_modal", "multi_hop",
@@ -189,7 +192,7 @@ def stat_samples(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[f
     return values, tasks
 
 
-def stat_interval(records: Sequence[Mapping[str, Any]], key: str, rng: Any,
+def stat_interval(records: Sequence[Mapping[str, Any]], key: str, rng: np.random.Generator,
                   level: float = 0.95) -> tuple[float, float] | None:
     """Return the bootstrap ``level`` interval of statistic ``key`` (``None``: no values).
 
