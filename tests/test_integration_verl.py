@@ -335,9 +335,14 @@ def test_rows_refer_to_images_by_task_and_rebuild_exactly(tmp_path, tok_proc):
         assert all(np.array_equal(g, w) for g, w in zip(got, want))  # rebuilt byte for byte
         blocks = [b for b in ds[i]["raw_prompt"][1]["content"] if b["type"] == "image"]
         assert [np.asarray(b["image"]) for b in blocks][0].tobytes() == want[0].tobytes()
+    assert "_m3gym_sessions" in ds.__dict__ and "_m3gym_sessions" not in ds.__getstate__()
     bad = dict(by_task[0]["extra_info"], task_id="tiny_text/999")
     with pytest.raises(ValueError, match="re-export"):
         task_images(bad)
+    with pytest.raises(ValueError, match="env_kwargs"):
+        task_images(dict(by_task[0]["extra_info"], env_kwargs="[1, 2]"))
+    with pytest.raises(ValueError, match="env_kwargs"):  # ConfigError is a ValueError
+        task_images(dict(by_task[0]["extra_info"], env_kwargs="{broken"))
 
 
 # ------------------------------------------------------------------ verl's tool parser registry

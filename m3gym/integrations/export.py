@@ -39,7 +39,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from m3gym.integrations.session import EpisodeSession
+from m3gym.integrations.session import DEFAULT_ENV_ID, EpisodeSession
 
 AGENT_NAME = "m3gym_agent"
 """verl agent loop name the parquet rows select."""
@@ -130,6 +130,21 @@ def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
         yield out
 
 
+def row_env_kwargs(extra_info: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the ``gym.make`` arguments a verl row was exported with (``extra_info.env_kwargs``).
+
+    Missing means none; text that is not a JSON object raises
+    :class:`~m3gym.config_errors.ConfigError` / ``ValueError`` naming the field.
+    """
+    from m3gym.config_errors import parse_json_text
+
+    raw = extra_info.get("env_kwargs") or "{}"
+    kwargs = parse_json_text(raw, "extra_info.env_kwargs") if isinstance(raw, str) else raw
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"extra_info.env_kwargs must be a JSON object, got {raw!r}")
+    return dict(kwargs)
+
+
 def task_images(extra_info: Mapping[str, Any],
                 session: EpisodeSession | None = None) -> list[np.ndarray]:
     """Rebuild the input images (RGB ``uint8``, view resolution) of the task a verl row names.
@@ -140,15 +155,9 @@ def task_images(extra_info: Mapping[str, Any],
     env again. A row whose rebuilt task id differs from its ``task_id`` raises ``ValueError``
     (the row was written by another m3gym version or edited).
     """
-    from m3gym.config_errors import parse_json_text
-
     info = dict(extra_info)
     if session is None:
-        raw = info.get("env_kwargs") or "{}"
-        kwargs = parse_json_text(raw, "extra_info.env_kwargs") if isinstance(raw, str) else raw
-        if not isinstance(kwargs, Mapping):
-            raise ValueError(f"extra_info.env_kwargs must be a JSON object, got {raw!r}")
-        session = EpisodeSession(str(info.get("env_id") or "M3Bench-L1"), **dict(kwargs))
+        session = EpisodeSession(str(info.get("env_id") or DEFAULT_ENV_ID), **row_env_kwargs(info))
     session.start(info)
     want = info.get("task_id")
     got = session.task.task_id

@@ -72,7 +72,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema
 from verl.utils.dataset.rl_dataset import RLHFDataset
 
 from m3gym.integrations.datasets import TEXT_ANSWER_RULE, system_message
-from m3gym.integrations.export import task_images
+from m3gym.integrations.export import row_env_kwargs, task_images
 from m3gym.integrations.session import DEFAULT_ENV_ID, METRIC_TERMS, EpisodeSession
 
 _ANSWER = re.compile(r"<answer>.*?</answer>", re.DOTALL | re.IGNORECASE)
@@ -320,17 +320,20 @@ class M3GymRLDataset(RLHFDataset):
             example[self.image_key] = [_pil(a) for a in task_images(info, self._session(info))]
         return super()._build_messages(example, key)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the envs (each process builds its own on first use)."""
+        state = dict(super().__getstate__())
+        state.pop("_m3gym_sessions", None)
+        return state
+
     def _session(self, info: Mapping[str, Any]) -> EpisodeSession:
         """One env per (env_id, env_kwargs) of the rows, built on first use."""
         sessions = self.__dict__.setdefault("_m3gym_sessions", {})
-        raw = info.get("env_kwargs") or "{}"
-        env_id = str(info.get("env_id") or DEFAULT_ENV_ID)
-        if (env_id, raw) not in sessions:
-            kwargs = json.loads(raw) if isinstance(raw, str) else dict(raw)
-            if not isinstance(kwargs, dict):
-                raise ValueError(f"extra_info.env_kwargs must be a JSON object, got {raw!r}")
-            sessions[env_id, raw] = EpisodeSession(env_id, **kwargs)
-        return sessions[env_id, raw]
+        kwargs = row_env_kwargs(info)
+        key = (str(info.get("env_id") or DEFAULT_ENV_ID), json.dumps(kwargs, sort_keys=True))
+        if key not in sessions:
+            sessions[key] = EpisodeSession(key[0], **kwargs)
+        return sessions[key]
 
 
 def validate_verl_config(config: Any) -> dict[str, Any]:
