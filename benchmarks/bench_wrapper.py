@@ -207,8 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"M3Bench-L{args.level}-Discrete, obs 96, max_steps 4, random masked-valid "
               f"actions, {args.steps} steps x {args.repeats} runs ({load_note()})")
         settings = M3BENCH_SETTINGS
-    print(f"{'setting':<34}{'steps/s':>9}{'eps/s':>8}{'ms/step':>9}   = {'generation':>10}"
-          f"{'env':>7}{'wrapper':>8}  (ms/step; steps/s without generation)")
+    print(f"{'setting':<34}{'steps/s':>9}{'eps/s':>8}{'ms/step':>9}   = {'generation':>10} "
+          f"{'env':>8} {'wrapper':>8}  (ms/step; steps/s without generation)")
     for name, kwargs in settings.items():
         if args.smoke and "task_pool" in kwargs:
             kwargs = {**kwargs, "task_pool": 16, "cache_size": 16}
@@ -223,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         ms = median_of(runs, "total")
         gen, inner, wrap = (median_of(runs, k) for k in ("generation", "env", "wrapper"))
         no_gen = statistics.median(r["steps"] / (r["total"] - r["generation"]) for r in runs)
-        print(f"{name:<34}{statistics.median(rates):9.0f}{eps:8.0f}{ms:9.3f}   = {gen:10.3f}"
-              f"{inner:7.3f}{wrap:8.3f}  ({no_gen:.0f} steps/s without generation; "
+        print(f"{name:<34}{statistics.median(rates):9.0f}{eps:8.0f}{ms:9.3f}   = {gen:10.3f} "
+              f"{inner:8.3f} {wrap:8.3f}  ({no_gen:.0f} steps/s without generation; "
               f"runs {rates[0]:.0f}-{rates[-1]:.0f})")
         env.close()
     env = make_env(args.suite, args.level, task_pool=8)
