@@ -1,8 +1,10 @@
 """TRL integration with the real trainer, offline on CPU (needs ``pip install .[trl]``).
 
 A tiny randomly initialised Qwen3-VL is built in the test (no download). ``GRPOTrainer.train()``
-runs with ``environment_factory`` and ``model.generate`` patched to emit scripted tool calls (the
-pattern of TRL's own environment tests); one more run leaves ``generate`` unpatched (random text).
+runs with ``environment_factory``: once with the trainer's own ``generate`` steered by a
+``sequence_bias`` (the policy's logits choose among a valid call, a malformed call and answers),
+once with ``model.generate`` patched to emit scripted tool calls (the pattern of TRL's own
+environment tests), and once unsteered (random text).
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ else:
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-from m3gym.integrations.datasets import prompt_dataset  # noqa: E402
+from m3gym.integrations.datasets import answer_spec, prompt_dataset  # noqa: E402
 from m3gym.integrations.tiny_vlm import build_tiny_vlm  # noqa: E402
 from m3gym.integrations.trl import (  # noqa: E402
+    AFTER_TOOL_RESULT,
     M3GymToolEnv,
     environment_factory,
     logging_weights,
     reward_functions,
+    steering_sequence_bias,
+    tool_call_text,
     tool_env_class,
 )
 from m3gym.tools import default_registry  # noqa: E402
@@ -165,6 +170,96 @@ def test_grpo_train_with_scripted_tool_calls(tiny, tmp_path):
     changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(before[n], p.detach())}
     assert changed
     assert any("visual" in n for n in changed)
+
+
+BAD_BOX_ERROR = "bbox_2d needs x1 < x2"
+
+
+def test_grpo_policy_emits_tool_calls_through_the_real_generate(tmp_path):
+    """The trainer's own ``generate`` (no replacement), confined by a ``sequence_bias`` to
+    tool-call completions: turn 0 a valid crop; after a tool result a malformed crop or an answer
+    (the row's or the other row's), chosen by the policy's logits. The env runs the calls, the
+    malformed call's error text reaches the next turn, and the reward follows the calls."""
+    from trl import GRPOTrainer
+
+    tiny = build_tiny_vlm(seed=0)  # its own model: the module's is trained by the other tests
+    tok = tiny.tokenizer
+    dataset = prompt_dataset(ENV_ID, 2, seed=0)
+    answers = sorted({str(answer_spec(row).value) for row in dataset})
+    assert len(answers) == 2
+    good = {"image_index": 0, "bbox_2d": [0, 0, 1000, 1000]}
+    bad = {"image_index": 0, "bbox_2d": [900, 900, 100, 100]}  # x1 > x2: a malformed call
+    rendered = tok.apply_chat_template(dataset[0]["prompt"], add_generation_prompt=True,
+                                       tokenize=True)
+    rendered = rendered["input_ids"] if hasattr(rendered, "keys") else rendered
+    first_turn = list(rendered[-8:])  # the user text's last token, then the assistant header
+    assert tok.decode(first_turn).endswith("<|im_end|>\n<|im_start|>assistant\n")
+    bias = steering_sequence_bias(tok, [
+        (first_turn, [tool_call_text("crop", good)], 100.0),
+        (AFTER_TOOL_RESULT, [tool_call_text("crop", bad)]
+         + [tool_call_text("answer", {"text": a}) for a in answers], 100.0)])
+    rollouts: list[dict] = []
+
+    class SteeredEnv(tool_env_class(TOOLS)):  # records each rollout when TRL reads its reward
+        def get_reward(self):
+            value = super().get_reward()
+            trace = self.session.env.trace
+            rollouts.append({"calls": list(self._calls), "return": value,
+                             "acc": self.session.metric("acc"), "answer": trace.answer,
+                             "errors": [c.error for c in trace.calls if not c.ok]})
+            return value
+
+    terms = reward_functions()
+    trainer = GRPOTrainer(model=tiny.model, processing_class=tiny.processor, reward_funcs=terms,
+                          train_dataset=dataset,
+                          environment_factory=lambda: SteeredEnv(ENV_ID, tools=list(TOOLS)),
+                          args=_config(tmp_path, num_generations=4, per_device_train_batch_size=4,
+                                       max_tool_calling_iterations=3, max_completion_length=512,
+                                       reward_weights=logging_weights(terms),
+                                       generation_kwargs={"sequence_bias": bias}))
+    real_generate = trainer.model.generate
+    prompts: list[list[str]] = []
+
+    def observed_generate(*args, **kwargs):  # a pass-through: records the inputs of each turn
+        prompts.append([tok.decode(r[r != tok.pad_token_id]) for r in kwargs["input_ids"]])
+        return real_generate(*args, **kwargs)
+
+    trainer.model.generate = observed_generate
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+
+    assert trainer.state.global_step == 2 and len(rollouts) == 8
+    allowed = [("crop", good), ("crop", bad), *[("answer", {"text": a}) for a in answers]]
+    for r in rollouts:  # the model emitted only the grammar's calls, a valid crop first
+        assert r["calls"][0] == ("crop", good) and len(r["calls"]) >= 2
+        assert all(call in allowed for call in r["calls"])
+    # the env ran them: malformed crops failed with m3gym's message, answers were scored
+    failed = [e for r in rollouts for e in r["errors"]]
+    assert failed and all(BAD_BOX_ERROR in e for e in failed)
+    assert {r["acc"] for r in rollouts} == {0.0, 1.0}
+    # every failed call's error text reached the model in the next turn's prompt
+    last_results = [p.rsplit("<tool_response>", 1)[-1] for turn in prompts for p in turn]
+    assert sum(BAD_BOX_ERROR in text for text in last_results) == len(failed)
+    # the reward follows the calls: within a group (one task), same calls => same return, a
+    # right answer beats a wrong one, and a malformed call costs at equal correctness
+    compared = 0
+    for step in range(2):
+        group = rollouts[4 * step:4 * step + 4]
+        for a in group:
+            for b in group:
+                if (a["answer"], len(a["errors"])) == (b["answer"], len(b["errors"])):
+                    assert a["return"] == b["return"]
+                elif a["acc"] > b["acc"]:
+                    assert a["return"] > b["return"]
+                    compared += 1
+                elif a["acc"] == b["acc"] and len(a["errors"]) < len(b["errors"]):
+                    assert a["return"] > b["return"]
+        logged = [h[f"rewards/{SteeredEnv.__name__}/mean"] for h in trainer.state.log_history
+                  if f"rewards/{SteeredEnv.__name__}/mean" in h][step]
+        assert logged == pytest.approx(float(np.mean([r["return"] for r in group])), abs=1e-6)
+    assert compared > 0
+    # different calls gave different rewards, hence a non-zero advantage and a weight update
+    assert any(not torch.equal(before[n], p.detach()) for n, p in trainer.model.named_parameters())
 
 
 def test_grpo_group_sees_byte_identical_tasks():

@@ -24,6 +24,12 @@ every column ``None`` for that rollout, which TRL ignores (never scored as a wro
 
 A GRPO group is ``num_generations`` completions of one row: every environment of the group resets
 from the same row, hence onto the byte-identical task.
+
+Smoke runs with an untrained model: such a model never emits a tool call by itself.
+:func:`steering_sequence_bias` builds ``GRPOConfig(generation_kwargs={"sequence_bias": ...})``
+that confines the trainer's own ``generate`` to a set of completions (e.g. a valid and a malformed
+call) after a given context; the model's logits choose among them, so rollouts differ, the tools
+run, and the gradient flows as in a real run (``tests/test_integration_trl.py``).
 """
 
 from __future__ import annotations
@@ -250,6 +256,52 @@ def reward_functions(terms: Sequence[str] = METRIC_TERMS) -> list[Callable[..., 
     if unknown:
         raise ValueError(f"unknown reward terms {unknown}; known: {list(TERM_COLUMNS)}")
     return [_term_function(t) for t in terms]
+
+
+# --------------------------------------------------------------------------- steering (smoke runs)
+ASSISTANT_TURN = "<|im_start|>assistant\n"
+"""Text that opens every assistant turn in the Qwen chat templates (the first turn's context)."""
+
+AFTER_TOOL_RESULT = "</tool_response><|im_end|>\n<|im_start|>assistant\n"
+"""Text before an assistant turn that follows a tool result (Qwen templates)."""
+
+
+def tool_call_text(name: str, arguments: Mapping[str, Any], end: str = "<|im_end|>") -> str:
+    """Return one tool call as a Qwen/Hermes completion: a ``<tool_call>`` JSON block + ``end``."""
+    import json
+
+    body = json.dumps({"name": name, "arguments": dict(arguments)})
+    return f"<tool_call>\n{body}\n</tool_call>{end}"
+
+
+def steering_sequence_bias(tokenizer: Any,
+                           branches: Sequence[tuple[str | Sequence[int], Sequence[str], float]]
+                           ) -> list[list[Any]]:
+    """Return a ``sequence_bias`` that confines generation to given completions after a context.
+
+    Each branch is ``(context, completions, bias)``: once the token ids end with ``context`` (a
+    text, tokenized alone, or token ids, e.g. the tail of a rendered prompt), every token that
+    continues one of ``completions`` (tokenized alone, so their tokens are exactly what is
+    generated) gets ``bias`` added to its logit. With a bias far above the model's logit range
+    (e.g. 100) the model can only emit one of the completions, and where they part (``"crop"``
+    or ``"answer"``, one box or another) its own logits choose, so sampling and the GRPO
+    gradient work as usual. A context that ends another one (``AFTER_TOOL_RESULT`` ends with
+    ``ASSISTANT_TURN``) adds its bias to the other's: prefer contexts that exclude each other.
+    Pass the result as ``GRPOConfig(generation_kwargs={"sequence_bias": ...})``.
+    """
+    biases: dict[tuple[int, ...], float] = {}
+    for context, completions, bias in branches:
+        if not completions or bias <= 0:
+            raise ValueError(f"branch {context!r}: needs completions and a positive bias")
+        ctx = (list(tokenizer(context, add_special_tokens=False)["input_ids"])
+               if isinstance(context, str) else [int(i) for i in context])
+        if not ctx:
+            raise ValueError("a branch context must not be empty")
+        for text in completions:
+            ids = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+            for k in range(1, len(ids) + 1):
+                biases[tuple(ctx + ids[:k])] = float(bias)
+    return [[list(key), value] for key, value in biases.items()]
 
 
 def logging_weights(functions: Sequence[Any]) -> list[float]:
