@@ -9,7 +9,7 @@
   rebuilds them exactly from ``extra_info`` (what
   :class:`~m3gym.integrations.verl.M3GymRLDataset` does on load). ``images="embed"`` (CLI
   ``--images embed``) adds the ``images`` column with PNG bytes at view resolution instead,
-  for loaders that cannot rebuild tasks (about 0.5 MB per row).
+  for loaders that cannot rebuild tasks (about 0.4 MB per row).
   :func:`compute_score` is a ``reward.custom_reward_function`` for runs that score the final text
   only (exact m3gym answer matching; no process terms). With ``curriculum=`` (a
   :class:`~m3gym.curriculum.Curriculum`, its arguments as a dict, or a saved state's path; CLI
