@@ -37,7 +37,7 @@ from m3gym.mcp.server import reply_bytes  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 LARGEST_START: list[tuple[str, int]] = [
-    ("M3Bench-L1", 19), ("M3Bench-L2", 53), ("M3Bench-L3", 12), ("M3Bench-ChartValue", 32),
+    ("M3Bench-L1", 157), ("M3Bench-L2", 113), ("M3Bench-L3", 12), ("M3Bench-ChartValue", 32),
     ("M3Bench-ChartValue", 3)]
 """Per level, the seed whose start_episode reply is the largest as view-size PNG (what the server
 sent before replies were sized: L3 seed 12 took 1.47 MB), found with ``python -m
