@@ -97,7 +97,9 @@ def main() -> int:
     records = build(families, base["seeds"])
     bad = [k for k, v in records.items() if base["records"].get(k) != v]
     for k in bad[:50]:
-        print(f"  DIFFERS {k}")
+        old, new = base["records"].get(k, {}), records[k]
+        print(f"  DIFFERS {k}: content hash {str(old.get('content_hash'))[:12]} -> "
+              f"{str(new.get('content_hash', new.get('error')))[:60]}")
     print(f"checked {len(records)} tasks of {len(families)} families: "
           f"{'all identical' if not bad else f'{len(bad)} differ'}")
     return 1 if bad else 0

@@ -233,12 +233,30 @@ def lookalike_groups(alphabet: str, size: int, face: Face, glyph_height: float, 
     if not 1 <= size <= len(alphabet):
         raise ValueError(f"cannot take groups of {size} from {len(alphabet)} characters")
     d = char_view_distances(alphabet, face, glyph_height, scale, thickness)
-    scored = []
-    for combo in itertools.combinations(range(len(alphabet)), size):
-        spread = max((d[i, j] for i, j in itertools.combinations(combo, 2)), default=0.0)
-        scored.append((round(float(spread), 9), "".join(alphabet[i] for i in combo)))
-    scored.sort()
+    combos = _combinations(len(alphabet), size)
+    spread = np.zeros(len(combos))
+    for a, b in itertools.combinations(range(size), 2):  # the largest pairwise distance
+        np.maximum(spread, d[combos[:, a], combos[:, b]], out=spread)
+    # Only groups near the GROUP_POOL smallest spreads can make the pool once the spreads are
+    # rounded to 9 decimals (rounding moves a value by at most 5e-10 and keeps the order), so
+    # only those are rounded and sorted: the result is that of sorting every group.
+    limit = np.partition(spread, min(GROUP_POOL, len(spread)) - 1)[min(GROUP_POOL,
+                                                                        len(spread)) - 1]
+    near = np.flatnonzero(spread <= limit + 1e-8)
+    scored = sorted((round(float(spread[k]), 9), "".join(alphabet[i] for i in combos[k]))
+                    for k in near)
     return tuple(g for _, g in scored[:GROUP_POOL])
+
+
+@lru_cache(maxsize=64)
+def _combinations(n: int, size: int) -> np.ndarray:
+    """Return every ``size``-combination of ``range(n)``, in :func:`itertools.combinations` order.
+
+    A read-only ``(count, size)`` array.
+    """
+    combos = np.array(list(itertools.combinations(range(n), size)), np.intp).reshape(-1, size)
+    combos.flags.writeable = False
+    return combos
 
 
 def group_sizes(count: int) -> tuple[int, ...]:

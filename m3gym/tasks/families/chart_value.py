@@ -74,17 +74,30 @@ def filler_lines(rng: np.random.Generator, count: int, chars: int) -> list[str]:
     """Return ``count`` lines of fictional prose (faker sentences) of at most ``chars`` chars.
 
     Sentences are drawn until the text wraps (:func:`textwrap.wrap`, whole words) to more than
-    ``count`` lines, so every returned line is a full one.
+    ``count`` lines, so every returned line is a full one. Greedy wrapping never moves a line
+    break once a later word has gone to a new line, so only the open last line is re-wrapped
+    with each new sentence: the lines of wrapping the whole text each time, in linear time.
     """
     if count <= 0:
         return []
     fk = R.fake(rng)
-    text = ""
-    lines: list[str] = []
-    while len(lines) <= count:
-        text = f"{text} {fk.sentence(nb_words=int(rng.integers(8, 16)))}".strip()
-        lines = textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)
-    return lines[:count]
+    done: list[str] = []  # closed lines: no later sentence can change them
+    tail = ""  # the open last line
+    while True:
+        tail = f"{tail} {fk.sentence(nb_words=int(rng.integers(8, 16)))}".strip()
+        lines = wrap_line(tail, chars)
+        if len(done) + len(lines) > count:
+            return (done + lines)[:count]
+        done += lines[:-1]
+        tail = lines[-1] if lines else ""
+
+
+def wrap_line(text: str, chars: int) -> list[str]:
+    """Return ``text`` wrapped to lines of at most ``chars`` chars: :func:`filler_lines`' rule.
+
+    Whole words, no breaks at hyphens; a word longer than ``chars`` stands on its own line.
+    """
+    return textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)
 
 
 PROSE_SAMPLE: str = "Participants reported that the regional teams met most of their targets."

@@ -21,8 +21,9 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageFont
 
+from m3gym.cache import LRUCache
 from m3gym.tasks.render.text import PlacedText, TextPatch, paste_text
 from m3gym.tasks.render.util import Box, Color
 
@@ -103,15 +104,17 @@ def _raster(text: str, font: ImageFont.FreeTypeFont) -> tuple[np.ndarray, int]:
     glyphs on the same pixel grid and the "H" measured by :func:`_h_height` matches the H in
     any string.
     """
-    x0, y0, x1, y1 = font.getbbox(text, anchor="ls")
+    # FreeType lays the text out once: ``getmask2`` returns the coverage bitmap of the ink box
+    # and its offset from the anchor (what ``getbbox`` measures), and drawing it with ink 255 on
+    # black copies it. The same pixels as ``ImageDraw.text`` on a canvas sized by ``getbbox``
+    # (tests/test_reset_speed_invariants.py), without laying the text out twice.
+    mask, (x0, y0) = font.getmask2(text, "L", anchor="ls")
     pad = 2
-    w = max(1, int(math.ceil(x1 - x0)) + 2 * pad)
-    h = max(1, int(math.ceil(y1 - y0)) + 2 * pad)
-    canvas = Image.new("L", (w, h), 0)
-    base = pad - int(math.floor(y0))
-    ImageDraw.Draw(canvas).text((pad - int(math.floor(x0)), base), text, fill=255, font=font,
-                                anchor="ls")
-    return np.asarray(canvas), base
+    mw, mh = mask.size
+    canvas = Image.new("L", (mw + 2 * pad, mh + 2 * pad), 0)
+    if mw and mh:
+        canvas.im.paste(mask, (pad, pad, pad + mw, pad + mh))
+    return np.asarray(canvas), pad - int(y0)
 
 
 @lru_cache(maxsize=1024)
@@ -162,14 +165,36 @@ def truetype_text(text: str, glyph_height: float, font: str = "sans") -> TextPat
     if "\n" in text:
         raise ValueError("truetype_text renders one line; split multi-line text yourself")
     size = size_for_glyph_height(font, float(glyph_height))
-    alpha, base = _raster(text, load_font(font, size))
-    rows = np.flatnonzero(alpha.max(axis=1))
-    cols = np.flatnonzero(alpha.max(axis=0))
-    if rows.size == 0:
-        raise ValueError(f"{text!r} has no visible glyphs in face {font!r}")
-    patch = np.array(alpha[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], dtype=np.uint8)
-    return TextPatch(text=text, alpha=patch, mask=patch >= 128,
-                     glyph_height=float(_h_height(font, size)), baseline=int(base - rows[0]))
+    key = (text, size, font)
+    hit = _PATCHES.lookup(key)
+    if hit is None:
+        alpha, base = _raster(text, load_font(font, size))
+        rows = np.flatnonzero(alpha.max(axis=1))
+        cols = np.flatnonzero(alpha.max(axis=0))
+        if rows.size == 0:
+            raise ValueError(f"{text!r} has no visible glyphs in face {font!r}")
+        patch = np.array(alpha[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], dtype=np.uint8)
+        mask = patch >= 128
+        patch.flags.writeable = False  # shared by every later call: nobody may change it
+        mask.flags.writeable = False
+        hit = (patch, mask, int(base - rows[0]))
+        if patch.size <= PATCH_CACHE_MAX_PIXELS:
+            _PATCHES[key] = hit
+    patch, mask, baseline = hit
+    return TextPatch(text=text, alpha=patch, mask=mask,
+                     glyph_height=float(_h_height(font, size)), baseline=baseline)
+
+
+PATCH_CACHE_SIZE: int = 1024
+"""Rendered strings :func:`truetype_text` keeps (least recently used first out)."""
+
+PATCH_CACHE_MAX_PIXELS: int = 1 << 15
+"""Largest patch (pixels) :func:`truetype_text` caches: a few MiB at most in all."""
+
+_PATCHES: LRUCache = LRUCache(PATCH_CACHE_SIZE)
+"""``(text, font size, face) -> (alpha, mask, baseline)``: read-only arrays, per process. The
+raster depends only on these and the packaged font file (Pillow and FreeType are fixed per
+process)."""
 
 
 def draw_truetype(

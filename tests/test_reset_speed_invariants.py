@@ -1,0 +1,183 @@
+"""Invariants of the reset-speed work: faster task-generation helpers give the same bytes.
+
+``filler_lines`` wraps incrementally, ``truetype_text`` caches rendered strings and
+``_apply_gain`` works in bands of rows; each must equal the straightforward computation exactly.
+"""
+
+import itertools
+import textwrap
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from m3gym.tasks import render as R
+from m3gym.tasks.families import _text_common as TC
+from m3gym.tasks.families import chart_value
+from m3gym.tasks.render import camera, fonts
+
+
+def filler_lines_reference(rng: np.random.Generator, count: int, chars: int) -> list[str]:
+    """The quadratic original: re-wrap the whole text after every sentence."""
+    if count <= 0:
+        return []
+    fk = R.fake(rng)
+    text = ""
+    lines: list[str] = []
+    while len(lines) <= count:
+        text = f"{text} {fk.sentence(nb_words=int(rng.integers(8, 16)))}".strip()
+        lines = textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)
+    return lines[:count]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(-2, 60), st.integers(1, 120))
+def test_filler_lines_match_rewrapping_the_whole_text(seed, count, chars):
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert chart_value.filler_lines(a, count, chars) == filler_lines_reference(b, count, chars)
+    assert a.random() == b.random()  # the same draws were consumed
+
+
+WORDS = st.text(alphabet="abcdefghij-.,", min_size=1, max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(WORDS, min_size=1, max_size=12), min_size=1, max_size=12),
+       st.integers(1, 40))
+def test_wrapping_only_the_open_line_equals_wrapping_everything(sentences, chars):
+    text, done, tail = "", [], ""
+    for words in sentences:
+        sentence = " ".join(words)
+        text = f"{text} {sentence}".strip()
+        tail = f"{tail} {sentence}".strip()
+        lines = chart_value.wrap_line(tail, chars)
+        assert done + lines == chart_value.wrap_line(text, chars)
+        done += lines[:-1]
+        tail = lines[-1] if lines else ""
+
+
+def _uncached_truetype(text: str, glyph_height: float, font: str) -> tuple[np.ndarray, int]:
+    size = fonts.size_for_glyph_height(font, glyph_height)
+    alpha, base = fonts._raster(text, fonts.load_font(font, size))
+    rows = np.flatnonzero(alpha.max(axis=1))
+    cols = np.flatnonzero(alpha.max(axis=0))
+    return alpha[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], int(base - rows[0])
+
+
+@pytest.mark.parametrize("text,height,font", [("H8B", 7.0, "sans"), ("Receipt 12.50", 11.5, "mono"),
+                                              ("x", 2.0, "stix-bold")])
+def test_truetype_cache_returns_the_uncached_raster_read_only(text, height, font):
+    fonts._PATCHES.clear()
+    first = R.truetype_text(text, height, font)
+    second = R.truetype_text(text, height, font)
+    alpha, baseline = _uncached_truetype(text, height, font)
+    for p in (first, second):
+        assert np.array_equal(p.alpha, alpha) and p.alpha.dtype == np.uint8
+        assert np.array_equal(p.mask, alpha >= 128)
+        assert p.baseline == baseline
+        assert not p.alpha.flags.writeable and not p.mask.flags.writeable
+    assert second.alpha is first.alpha  # served from the cache
+    with pytest.raises(ValueError):
+        second.alpha[0, 0] = 1  # nobody can corrupt the cache
+
+
+def test_truetype_cache_is_bounded_and_skips_huge_patches():
+    fonts._PATCHES.clear()
+    for i in range(fonts.PATCH_CACHE_SIZE + 20):
+        R.truetype_text(f"L{i}", 3.0, "sans")
+    assert len(fonts._PATCHES) == fonts.PATCH_CACHE_SIZE
+    fonts._PATCHES.clear()
+    R.truetype_text("W" * 30, 200.0, "sans")  # far above PATCH_CACHE_MAX_PIXELS
+    assert len(fonts._PATCHES) == 0
+
+
+def _gain_reference(img: np.ndarray, gain: np.ndarray) -> np.ndarray:
+    h, w = img.shape[:2]
+    if gain.shape != (h, w):
+        gain = cv2.resize(gain, (w, h), interpolation=cv2.INTER_LINEAR)
+    g = gain if img.ndim == 2 else cv2.merge([gain, gain, gain])
+    return cv2.multiply(img, g, dtype=cv2.CV_8U)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 90), st.integers(1, 90), st.booleans(),
+       st.booleans(), st.sampled_from([1, 7, 64, 1 << 18]))
+def test_banded_gain_equals_merging_the_whole_gain(seed, h, w, small_gain, view, band):
+    rng = np.random.default_rng(seed)
+    big = rng.integers(0, 256, (h + 4, w + 6, 3), dtype=np.uint8)
+    img = big[2:2 + h, 3:3 + w] if view else np.ascontiguousarray(big[:h, :w])
+    shape = (max(1, h // 3), max(1, w // 2)) if small_gain else (h, w)
+    gain = (rng.random(shape, dtype=np.float32) * np.float32(1.6)).astype(np.float32)
+    old = camera.GAIN_BAND_FLOATS
+    camera.GAIN_BAND_FLOATS = band
+    try:
+        out = camera._apply_gain(img, gain)
+    finally:
+        camera.GAIN_BAND_FLOATS = old
+    assert out.dtype == np.uint8 and out.shape == img.shape
+    assert np.array_equal(out, _gain_reference(img, gain))
+    gray = np.ascontiguousarray(img[..., 0])
+    assert np.array_equal(camera._apply_gain(gray, gain), _gain_reference(gray, gain))
+
+
+def _groups_reference(alphabet: str, size: int, d: np.ndarray) -> tuple[str, ...]:
+    """The original scoring: every group's largest distance, rounded, sorted with its name."""
+    scored = []
+    for combo in itertools.combinations(range(len(alphabet)), size):
+        spread = max((d[i, j] for i, j in itertools.combinations(combo, 2)), default=0.0)
+        scored.append((round(float(spread), 9), "".join(alphabet[i] for i in combo)))
+    scored.sort()
+    return tuple(g for _, g in scored[:TC.GROUP_POOL])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 5), st.sampled_from([2, 3, 9]),
+       st.sampled_from(["ABCDEFGHJKLMNPRSTUVWXYZ", "0123456789", "QOD8B", "XY"]))
+def test_vectorised_lookalike_groups_equal_scoring_every_group(seed, size, decimals, alphabet):
+    size = min(size, len(alphabet))
+    raw = np.random.default_rng(seed).random((len(alphabet), len(alphabet)))
+    d = np.round((raw + raw.T) / 2, decimals)  # few decimals: many ties
+    TC.lookalike_groups.cache_clear()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(TC, "char_view_distances", lambda *a, **k: d)
+        got = TC.lookalike_groups(alphabet, size, "sans", 5.0, 0.3)
+    TC.lookalike_groups.cache_clear()
+    assert got == _groups_reference(alphabet, size, d)
+
+
+def test_lookalike_groups_on_real_glyphs_match_the_reference():
+    for face, gh, scale in (("sans", 7.25, 0.33), ("mono-bold", 9.5, 0.27)):
+        d = TC.char_view_distances(R.CODE_LETTERS, face, gh, scale)
+        for size in (2, 3, 4):
+            assert (TC.lookalike_groups(R.CODE_LETTERS, size, face, gh, scale)
+                    == _groups_reference(R.CODE_LETTERS, size, d))
+
+
+def _raster_reference(text: str, font) -> tuple[np.ndarray, int]:
+    """The original raster: measure with ``getbbox``, then ``ImageDraw.text`` on that canvas."""
+    import math
+
+    from PIL import Image, ImageDraw
+
+    x0, y0, x1, y1 = font.getbbox(text, anchor="ls")
+    pad = 2
+    w = max(1, int(math.ceil(x1 - x0)) + 2 * pad)
+    h = max(1, int(math.ceil(y1 - y0)) + 2 * pad)
+    canvas = Image.new("L", (w, h), 0)
+    base = pad - int(math.floor(y0))
+    ImageDraw.Draw(canvas).text((pad - int(math.floor(x0)), base), text, fill=255, font=font,
+                                anchor="ls")
+    return np.asarray(canvas), base
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="HIg8B0OQ .,-:$%/()jyÅéß€¿W", min_size=1, max_size=40),
+       st.sampled_from(fonts.FONT_FACES), st.integers(4, 400))
+def test_single_layout_raster_equals_drawing_on_a_measured_canvas(text, face, quarter_px):
+    font = fonts.load_font(face, quarter_px * fonts.SIZE_STEP)
+    alpha, base = fonts._raster(text, font)
+    ref_alpha, ref_base = _raster_reference(text, font)
+    assert base == ref_base
+    assert np.array_equal(alpha, ref_alpha)
