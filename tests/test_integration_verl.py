@@ -364,6 +364,10 @@ def test_tool_calls_go_through_verls_parser_registry(tok_proc):
     loop = make_loop(tok, proc, StubServer(tok, xml_texts), tool_parser="qwen3_coder")
     assert isinstance(loop.tool_parser, ToolParser._registry["qwen3_coder"])
     xml = run(loop)
+    # the system prompt leaves the call format to the chat template (no Hermes JSON rule)
+    prompt = tok.decode(loop.server_manager.calls[0]["prompt_ids"])
+    assert "Call tools in the format the tool instructions" in prompt
+    assert "Call tools with <tool_call>" not in prompt
     # the same crop ran: same images, same reward, same ending
     assert len(xml.multi_modal_data["images"]) == len(hermes.multi_modal_data["images"]) == 2
     assert xml.reward_score == pytest.approx(hermes.reward_score, abs=1e-12)

@@ -77,6 +77,11 @@ from m3gym.integrations.session import DEFAULT_ENV_ID, METRIC_TERMS, EpisodeSess
 
 _ANSWER = re.compile(r"<answer>.*?</answer>", re.DOTALL | re.IGNORECASE)
 
+NATIVE_CALL_RULE = ("Call tools in the format the tool instructions above give (several calls in "
+                    "one turn run in parallel); give the final answer alone, as "
+                    "<answer>YOUR ANSWER</answer> or with the answer tool.")
+"""Last system sentence with a non-Hermes parser: the chat template teaches the call format."""
+
 
 def _pil(array: Any) -> Image.Image:
     return Image.fromarray(array)
@@ -159,7 +164,8 @@ class M3GymAgentLoop(AgentLoopBase):
     def _prompt(self, session: EpisodeSession, schemas: list[dict[str, Any]],
                 images: list[Image.Image]) -> list[int]:
         env = session.env
-        system = system_message(env.max_tool_calls, env.max_rounds, rule=TEXT_ANSWER_RULE)
+        rule = TEXT_ANSWER_RULE if self.tool_parser_name == "hermes" else NATIVE_CALL_RULE
+        system = system_message(env.max_tool_calls, env.max_rounds, rule=rule)
         user = [*({"type": "image", "image": img} for img in images),
                 {"type": "text", "text": session.prompt}]
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
