@@ -175,6 +175,25 @@ def test_grpo_train_with_scripted_tool_calls(tiny, tmp_path):
 BAD_BOX_ERROR = "bbox_2d needs x1 < x2"
 
 
+def test_steering_bias_chains_each_completion_after_its_context(tiny):
+    tok = tiny.tokenizer
+    call = tool_call_text("answer", {"text": "A"})
+    assert call.startswith("<tool_call>\n{") and call.endswith("</tool_call><|im_end|>")
+    bias = steering_sequence_bias(tok, [(AFTER_TOOL_RESULT, [call, call], 50.0), ([7, 8], ["x"], 9.0)])
+    ctx = tok(AFTER_TOOL_RESULT, add_special_tokens=False)["input_ids"]
+    ids = tok(call, add_special_tokens=False)["input_ids"]
+    keys = {tuple(k): v for k, v in bias}
+    assert len(keys) == len(bias) == len(ids) + len(tok("x", add_special_tokens=False)["input_ids"])
+    assert all(keys[tuple(ctx + ids[:k])] == 50.0 for k in range(1, len(ids) + 1))
+    assert keys[(7, 8, *tok("x", add_special_tokens=False)["input_ids"][:1])] == 9.0
+    with pytest.raises(ValueError, match="completions and a positive bias"):
+        steering_sequence_bias(tok, [(AFTER_TOOL_RESULT, [], 10.0)])
+    with pytest.raises(ValueError, match="positive bias"):
+        steering_sequence_bias(tok, [(AFTER_TOOL_RESULT, [call], 0.0)])
+    with pytest.raises(ValueError, match="context must not be empty"):
+        steering_sequence_bias(tok, [([], [call], 10.0)])
+
+
 def test_grpo_policy_emits_tool_calls_through_the_real_generate(tmp_path):
     """The trainer's own ``generate`` (no replacement), confined by a ``sequence_bias`` to
     tool-call completions: turn 0 a valid crop; after a tool result a malformed crop or an answer
