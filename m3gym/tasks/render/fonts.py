@@ -188,8 +188,8 @@ def truetype_text(text: str, glyph_height: float, font: str = "sans") -> TextPat
 PATCH_CACHE_SIZE: int = 1024
 """Rendered strings :func:`truetype_text` keeps (least recently used first out)."""
 
-PATCH_CACHE_MAX_PIXELS: int = 1 << 15
-"""Largest patch (pixels) :func:`truetype_text` caches: a few MiB at most in all."""
+PATCH_CACHE_MAX_PIXELS: int = 1 << 13
+"""Largest patch (pixels) :func:`truetype_text` caches: 16 MiB at most in all (alpha and mask)."""
 
 _PATCHES: LRUCache = LRUCache(PATCH_CACHE_SIZE)
 """``(text, font size, face) -> (alpha, mask, baseline)``: read-only arrays, per process. The
