@@ -189,28 +189,21 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any,
     """Score for verl's ``custom_reward_function``: 1.0 for a right final answer, else 0.0.
 
     The answer is the last ``<answer>`` block or ``answer`` call m3gym's parser finds in
-    ``solution_str``; it is matched with the task's own rule (variants, tolerance) when
-    ``extra_info`` names the task, else by normalized exact match against ``ground_truth``.
+    ``solution_str``, or the whole text when it has neither (a *bare* answer; a text that calls
+    other tools but never ``answer`` scores 0). It is matched with the task's own rule (variants,
+    tolerance; :func:`m3gym.integrations.datasets.score_answer`) when ``extra_info`` names the
+    task, else by normalized exact match against ``ground_truth``.
     """
-    from m3gym.parsing import parse_action
+    from m3gym.integrations.datasets import answer_spec, extract_answer
     from m3gym.scoring.answer import answer_is_correct
     from m3gym.tasks.spec import AnswerSpec
 
-    parsed = parse_action(str(solution_str))
-    answer = parsed.answer
-    if answer is None:
-        import re
-
-        found = re.findall(r"<answer>(.*?)</answer>", str(solution_str), re.DOTALL | re.I)
-        answer = found[-1].strip() if found else None
+    answer = extract_answer(str(solution_str))
     if answer is None:
         return 0.0
-    spec = AnswerSpec(value=str(ground_truth))
     info = dict(extra_info or {})
-    if info.get("family") is not None and info.get("task_seed") is not None:
-        from m3gym.tasks.registry import make_task
-
-        spec = make_task(str(info["family"]), int(info["task_seed"])).answer
+    names_task = info.get("task_seed") is not None or info.get("task_id") is not None
+    spec = answer_spec(info) if names_task else AnswerSpec(value=str(ground_truth))
     return 1.0 if answer_is_correct(answer, spec) else 0.0
 
 
