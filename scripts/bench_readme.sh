@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's agent benchmark: 200 frozen test-split episodes per level for each agent,
-# then the README tables. Usage: bash scripts/bench_readme.sh [episodes] [workers]
+# The agent benchmark of docs/benchmarks.md: 200 frozen test-split episodes per level for each
+# agent, then the generated tables (scripts/update_readme.py). Usage: bash scripts/bench_readme.sh [episodes] [workers]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200}

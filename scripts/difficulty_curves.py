@@ -33,8 +33,10 @@ DIFFICULTIES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
 """The difficulties of the curve."""
 
 OUT_DIR = REPO_ROOT / "docs" / "results"
-README_MARKERS = ("<!-- DIFFICULTY-CURVES -->", "<!-- /DIFFICULTY-CURVES -->")
-"""The README block ``--readme`` rewrites."""
+DOCS_MARKERS = ("<!-- DIFFICULTY-CURVES -->", "<!-- /DIFFICULTY-CURVES -->")
+"""The block of :data:`DOCS_PAGE` that ``--docs`` rewrites."""
+DOCS_PAGE = REPO_ROOT / "docs" / "benchmarks.md"
+"""The docs page that holds the difficulty-curve table (section "Difficulty curves")."""
 
 
 def has_knobs(family: str) -> bool:
@@ -109,10 +111,10 @@ def markdown_table(rows: Sequence[dict[str, object]], chances: dict[str, float |
 
 
 def replace_block(text: str, table: str) -> str:
-    """Return ``text`` with the block between :data:`README_MARKERS` replaced by ``table``."""
-    start, end = README_MARKERS
+    """Return ``text`` with the block between :data:`DOCS_MARKERS` replaced by ``table``."""
+    start, end = DOCS_MARKERS
     if text.count(start) != 1 or text.count(end) != 1:
-        raise ValueError(f"the README needs exactly one {start} ... {end} block")
+        raise ValueError(f"the page needs exactly one {start} ... {end} block")
     head, rest = text.split(start)
     _, tail = rest.split(end)
     return f"{head}{start}\n{table}{end}{tail}"
@@ -126,8 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="only this family (repeatable; default: every family with knobs)")
     parser.add_argument("--out-dir", default=str(OUT_DIR))
     parser.add_argument("--cache", help="folder keeping each finished family's rows (resume)")
-    parser.add_argument("--readme", action="store_true",
-                        help="also rewrite the table in README.md (## Difficulty and curricula)")
+    parser.add_argument("--docs", "--readme", dest="docs", action="store_true",
+                        help="also rewrite the table in docs/benchmarks.md (## Difficulty curves)")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be >= 1")
@@ -149,9 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chances = {f: chance(f, range(min(args.episodes, 20))) for f in families}
     table = markdown_table(rows, chances, skipped)
     (out / "difficulty_curves.md").write_text(table)
-    if args.readme:
-        readme = REPO_ROOT / "README.md"
-        readme.write_text(replace_block(readme.read_text(), table))
+    if args.docs:
+        DOCS_PAGE.write_text(replace_block(DOCS_PAGE.read_text(), table))
     print(table)
     return 0
 

@@ -1,8 +1,10 @@
-"""Regenerate the generated tables of README.md (between ``<!-- NAME -->`` / ``<!-- /NAME -->``).
+"""Regenerate the generated tables of the docs (between ``<!-- NAME -->`` / ``<!-- /NAME -->``).
 
 Usage: ``python scripts/update_readme.py [--seeds 100]``. Tables: ENV-TABLE (env ids and
-families), TOOLS-TABLE (every tool and its parameters, from the tool schemas) and STATS-TABLE
-(level statistics from ``m3gym.stats``).
+families, ``docs/environments.md``), TOOLS-TABLE (every tool and its parameters, from the tool
+schemas, ``docs/tools.md``), STATS-TABLE (level statistics from ``m3gym.stats``) and, when
+``runs/readme`` holds the runs of ``scripts/bench_readme.sh``, AGENTS-TABLE (both in
+``docs/benchmarks.md``). Each block is rewritten in the page that holds its markers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from m3gym.stats import stats_markdown
 from m3gym.tasks.registry import make_task
 from m3gym.tools import default_registry
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+"""The docs pages searched for the blocks' markers."""
 
 
 def env_table() -> str:
@@ -109,19 +113,28 @@ def replace_block(text: str, name: str, body: str) -> str:
     return text.replace(f"<!-- {name} -->", block)
 
 
+def page_with_block(name: str, docs: Path = DOCS) -> Path:
+    """Return the one page under ``docs`` that holds the ``<!-- name -->`` marker."""
+    pages = [p for p in sorted(docs.rglob("*.md")) if f"<!-- {name} -->" in p.read_text()]
+    if len(pages) != 1:
+        raise SystemExit(f"update_readme: {len(pages)} pages under {docs} hold <!-- {name} --> "
+                         f"({', '.join(map(str, pages)) or 'none'}); expected exactly one")
+    return pages[0]
+
+
 def main() -> None:
-    """Rewrite README.md's generated tables."""
+    """Rewrite the generated tables in the docs pages that hold them."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=100)
     args = parser.parse_args()
-    text = README.read_text()
-    text = replace_block(text, "ENV-TABLE", env_table())
-    text = replace_block(text, "TOOLS-TABLE", tools_table())
-    text = replace_block(text, "STATS-TABLE", stats_markdown(args.seeds))
-    table = agents_table(README.parent / "runs" / "readme")
+    blocks = {"ENV-TABLE": env_table(), "TOOLS-TABLE": tools_table(),
+              "STATS-TABLE": stats_markdown(args.seeds)}
+    table = agents_table(ROOT / "runs" / "readme")
     if table is not None:
-        text = replace_block(text, "AGENTS-TABLE", table)
-    README.write_text(text)
+        blocks["AGENTS-TABLE"] = table
+    for name, body in blocks.items():
+        path = page_with_block(name)
+        path.write_text(replace_block(path.read_text(), name, body))
 
 
 if __name__ == "__main__":

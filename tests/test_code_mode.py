@@ -357,7 +357,7 @@ TRACED_SNIPPETS = {
 
 @pytest.mark.parametrize("code", sorted(TRACED_SNIPPETS))
 def test_library_operations_become_canonical_calls(env: M3BenchEnv, code: str) -> None:
-    """Each numpy/OpenCV/Pillow construct of the README's table is recorded as its tool(s);
+    """Each numpy/OpenCV/Pillow construct of docs/code-mode.md's table is recorded as its tool(s);
     cv2.equalizeHist differs from the tool's (PIL's) equalisation, so it stays a code op."""
     env.reset(seed=3)
     _, info = cell(env, code)

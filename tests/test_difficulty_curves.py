@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from difficulty_curves import README_MARKERS, main, markdown_table, replace_block  # noqa: E402
+from difficulty_curves import DOCS_MARKERS, DOCS_PAGE, main, markdown_table, replace_block  # noqa: E402
 
 from m3gym.testing import registered  # noqa: E402
 
@@ -64,9 +64,10 @@ def test_cache_resumes_family_by_family(tmp_path: Path) -> None:
     assert all(r["episodes"] == 2 and r["accuracy"] in (0.0, 0.5, 1.0) for r in saved)
 
 
-def test_readme_block_is_replaced() -> None:
-    start, end = README_MARKERS
+def test_docs_block_is_replaced() -> None:
+    start, end = DOCS_MARKERS
     text = f"intro\n{start}\nold\n{end}\nrest\n"
     assert replace_block(text, "| t |\n") == f"intro\n{start}\n| t |\n{end}\nrest\n"
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert readme.count(start) == 1 and readme.count(end) == 1
+    page = DOCS_PAGE.read_text()
+    assert page.count(start) == 1 and page.count(end) == 1
+    assert DOCS_PAGE == Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"

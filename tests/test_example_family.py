@@ -1,4 +1,4 @@
-"""The README's example family passes check_family (so the example cannot rot)."""
+"""The contributing guide's example family passes check_family (so the example cannot rot)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ def test_example_family_passes_check_family() -> None:
     assert "serial_plate" not in family_names(level=1)
 
 
-def test_readme_lists_the_example_file_verbatim() -> None:
+def test_contributing_guide_lists_the_example_file_verbatim() -> None:
     root = Path(__file__).resolve().parents[1]
-    readme = (root / "README.md").read_text()
-    section = readme.split("## Write a new family", 1)[1].split("\n## ", 1)[0]
+    guide = (root / "docs" / "contributing.md").read_text()
+    section = guide.split("## Write a new family", 1)[1].split("\n## ", 1)[0]
     listing = section.split("```python\n", 1)[1].split("```", 1)[0]
     source = (root / "examples" / "example_family.py").read_text()
     code = source.split('"""', 2)[2].lstrip("\n")

@@ -8,7 +8,7 @@ atomic tool (``crop_px``, ``resize``, ``flip``, ``rotate``, ``grayscale``, ``aut
 env re-runs them and keeps them as canonical calls only if the pixels agree
 (:mod:`m3gym.sandbox.canonical`). ``code`` marks an unrecognised operation that kept the geometry.
 
-Traced constructs (see the README's code-mode section): basic slicing of an image array
+Traced constructs (see the code-mode page, docs/code-mode.md): basic slicing of an image array
 (``img[y0:y1, x0:x1]``, negative steps = flips, channel selection), elementwise numpy
 operations (geometry kept), ``np.flip/fliplr/flipud/rot90``, ``cv2.resize/flip/rotate/cvtColor/
 equalizeHist/threshold/Canny/GaussianBlur/bitwise_not`` (and any other ``cv2`` function that keeps

@@ -150,7 +150,7 @@ def action_table(tools: Sequence[str] = DEFAULT_TOOLS,
                  max_choices: int = 8) -> list[dict[str, Any]]:
     """Return the action table: one row per dimension, then one per tool with its options.
 
-    Rows have ``dimension``, ``size`` and ``meaning`` keys (README and docs print it).
+    Rows have ``dimension``, ``size`` and ``meaning`` keys (docs/sb3.md prints it).
     """
     rows: list[dict[str, Any]] = [
         {"dimension": "tool", "size": len(tools), "meaning": ", ".join(

@@ -1,0 +1,163 @@
+"""MkDocs hook: one page per task family, generated at build time.
+
+Each page is built from the family's class docstring (its sections ``Scene:``, ``Question:``,
+``Why a tool is needed:``, ``Reference trajectory:``, ``Checkpoints:``, ``Difficulty:``,
+``Config:``) and its config dataclass (default values, and the knobs that
+``difficulty_knobs(d)`` sets at difficulty 0, 0.5 and 1), with the family's gallery image
+(``docs/gallery/after/<name>.jpg``, the task of seed 0 with the default config, written by
+``scripts/gallery.py``). A family without a gallery image gets one rendered here from seed 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+SECTIONS = ("Scene", "Question", "Why a tool is needed", "Reference trajectory", "Checkpoints",
+            "Difficulty", "Config")
+"""The docstring sections every family has, in this order (``check_family`` enforces it)."""
+
+FAMILY_DIR = "families"
+"""Folder of the generated pages inside ``docs/``."""
+
+KNOB_POINTS = (0.0, 0.5, 1.0)
+"""Difficulties at which the knobs are tabulated."""
+
+
+def _families() -> list[str]:
+    """Return every registered family name (all suites), sorted."""
+    import m3gym
+
+    return m3gym.family_names(suite=None)
+
+
+def _markdown(text: str) -> str:
+    """Turn reST inline markup of a docstring into Markdown (literals, roles)."""
+    def role(match: re.Match[str]) -> str:
+        target = match.group(2)
+        return f"`{target.rsplit('.', 1)[-1] if match.group(1) else target}`"
+
+    text = re.sub(r":(?:func|class|attr|meth|data|mod|obj):`(~?)([^`]+)`", role, text)
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
+
+
+def docstring_sections(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a family docstring into its summary and its named sections (dedented)."""
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        title = line.strip().rstrip(":")
+        if line and not line[0].isspace() and line.rstrip().endswith(":") and title in SECTIONS:
+            current = sections.setdefault(title, [])
+        elif current is None:
+            summary.append(line)
+        else:
+            current.append(line)
+    text = {k: inspect.cleandoc("\n".join(v)) for k, v in sections.items()}
+    return "\n".join(summary).strip(), text
+
+
+def _value(value: Any) -> str:
+    """Format a config value for a table cell."""
+    return "`" + repr(value).replace("|", "\\|") + "`"
+
+
+def config_rows(cls: type) -> list[tuple[str, str]]:
+    """Return ``(field, default)`` for every config field of a family class."""
+    rows = []
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = "(required)"
+        rows.append((f.name, _value(default)))
+    return rows
+
+
+def family_page(name: str, image: str) -> str:
+    """Return the Markdown page of family ``name``; ``image`` is the example's path from it."""
+    import m3gym
+
+    cls = m3gym.get_family(name)
+    summary, sections = docstring_sections(cls.__doc__ or "")
+    env_id = m3gym.family_env_id(name)
+    out = [f"# `{name}`", "", _markdown(summary), "",
+           "| level | suite | env id | view | domains |", "|---|---|---|---|---|",
+           f"| {cls.level} | {cls.suite} | `{env_id}` | {cls.view_size} px | "
+           f"{', '.join(cls.domains)} |", "",
+           "## Example", "",
+           f"![{name}, seed 0, default config]({image})", "",
+           "The task of seed 0 with the default config (input images side by side, downscaled): "
+           f"`m3gym.make_task(\"{name}\", seed=0)`.", ""]
+    for title in SECTIONS:
+        if title in sections:
+            out += [f"## {title}", "", _markdown(sections[title]), ""]
+    out += ["## Difficulty knobs", "",
+            "`difficulty_knobs(d)` sets these config fields for `difficulty=d` "
+            "(`difficulty=None`, the default, keeps the default config below: the distribution "
+            "the frozen levels use).", ""]
+    knobs = {d: cls.difficulty_knobs(d) for d in KNOB_POINTS}
+    keys = sorted({k for v in knobs.values() for k in v})
+    if keys:
+        out += ["| field | " + " | ".join(f"d = {d:g}" for d in KNOB_POINTS) + " |",
+                "|---|" + "---|" * len(KNOB_POINTS)]
+        out += [f"| `{k}` | " + " | ".join(_value(knobs[d].get(k, "—")) for d in KNOB_POINTS)
+                + " |" for k in keys]
+    else:
+        out.append("This family declares no difficulty knobs.")
+    out += ["", "## Config (defaults)", "", "| field | default |", "|---|---|"]
+    out += [f"| `{k}` | {v} |" for k, v in config_rows(cls)]
+    out += ["", f"Source: `{cls.__module__.replace('.', '/')}.py`."]
+    return "\n".join(out) + "\n"
+
+
+def _render_example(name: str) -> bytes:
+    """Return the task of seed 0 of ``name``, input images side by side, as JPEG bytes."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from m3gym.tasks.registry import make_task
+
+    images = [np.asarray(im) for im in make_task(name, 0).images]
+    height = max(im.shape[0] for im in images)
+    row = np.concatenate([np.pad(im, ((0, height - im.shape[0]), (0, 0), (0, 0)),
+                                 constant_values=255) for im in images], axis=1)
+    picture = Image.fromarray(row)
+    picture.thumbnail((1024, 1024))
+    buffer = io.BytesIO()
+    picture.save(buffer, format="JPEG", quality=85)
+    return buffer.getvalue()
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Insert one nav entry per family under the "Task families" section."""
+    for entry in config.nav or []:
+        if isinstance(entry, dict) and "Task families" in entry:
+            entry["Task families"] = [f"{FAMILY_DIR}/index.md", *entry["Task families"]] + [
+                {name: f"{FAMILY_DIR}/{name}.md"} for name in _families()]
+    return config
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the generated family pages (and any example image rendered here) to the build."""
+    docs = Path(config.docs_dir)
+    for name in _families():
+        image = f"gallery/after/{name}.jpg"
+        if not (docs / image).is_file():
+            image = f"{FAMILY_DIR}/img/{name}.jpg"
+            files.append(File.generated(config, image, content=_render_example(name)))
+        files.append(File.generated(config, f"{FAMILY_DIR}/{name}.md",
+                                    content=family_page(name, "../" + image)))
+    return files
