@@ -118,7 +118,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         reward: a preset name (``sparse``, ``process``, ``m3``, ``paper``), a YAML path, a dict or
             a :class:`RewardConfig`.
         show_choices: list the task's categorical choices in the prompt.
-        max_images / max_bytes: per-episode bounds of the image state.
+        max_images: per-episode bound on the number of images in the image state.
+        max_bytes: per-episode bound on the image state's bytes.
         tools: restrict the tool set to these names (``answer`` is always kept).
         observe_images: put the new images (at view resolution) in observations. Wrappers that
             build their own pixel observations turn it off and skip the view downscaling; the

@@ -69,8 +69,9 @@ class RayEnvPool:
         num_envs: actors (one env each).
         env_kwargs: ``gym.make`` keyword arguments of every env.
         num_cpus: CPUs each actor reserves.
-        address / ray_num_cpus: connect to a cluster, or start a local one (when Ray is not
-            initialized yet).
+        address: connect to this cluster (when Ray is not initialized yet).
+        ray_num_cpus: CPUs of the local cluster started when Ray is not initialized yet and
+            no ``address`` is given.
     """
 
     def __init__(self, env_id: str, num_envs: int, env_kwargs: Mapping[str, Any] | None = None,

@@ -127,7 +127,8 @@ class M3GymAgentLoop(AgentLoopBase):
         tool_parser: name in verl's ``ToolParser`` registry; default
             ``rollout.multi_turn.format`` (verl's default: ``hermes``).
         env_kwargs: further ``gym.make`` arguments (``max_tool_calls``, ``tools``, ...).
-        *args, **kwargs: what verl passes every agent loop (``trainer_config``,
+        *args: what verl passes every agent loop positionally.
+        **kwargs: what verl passes every agent loop by name (``trainer_config``,
             ``server_manager``, ``tokenizer``, ``processor``, ...; ``tools`` is ignored: the
             tools are m3gym's).
     """
