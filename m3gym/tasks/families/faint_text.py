@@ -60,7 +60,7 @@ class FaintTextFamily(FamilyConfig):
         Otsu threshold, does not see it). One ``autocontrast`` (cutoff ``cutoff`` %) stretches
         the ``span + shading`` levels to the full range, multiplying the local ink contrast by
         about ``255 / (span + shading)``; ``validate`` requires 1.3x the visibility threshold
-        at the worst corner of the ranges. Known limit (issue 10's view-only probe):
+        at the worst corner of the ranges. Known limit (the view-only leak probe):
         autocontrast is a monotone map of gray levels, so the reset view holds what the
         stretched view shows; a contrast-invariant matcher (normalized correlation, what the
         probe uses) reads the code before the tool. Choice design cannot close that without

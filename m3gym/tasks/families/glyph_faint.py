@@ -43,7 +43,7 @@ class GlyphFaintFamily(FamilyConfig):
         The ink is far below the 28-level visibility threshold; one ``autocontrast`` stretches
         the range to 0..255 and multiplies the local ink contrast by about ``255 / (span +
         shading)``, which ``validate`` requires to clear the threshold with a 1.3x margin. Known
-        limit (issue 10's view-only probe): autocontrast is a gray-level map, so the reset view
+        limit (the view-only leak probe): autocontrast is a gray-level map, so the reset view
         holds what the stretched view shows, and a pixel classifier that sees the view (a CNN,
         or the probe's template matcher) can read the faint digit contrast-invariantly before
         the tool. The leak test keeps this family as a known exception, and ``audit-leaks``

@@ -46,7 +46,7 @@ class GlyphRotateFamily(FamilyConfig):
     Why a tool is needed:
         ``v_true`` counts the evidence as read only upright; one ``rotate`` or ``flip`` makes
         the card upright, and the digit is legible by size (a third of its size in the 96 px
-        view). Known limit (issue 10's view-only probe): a quarter turn or a flip permutes
+        view). Known limit (the view-only leak probe): a quarter turn or a flip permutes
         pixels, so a pixel classifier that sees the view (a CNN, or the probe's template
         matcher) can read the turned digit before the tool. The leak test keeps this family as a
         known exception, and ``audit-leaks`` labels the miss structural because it measures it

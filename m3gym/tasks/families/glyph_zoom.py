@@ -46,7 +46,7 @@ class GlyphZoomFamily(FamilyConfig):
         The scene is 384 px, seen through the 96-px view (a quarter of its size), so the
         12-13 px digit is 3-3.25 px tall there, half the 6 px legibility bar; a ``crop`` of the
         tag's grid cell (9-10 px) or of a quadrant holding it (6-6.5 px) shows it legibly. The
-        size is set by issue 10's view-only probe (a template matcher that knows the face, the
+        size is set by the view-only leak probe (a template matcher that knows the face, the
         size and the tag's place): it read 0.33 of the 10-13 px digits of the former 288-px
         scene (3.3-4.3 px in the view) and 0.15 at this size (chance 0.125).
     Reference trajectory:

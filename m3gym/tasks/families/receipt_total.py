@@ -204,7 +204,7 @@ class ReceiptTotal(FamilyConfig):
         sideways receipt must be turned upright. The photo is large on purpose: at 2000-2400
         px (3-4.6 px type in the view) a template matcher that knows the face, size and place
         of the price picked it among the look-alike prices in 0.47 of price questions (chance
-        0.17); at 3000-3400 px it is at chance (issue 10's view-only probe), while the crop the
+        0.17); at 3000-3400 px it is at chance (the view-only leak probe), while the crop the
         reference makes is as legible as before (the type is the same size in the photo).
     Reference trajectory:
         crop (zoomed) of the asked line(s) → rotate (sideways receipts) → autocontrast (faded

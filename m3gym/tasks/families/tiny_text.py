@@ -177,7 +177,7 @@ class TinyTextFamily(FamilyConfig):
         :attr:`Evidence.min_view_height`; the sticker's rows of look-alike codes blur into one
         block and the field names are unreadable, so the view does not tell which option is
         printed next to the named field. One zoomed ``crop`` of the sticker shows every row
-        legibly. Measured by issue 10's view-only probe (a template matcher that knows the
+        legibly. Measured by the view-only leak probe (a template matcher that knows the
         face, size and place): 0.345 with the code alone on the sticker, 0.21-0.23 with four or
         five rows in a 2400 px photo (a matcher tells the printed options from the others),
         0.15 with every option printed in a 3200 px photo (chance 0.167).
