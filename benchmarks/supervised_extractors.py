@@ -7,7 +7,7 @@ Usage::
 Collects ``--tasks`` first observations (64 px, no tool: ``glyph_rotate`` digits are legible as
 they are) with their answers, trains SB3's ``NatureCNN`` and m3gym's ``PooledCNN`` (each with an
 8-way linear head, Adam, cross-entropy) on all but the last 500, and prints held-out accuracy
-per epoch. The numbers quoted in the README come from a first, throwaway version of this check
+per epoch. The numbers quoted in docs/sb3.md come from a first, throwaway version of this check
 (96-px frames, 2,500 training frames, a NatureCNN-shaped net at learning rate 3e-4 and the
 pooled net at 1e-3): the NatureCNN stayed at chance (0.11–0.13) for 8 epochs; the pooled net
 reached 0.76 after 3 epochs and 0.996 after 10. This script (64 px, both at 1e-3) has not been

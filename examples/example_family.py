@@ -1,4 +1,4 @@
-"""An example task family, complete and small: the README's "Write a new family" section.
+"""An example task family, complete and small: docs/contributing.md, "Write a new family".
 
 A real family lives in ``m3gym/tasks/families/<name>.py`` (importing the package registers it);
 this one registers when this module is imported. ``tests/test_example_family.py`` runs

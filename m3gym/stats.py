@@ -71,7 +71,7 @@ def level_stats(
 
 
 def stats_markdown(seeds: int = 100) -> str:
-    """Return the README table of level statistics (generated, never typed)."""
+    """Return the level-statistics table of docs/benchmarks.md (generated, never typed)."""
     lines = [
         "| level / family | tasks | ref. calls | checkpoints | evidence < 10% | parallel steps "
         "| reset ms (median) | domains |",

@@ -3,7 +3,7 @@
 Usage: ``python scripts/pixel_probe.py > here.json`` in each venv, then
 ``python scripts/pixel_probe.py --diff a.json b.json`` lists the calls whose outputs differ.
 Every call runs on the same fixed inputs (a seeded random image); the output is one short
-SHA-256 per call. This is how the README's "Frozen tasks" section found what moved between
+SHA-256 per call. This is how docs/evaluation.md's "Frozen tasks" found what moved between
 OpenCV 4.8, 4.14 and 5.0 (``warpAffine``, ``warpPerspective``, ``remap``, ``putText``; float32
 ``resize`` and ``GaussianBlur``).
 """
