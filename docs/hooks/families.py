@@ -19,9 +19,7 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 
-SECTIONS = ("Scene", "Question", "Why a tool is needed", "Reference trajectory", "Checkpoints",
-            "Difficulty", "Config")
-"""The docstring sections every family has, in this order (``check_family`` enforces it)."""
+from m3gym.testing import DOCSTRING_SECTIONS as SECTIONS
 
 FAMILY_DIR = "families"
 """Folder of the generated pages inside ``docs/``."""
@@ -47,7 +45,7 @@ def _markdown(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"`\1`", text)
 
 
-def docstring_sections(doc: str) -> tuple[str, dict[str, str]]:
+def section_texts(doc: str) -> tuple[str, dict[str, str]]:
     """Split a family docstring into its summary and its named sections (dedented)."""
     lines = inspect.cleandoc(doc).splitlines()
     summary: list[str] = []
@@ -89,7 +87,7 @@ def family_page(name: str, image: str) -> str:
     import m3gym
 
     cls = m3gym.get_family(name)
-    summary, sections = docstring_sections(cls.__doc__ or "")
+    summary, sections = section_texts(cls.__doc__ or "")
     env_id = m3gym.family_env_id(name)
     out = [f"# `{name}`", "", _markdown(summary), "",
            "| level | suite | env id | view | domains |", "|---|---|---|---|---|",
