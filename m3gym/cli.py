@@ -301,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", help="level statistics over N seeds per family")
     p.add_argument("--level", type=int, choices=(1, 2, 3))
     p.add_argument("--seeds", type=int, default=100)
-    p.add_argument("--markdown", action="store_true", help="print the README table")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the Markdown table of docs/benchmarks.md")
     p.set_defaults(func=_cmd_stats)
     from m3gym.audit.leaks_cli import add_audit_leaks_parser
     add_audit_leaks_parser(sub)

@@ -106,7 +106,8 @@ def changed_tasks_message(check: FrozenCheck, built_with: Mapping[str, Any] | No
     return (f"{n} of {check.checked} frozen task(s) of manifest {check.manifest} "
             f"(version {check.version}) differ on this install, so its scores would not be "
             f"comparable: {shown}{more}. {why} Fix: install the dependency versions m3gym "
-            "declares (a fresh `pip install -e .` resolves them; the README's 'Frozen tasks' "
-            "section says which), or evaluate against a manifest of your own with --manifest "
+            "declares (a fresh `pip install -e .` resolves them; 'Frozen tasks' in "
+            "docs/evaluation.md says which), or evaluate against a manifest of your own with "
+            "--manifest "
             "PATH (`m3gym split-manifest --write` writes one); --allow-changed-tasks runs anyway "
             "and records the changed tasks in the run.")
