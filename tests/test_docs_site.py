@@ -63,3 +63,12 @@ def test_no_issue_numbers_in_user_docs_or_docstrings() -> None:
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if re.search(r"\bissues? [0-9]", line)]
     assert hits == []
+
+
+def test_family_index_links_every_family_page() -> None:
+    hook = _hook()
+    table = hook.family_index()
+    names = m3gym.family_names(suite=None)
+    assert len(table.splitlines()) == 2 + len(names)
+    for name in names:
+        assert f"| [`{name}`]({name}.md) |" in table

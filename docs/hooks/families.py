@@ -159,3 +159,23 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         files.append(File.generated(config, f"{FAMILY_DIR}/{name}.md",
                                     content=family_page(name, "../" + image)))
     return files
+
+
+def family_index() -> str:
+    """Return the Markdown table of every family (name, level, suite, env id, summary)."""
+    import m3gym
+
+    rows = ["| family | level | suite | env id | task |", "|---|---|---|---|---|"]
+    for name in _families():
+        cls = m3gym.get_family(name)
+        summary = _markdown(section_texts(cls.__doc__ or "")[0].split("\n\n")[0])
+        rows.append(f"| [`{name}`]({name}.md) | {cls.level} | {cls.suite} | "
+                    f"`{m3gym.family_env_id(name)}` | {' '.join(summary.split())} |")
+    return "\n".join(rows) + "\n"
+
+
+def on_page_markdown(markdown: str, page: Any, config: MkDocsConfig, files: Files) -> str:
+    """Put the table of every family where the families index says ``<!-- FAMILY-INDEX -->``."""
+    if page.file.src_uri == f"{FAMILY_DIR}/index.md":
+        return markdown.replace("<!-- FAMILY-INDEX -->", family_index())
+    return markdown
