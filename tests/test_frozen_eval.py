@@ -40,7 +40,8 @@ def _changed_manifest(manifest, tmp_path, task_id, **extra):
 
 def test_a_changed_task_stops_the_run_before_any_episode(manifest, tmp_path, capsys):
     victim = _first_l1(manifest)[1]["task_id"]
-    path = _changed_manifest(manifest, tmp_path, victim)
+    path = _changed_manifest(manifest, tmp_path, victim,
+                             built_with=pixel_library_versions())  # builds match: code changed
     out = tmp_path / "run"
     rc = main(["eval", "--env", "M3Bench-L1", "--episodes", "2", "--agent", "random",
                "--manifest", str(path), "--out", str(out), "--quiet"])
