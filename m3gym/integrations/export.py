@@ -39,6 +39,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from m3gym.codec import png_bytes
 from m3gym.integrations.session import DEFAULT_ENV_ID, EpisodeSession
 
 AGENT_NAME = "m3gym_agent"
@@ -46,14 +47,6 @@ AGENT_NAME = "m3gym_agent"
 
 
 # --------------------------------------------------------------------------- verl
-def png_bytes(array: np.ndarray) -> bytes:
-    """Return an RGB ``uint8`` array as PNG bytes."""
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(np.ascontiguousarray(array), cv2.COLOR_RGB2BGR))
-    if not ok:
-        raise ValueError("could not encode the image as PNG")
-    return buf.tobytes()
-
-
 def curriculum_tasks(curriculum: Any, env_id: str, n: int,
                      seed: int = 0) -> list[tuple[str, int, float]]:
     """Return ``n`` training ``(family, task_seed, difficulty)`` triples drawn from a curriculum.

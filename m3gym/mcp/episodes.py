@@ -31,6 +31,7 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
+from m3gym.codec import png_bytes
 from m3gym.eval.episode import EpisodeRecorder
 from m3gym.eval.runner import (
     EpisodeOutcome,
@@ -180,11 +181,12 @@ _DOWNSCALE = 0.75
 
 def _imencode(img: np.ndarray, fmt: str, quality: int | None) -> bytes | None:
     if fmt == "png":
-        ok, buf = cv2.imencode(".png", img)
-    elif fmt == "webp":
-        ok, buf = cv2.imencode(".webp", img, [cv2.IMWRITE_WEBP_QUALITY, int(quality or 85)])
+        return png_bytes(img)
+    bgr = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
+    if fmt == "webp":
+        ok, buf = cv2.imencode(".webp", bgr, [cv2.IMWRITE_WEBP_QUALITY, int(quality or 85)])
     else:
-        ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, int(quality or 85)])
+        ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality or 85)])
     return buf.tobytes() if ok else None
 
 
@@ -197,7 +199,7 @@ def encode_image(array: np.ndarray, budget: int, fmt: str = "auto", quality: int
     only downscales; ``jpeg`` / ``webp`` never send PNG. ``full_size`` (width, height) is the
     full-resolution image's size, for the note on how it was sent.
     """
-    img = cv2.cvtColor(array, cv2.COLOR_RGB2BGR) if array.ndim == 3 else array
+    img = array
     view_w = int(array.shape[1])
 
     def done(data: bytes, mime: str, q: int | None, im: np.ndarray) -> EncodedImage:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cv2
 import numpy as np
 
+from m3gym.codec import png_bytes
 from m3gym.mcp import CLIENT_EVENT_LIMIT
 
 CROPS: tuple[list[int], ...] = ([0, 0, 500, 500], [500, 0, 1000, 500], [0, 500, 500, 1000],
@@ -59,8 +59,7 @@ def png_reply_bytes(result: Any, views: Sequence[np.ndarray]) -> int:
 
     base = reply_bytes(result) - sum(len(c.data) for c in result.content if c.type == "image")
     for view in views:
-        img = cv2.cvtColor(view, cv2.COLOR_RGB2BGR) if view.ndim == 3 else view
-        base += len(base64.b64encode(cv2.imencode(".png", img)[1].tobytes()))
+        base += len(base64.b64encode(png_bytes(view)))
     return base
 
 
