@@ -231,6 +231,21 @@ class M3BenchEnv(gym.Env[dict, Any]):
 
     # ------------------------------------------------------------------ public helpers
     @property
+    def calls_used(self) -> int:
+        """Tool calls counted against ``max_tool_calls`` this episode."""
+        return self._calls_used
+
+    @property
+    def rounds_used(self) -> int:
+        """Steps taken this episode (counted against ``max_rounds``)."""
+        return self._rounds
+
+    @property
+    def episode_over(self) -> bool:
+        """Whether the episode has ended (answered, truncated) or not started yet."""
+        return self._done
+
+    @property
     def code_isolation(self) -> str | None:
         """Code mode's isolation (``"bwrap"``, or ``"none"`` when opted out); ``None`` atomic."""
         return None if self._code is None else self._code.isolation

@@ -106,9 +106,9 @@ def status_line(env: M3BenchEnv) -> str:
     """Return the frame's status line: family, step, calls, images, answer given."""
     if env.task is None:
         return "no episode (call reset)"
-    answered = "answered" if env.trace.answer is not None else ("ended" if env._done else "")
-    return (f"{env.task.family} | step {env._rounds}/{env.max_rounds} | calls "
-            f"{env._calls_used}/{env.max_tool_calls} | images {len(env.state)} {answered}").strip()
+    answered = "answered" if env.trace.answer is not None else ("ended" if env.episode_over else "")
+    return (f"{env.task.family} | step {env.rounds_used}/{env.max_rounds} | calls "
+            f"{env.calls_used}/{env.max_tool_calls} | images {len(env.state)} {answered}").strip()
 
 
 def image_label(entry: ImageEntry) -> str:
@@ -157,9 +157,11 @@ def episode_text(env: M3BenchEnv) -> str:
     task = env.task
     if task is None:
         return "m3gym: no episode (call reset)\n"
-    state = "answered" if env.trace.answer is not None else ("ended" if env._done else "running")
-    lines = [f"m3gym {task.family} (level {task.level}) | step {env._rounds}/{env.max_rounds} | "
-             f"calls {env._calls_used}/{env.max_tool_calls} | {state}",
+    ended = "ended" if env.episode_over else "running"
+    state = "answered" if env.trace.answer is not None else ended
+    lines = [f"m3gym {task.family} (level {task.level}) | "
+             f"step {env.rounds_used}/{env.max_rounds} | "
+             f"calls {env.calls_used}/{env.max_tool_calls} | {state}",
              "Question: " + " ".join(task.question.split())]
     if task.choices:
         lines.append("Choices: " + " | ".join(task.choices))

@@ -567,7 +567,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         again); every call returns a fresh copy.
         """
         base = self.env.unwrapped
-        key = (id(base.state), len(base.state), base._calls_used, self._steps, self._choices)
+        key = (id(base.state), len(base.state), base.calls_used, self._steps, self._choices)
         if self._mask_key != key:
             self._mask = self.compute_action_masks()
             self._mask_key = key
@@ -585,7 +585,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         sources = (0, 1, 2) if n_images >= 2 else (0, 1)
         src_arrays = [state[self.source_index(s)].array for s in sources] if n_images else []
         can_act = (self._steps < self.max_steps - 1
-                   and base._calls_used < base.max_tool_calls and n_images > 0)
+                   and base.calls_used < base.max_tool_calls and n_images > 0)
         if can_act:
             # worst case output: a crop zoomed to the source size or a 90-degree turn (+ rounding)
             need = max(int(a.nbytes * 1.1) + 4096 for a in src_arrays)
