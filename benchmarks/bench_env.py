@@ -48,9 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tools import text_image  # noqa: E402
 
 from m3gym.env import M3BenchEnv  # noqa: E402
+from m3gym.spec import Task  # noqa: E402
 from m3gym.state import ImageState  # noqa: E402
 from m3gym.tasks.registry import make_task  # noqa: E402
-from m3gym.tasks.spec import Task  # noqa: E402
 from m3gym.tools import default_registry  # noqa: E402
 from m3gym.tools.base import ToolContext  # noqa: E402
 from m3gym.tools.visual import denoise_image, enhance_image, gaussian_blur  # noqa: E402

@@ -18,7 +18,7 @@ import numpy as np
 from m3gym.scoring.alignment import NON_IMAGE_TOOLS, align
 from m3gym.scoring.m3 import m3_score
 from m3gym.scoring.overthink import overthink_score
-from m3gym.tasks.spec import RefCall
+from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
 
 VISUAL = ("crop", "rotate", "grayscale", "flip")

@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from m3gym.spec import Task  # noqa: E402
 from m3gym.tasks.registry import TRAIN_SEED_LIMIT, family_names, make_task  # noqa: E402
-from m3gym.tasks.spec import Task  # noqa: E402
 
 DIFFICULTIES: tuple[float, ...] = (0.0, 0.5, 1.0)
 """Difficulties the non-default half of the seeds is spread over."""

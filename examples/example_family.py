@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from m3gym.scoring.checkpoints import evidence_checkpoints
+from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import evidence_checkpoints
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 
 
 @register_family

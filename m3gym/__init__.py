@@ -23,8 +23,8 @@ from m3gym.env import M3BenchEnv
 from m3gym.eval.splits import MANIFEST_VERSION
 from m3gym.parsing import ToolCall, parse_action
 from m3gym.reward import RewardConfig, load_reward_config
+from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, get_family, make_task
-from m3gym.tasks.spec import Task
 
 __version__ = "0.1.0"
 ENTRY_POINT = "m3gym.env:M3BenchEnv"

@@ -20,9 +20,9 @@ from m3gym.parsing import parse_action
 from m3gym.render_frame import FRAME_SHAPE, episode_frame, episode_text
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
+from m3gym.spec import Task
 from m3gym.state import ImageState
 from m3gym.tasks.registry import check_difficulty, family_names, get_family, make_task
-from m3gym.tasks.spec import Task
 from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.code import interface_registry

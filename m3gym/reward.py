@@ -42,8 +42,8 @@ from m3gym.scoring.checkpoints import CheckpointTracker
 from m3gym.scoring.episode import score_episode
 from m3gym.scoring.m3 import M3Weights
 from m3gym.scoring.safety import evaluate_safety
+from m3gym.spec import Task
 from m3gym.state import ImageState
-from m3gym.tasks.spec import Task
 from m3gym.trace import CallRecord, Trace
 
 PRESETS: tuple[str, ...] = ("sparse", "process", "m3", "paper", "checkpoint_bonus")

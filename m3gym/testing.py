@@ -13,7 +13,7 @@ guarantee, the seed and the difficulty. The checks, in order:
 3. **difficulty knobs** — ``difficulty_knobs(d)`` exists, names config fields only, its config
    validates at 0, 0.5 and 1, and differs between 0 and 1;
 4. **determinism** — the same ``(family, seed, difficulty)`` gives a byte-identical task
-   (:meth:`~m3gym.tasks.spec.Task.content_hash`) twice in this process, whatever was built in
+   (:meth:`~m3gym.spec.Task.content_hash`) twice in this process, whatever was built in
    between, and in a fresh interpreter with another hash seed (:func:`subprocess_hashes`);
    different seeds give different tasks;
 5. **task sanity and choices** — family, level and domain as declared; read-only ``uint8`` RGB
@@ -52,9 +52,9 @@ from typing import Any
 
 import numpy as np
 
+from m3gym.spec import Task
 from m3gym.tasks import registry
 from m3gym.tasks.registry import FamilyConfig, get_family, make_task, register_family
-from m3gym.tasks.spec import Task
 
 DOCSTRING_SECTIONS: tuple[str, ...] = (
     "Scene", "Question", "Why a tool is needed", "Reference trajectory", "Checkpoints",

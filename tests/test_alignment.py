@@ -18,7 +18,7 @@ from m3gym.scoring.alignment import (
     text_similarity,
     value_similarity,
 )
-from m3gym.tasks.spec import RefCall
+from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
 
 

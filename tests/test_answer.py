@@ -11,8 +11,8 @@ from m3gym.scoring.answer import (
     quantity_targets,
     single_quantity,
 )
+from m3gym.spec import AnswerSpec
 from m3gym.tasks.families.clock_reading import format_time, time_variants
-from m3gym.tasks.spec import AnswerSpec
 
 FAMILIES = m3gym.family_names(suite=None)
 

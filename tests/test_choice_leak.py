@@ -42,8 +42,8 @@ from m3gym.audit.leaks import (
     view_only_correct,
 )
 from m3gym.scoring.answer import parse_number
+from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 
 SEEDS = int(os.environ.get("M3GYM_LEAK_SEEDS", "100"))
 TARGET_TASKS = int(os.environ.get("M3GYM_LEAK_TARGET_TASKS", "300"))

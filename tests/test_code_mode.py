@@ -21,8 +21,8 @@ from m3gym.rollout import run_episode
 from m3gym.sandbox import protocol, traced
 from m3gym.sandbox.canonical import bbox_for_pixels, geometry_agrees
 from m3gym.sandbox.static import static_ops
+from m3gym.spec import RefCall
 from m3gym.tasks.registry import family_names
-from m3gym.tasks.spec import RefCall
 from m3gym.tools.visual import crop_pixel_box
 from tests.sandbox_options import CODE_SANDBOX
 

@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
+from m3gym.spec import Evidence, Task
 from m3gym.state import ImageState, apply_affine
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import get_family, make_task
-from m3gym.tasks.spec import Evidence, Task
 
 FAMILIES = ("tiny_text", "rotated_text", "faint_text")
 SEEDS = range(60)

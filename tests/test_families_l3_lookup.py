@@ -14,13 +14,13 @@ import pytest
 from m3gym.agents import OracleAgent
 from m3gym.env import M3BenchEnv
 from m3gym.scoring.checkpoints import evaluate_checkpoints
+from m3gym.spec import Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._lookup_common import answer_choices, reference_crop
 from m3gym.tasks.families.code_lookup import CodeLookupFamily, code_pairs
 from m3gym.tasks.families.logo_lookup import LogoLookupFamily
 from m3gym.tasks.families.privacy_safe_lookup import PrivacySafeLookupFamily
 from m3gym.tasks.registry import family_names, make_task
-from m3gym.tasks.spec import Task
 from m3gym.web.world import build_world
 
 FAMILIES = ("code_lookup", "logo_lookup", "privacy_safe_lookup")

@@ -21,7 +21,7 @@ from m3gym.web import store
 def test_closure_follows_imports_out_of_the_builders_folder():
     closure = import_closure(["m3gym.web.world"])
     # the logos are drawn with a helper outside m3gym/web (the stale key the old folder hash had)
-    assert "m3gym.tasks.render.measures" in closure
+    assert "m3gym.pixels" in closure
     assert {"m3gym.web.world", "m3gym.web.logos", "m3gym.web.store"} <= set(closure)
     assert all(name.startswith("m3gym") for name in closure)
     assert list(closure) == sorted(closure)
@@ -57,7 +57,7 @@ def _patched_source(monkeypatch, tmp_path, module: str, extra: bytes) -> None:
 
 def test_a_change_to_any_module_in_the_closure_gives_a_new_key(monkeypatch, tmp_path):
     before = code_fingerprint(["m3gym.web.world"])
-    _patched_source(monkeypatch, tmp_path, "m3gym.tasks.render.measures", b"\n# changed\n")
+    _patched_source(monkeypatch, tmp_path, "m3gym.pixels", b"\n# changed\n")
     assert code_fingerprint(["m3gym.web.world"]) != before
     # a module outside the closure does not move it
     monkeypatch.undo()
@@ -68,7 +68,7 @@ def test_a_change_to_any_module_in_the_closure_gives_a_new_key(monkeypatch, tmp_
 def test_the_world_store_key_follows_the_code_it_is_drawn_with(monkeypatch, tmp_path):
     store.code_hash.cache_clear()
     before = store.entry_name("0-train", [1, 2], "m3gym.web.world")
-    _patched_source(monkeypatch, tmp_path, "m3gym.tasks.render.measures", b"\n# changed\n")
+    _patched_source(monkeypatch, tmp_path, "m3gym.pixels", b"\n# changed\n")
     store.code_hash.cache_clear()
     try:
         assert store.entry_name("0-train", [1, 2], "m3gym.web.world") != before

@@ -21,7 +21,7 @@ from m3gym.scoring.m3 import (
     score_trace,
 )
 from m3gym.scoring.overthink import agent_interactions, overthink, overthink_score
-from m3gym.tasks.spec import RefCall
+from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
 
 

@@ -43,7 +43,7 @@ from m3gym.audit.reward_audit import (
     summary_markdown,
 )
 from m3gym.cli import main
-from m3gym.tasks.spec import AnswerSpec, RefCall, Task
+from m3gym.spec import AnswerSpec, RefCall, Task
 from tests.sandbox_options import CODE_SANDBOX
 
 

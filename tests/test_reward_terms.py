@@ -240,7 +240,7 @@ def test_load_reward_config_sources_and_names(tmp_path):
 def test_safety_rule_on_the_answer_is_charged_on_the_answer_step():
     import dataclasses
 
-    from m3gym.tasks.spec import SafetyRule
+    from m3gym.spec import SafetyRule
 
     env = gym.make(TINY, reward="m3")
     env.reset(seed=0)

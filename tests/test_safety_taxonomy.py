@@ -17,7 +17,7 @@ from m3gym.scoring.taxonomy import (
     needed_tools,
     needs_retrieval,
 )
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, RefCall, SafetyRule, Task
+from m3gym.spec import AnswerSpec, Checkpoint, RefCall, SafetyRule, Task
 from m3gym.trace import CallRecord, Trace
 
 IMG = np.zeros((8, 8, 3), np.uint8)

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from examples.example_family import SerialPlateFamily
+from m3gym.spec import RefCall, Task
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import RefCall, Task
 
 DOC = SerialPlateFamily.__doc__
 _COUNTER = itertools.count()

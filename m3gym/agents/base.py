@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from m3gym.spaces import ToolCallSpace
-from m3gym.tasks.spec import Task
+from m3gym.spec import Task
 
 
 @runtime_checkable

@@ -30,7 +30,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from m3gym.tasks.render import to_gray
+from m3gym.pixels import to_gray
 
 TESSERACT_TIMEOUT_S = 20.0
 """Seconds one Tesseract process may run before it is abandoned (its words count as none)."""

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from m3gym.agents.heuristic_text import question_of
-from m3gym.tasks.spec import Task
+from m3gym.spec import Task
 from m3gym.tools import default_registry
 
 FORM_ARGUMENTS: frozenset[str] = frozenset({

@@ -35,8 +35,8 @@ from rapidfuzz.distance import Levenshtein
 from scipy.optimize import minimize
 
 from m3gym.scoring.answer import answer_is_correct, normalize_answer, parse_number
+from m3gym.spec import Evidence, Task
 from m3gym.tasks.registry import get_family, make_task
-from m3gym.tasks.spec import Evidence, Task
 from m3gym.view import to_view, view_scale
 
 TRAIN_TASKS: int = 800

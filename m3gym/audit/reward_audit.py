@@ -52,7 +52,7 @@ from m3gym.audit.blind import (
 )
 from m3gym.reward import load_reward_config
 from m3gym.scoring.answer import answer_is_correct
-from m3gym.tasks.spec import Task
+from m3gym.spec import Task
 
 REFERENCE_POLICIES: tuple[str, ...] = ("oracle", "oracle_random_answer", "heuristic", "random")
 """The reference agents every audit runs, in table order."""

@@ -2,7 +2,7 @@
 
 A frozen split promises the same tasks on every install. :func:`check_frozen_tasks` builds each
 task an evaluation will run (the env builds it again at reset; a task is 0.05-0.3 s) and compares
-its :meth:`~m3gym.tasks.spec.Task.content_hash` with the manifest's. A mismatch stops the run
+its :meth:`~m3gym.spec.Task.content_hash` with the manifest's. A mismatch stops the run
 before any episode runs, with :class:`ChangedTasksError`: it names the tasks, the library builds
 that differ from the ones the manifest was written with, and the fix. ``m3gym eval
 --allow-changed-tasks`` runs anyway; the run's ``config.json`` then records the changed tasks.

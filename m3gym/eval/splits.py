@@ -48,7 +48,7 @@ MANIFEST_DIGESTS: dict[int, str] = {
 
 Version 1 was regenerated eleven times without a bump (its tasks also depended on the installed
 OpenCV and Pillow); version 2 is the first whose number is tied to its tasks. Version 3 has the
-same images and specs; its hashes round the specs' floats (:func:`~m3gym.tasks.spec.
+same images and specs; its hashes round the specs' floats (:func:`~m3gym.spec.
 rounded_floats`), which differed in the last bit between BLAS kernels (AVX-512 or not)."""
 
 MANIFEST_VERSION: int = max(MANIFEST_DIGESTS)

@@ -27,7 +27,7 @@ import numpy as np
 from m3gym.integrations.session import EpisodeSession, task_ref
 
 if TYPE_CHECKING:
-    from m3gym.tasks.spec import AnswerSpec
+    from m3gym.spec import AnswerSpec
 
 TRL_ANSWER_RULE = ("In this environment the episode ends only with the `answer` tool: call it "
                    "with your final answer.")

@@ -189,7 +189,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any,
     """
     from m3gym.integrations.datasets import answer_spec, extract_answer
     from m3gym.scoring.answer import answer_is_correct
-    from m3gym.tasks.spec import AnswerSpec
+    from m3gym.spec import AnswerSpec
 
     answer = extract_answer(str(solution_str))
     if answer is None:

@@ -27,8 +27,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from m3gym.pixels import to_gray
 from m3gym.state import ImageBudgetError
-from m3gym.tasks.render import to_gray
 from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import ToolRegistry
 from m3gym.tools.visual import crop_pixel_box

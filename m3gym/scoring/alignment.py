@@ -87,7 +87,7 @@ from rapidfuzz import fuzz, utils
 from scipy.optimize import linear_sum_assignment
 
 from m3gym.scoring.checkpoints import UPRIGHT_TOLERANCE_DEG, largest_crop_share
-from m3gym.tasks.spec import RefCall, Task
+from m3gym.spec import RefCall, Task
 from m3gym.tools.base import ContentSimilarity
 from m3gym.tools.catalogue import (
     CONTENT_ARGUMENTS,

@@ -21,7 +21,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Literal
 
-from m3gym.tasks.spec import AnswerSpec
+from m3gym.spec import AnswerSpec
 
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?$")
 _ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.IGNORECASE | re.DOTALL)

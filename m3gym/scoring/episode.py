@@ -12,8 +12,8 @@ from m3gym.scoring.m3 import M3Weights, score_trace
 from m3gym.scoring.overthink import overthink_score
 from m3gym.scoring.safety import evaluate_safety
 from m3gym.scoring.taxonomy import classify_failure
+from m3gym.spec import Task
 from m3gym.state import ImageState
-from m3gym.tasks.spec import Task
 from m3gym.trace import Trace
 
 METRIC_KEYS: tuple[str, ...] = (

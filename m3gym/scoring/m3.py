@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from m3gym.scoring.alignment import NON_IMAGE_TOOLS, Alignment, ContentContext, align
-from m3gym.tasks.spec import RefCall
+from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
 
 Parents = Mapping[int, int | None] | Sequence[int | None]

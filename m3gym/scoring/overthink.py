@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from m3gym.tasks.spec import RefCall
+from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
 
 

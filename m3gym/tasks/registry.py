@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from m3gym.tasks.spec import DOMAINS, Task
+from m3gym.spec import DOMAINS, Task
 from m3gym.view import VIEW_SIZE
 
 SUITES: tuple[str, ...] = ("m3bench", "classic")

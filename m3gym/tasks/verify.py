@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from m3gym.tasks.spec import Task
+from m3gym.spec import Task
 
 if TYPE_CHECKING:
     from m3gym.state import ImageState

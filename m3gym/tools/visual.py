@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from m3gym.tasks.render.measures import to_gray
+from m3gym.pixels import to_gray
 from m3gym.tools.base import (
     ContentSimilarity,
     FrameBehaviour,

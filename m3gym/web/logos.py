@@ -23,7 +23,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from m3gym.tasks.render.measures import to_gray
+from m3gym.pixels import to_gray
 from m3gym.web.names import pick
 
 PALETTE: dict[str, tuple[int, int, int]] = {

@@ -1,7 +1,7 @@
 """Classic-RL wrappers: discrete tool actions with masks and fixed-size pixel observations.
 
 Importing this package registers ``M3Bench-L1-Discrete-v3`` / ``-L2-`` / ``-L3-`` (for each level
-that has families) with :func:`~m3gym.wrappers.discrete.make_discrete_env` as entry point; keyword
+that has families) with :func:`~m3gym.wrappers.make.make_discrete_env` as entry point; keyword
 arguments of ``gym.make`` go to the wrapper (``obs_size``, ``task_pool``, ...) or, for
 ``reward``, ``suite``, ``view_size``, ``max_tool_calls``, ``max_rounds``, ``family_weights``,
 ``family_config``, ``difficulty``, ``curriculum`` and ``curriculum_update``, to the env.
@@ -23,10 +23,10 @@ from m3gym.wrappers.discrete import (
     DecodedAction,
     DiscreteToolWrapper,
     action_table,
-    make_discrete_env,
 )
+from m3gym.wrappers.make import make_discrete_env
 
-DISCRETE_ENTRY_POINT = "m3gym.wrappers.discrete:make_discrete_env"
+DISCRETE_ENTRY_POINT = "m3gym.wrappers.make:make_discrete_env"
 
 
 CLASSIC_DISCRETE_ID = f"M3Bench-Classic-Discrete-v{MANIFEST_VERSION}"

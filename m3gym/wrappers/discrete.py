@@ -84,8 +84,8 @@ from gymnasium import spaces
 
 from m3gym.cache import LRUCache
 from m3gym.scoring.answer import answer_is_correct
+from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, make_task
-from m3gym.tasks.spec import Task
 
 SOURCES: tuple[str, ...] = ("latest", "original", "previous")
 """Names of the ``source`` dimension."""
@@ -658,28 +658,3 @@ class DiscreteToolWrapper(gym.Wrapper):
             obs["choices"] = self._choices_panel.copy()
         obs["features"] = self.features()
         return obs
-
-
-def make_discrete_env(level: int | None = 1, family: str | None = None,
-                      env_kwargs: dict[str, Any] | None = None, flat_actions: bool = False,
-                      **wrapper_kwargs: Any) -> gym.Env:
-    """Return ``DiscreteToolWrapper(M3BenchEnv(level=..., family=..., **env_kwargs))``.
-
-    ``env_kwargs`` go to :class:`~m3gym.env.M3BenchEnv` (e.g. ``reward``, ``view_size``); the
-    other keyword arguments to the wrapper. With ``flat_actions`` the wrapper is wrapped again in
-    :class:`~m3gym.wrappers.flat.FlatToolActions` (one ``Discrete`` action per distinct call).
-    The ``M3Bench-L*-Discrete`` ids use it as entry point.
-    """
-    from m3gym.env import M3BenchEnv
-    from m3gym.wrappers.flat import FlatToolActions
-
-    kwargs = dict(env_kwargs or {})
-    kwargs.setdefault("observe_images", False)
-    for key in ("reward", "suite", "view_size", "max_tool_calls", "max_rounds",
-                "family_weights", "family_config", "render_mode",
-                "difficulty", "curriculum", "curriculum_update"):
-        if key in wrapper_kwargs:
-            kwargs[key] = wrapper_kwargs.pop(key)
-    env = M3BenchEnv(level=None if family else level, family=family, **kwargs)
-    wrapped = DiscreteToolWrapper(env, **wrapper_kwargs)
-    return FlatToolActions(wrapped) if flat_actions else wrapped

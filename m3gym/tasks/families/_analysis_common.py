@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from m3gym.spec import Evidence, RefCall
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import FamilyConfig
-from m3gym.tasks.spec import Evidence, RefCall
 
 MIN_VIEW_HEIGHT: float = Evidence.min_view_height
 """Glyph height (view pixels) the scorer needs to call evidence legible."""

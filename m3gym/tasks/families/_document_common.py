@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from m3gym.spec import Evidence
 from m3gym.tasks import render as R
 from m3gym.tasks.render import documents as D
-from m3gym.tasks.spec import Evidence
 
 Box = tuple[int, int, int, int]
 

@@ -25,9 +25,9 @@ from typing import Any
 import cv2
 import numpy as np
 
+from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import FamilyConfig
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
 
 GLYPHS: tuple[str, ...] = tuple("01234567")
 """The answer set of every classic task, in the fixed order of the choices (no 9: it is a 6 turned

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from m3gym.scoring.checkpoints import fetch_checkpoint
+from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, SafetyRule, Task
 from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import fetch_checkpoint
 from m3gym.tasks.families import _l2_common
 from m3gym.tasks.registry import FamilyConfig
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, SafetyRule, Task
 from m3gym.web.entities import Entity, format_value
 from m3gym.web.world import World, build_world
 

@@ -19,9 +19,9 @@ from typing import Any
 import cv2
 import numpy as np
 
+from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import FamilyConfig
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
 
 MIN_VIEW_HEIGHT: float = Evidence.min_view_height
 MIN_CONTRAST: float = Evidence.min_contrast

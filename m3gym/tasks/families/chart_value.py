@@ -9,12 +9,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.spec import AnswerSpec, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import documents as D
-from m3gym.tasks.spec import AnswerSpec, Task
 
 SLIDE_WIDTHS: tuple[int, int] = (3000, 3200)
 """Slide screenshot widths (px, 16:9): text 7-8.5 px tall is 1.7-2.2 px at the 768 px view."""

@@ -8,11 +8,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from m3gym.scoring.checkpoints import evidence_checkpoints
+from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render
+from m3gym.tasks.checkpoints import evidence_checkpoints
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
 
 
 def format_time(hour: int, minute: int) -> str:

@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
 
 GAUGE_SWEEP: float = 270.0
 """Degrees of arc a gauge scale spans (0 at -135°, 100 at +135° clockwise from 12)."""

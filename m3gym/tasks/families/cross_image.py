@@ -8,17 +8,17 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
-from m3gym.scoring.checkpoints import (
+from m3gym.spec import AnswerSpec, RefCall, Task
+from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import (
     evidence_checkpoints,
     fetch_checkpoint,
     search_hit_checkpoint,
 )
-from m3gym.tasks import render as R
 from m3gym.tasks.families import _analysis_common as ac
 from m3gym.tasks.families._l2_common import lerp, lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import maps
-from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 from m3gym.web.names import make_word
 from m3gym.web.world import World, build_world
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.spec import Checkpoint, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.families._text_common import (
@@ -20,7 +21,6 @@ from m3gym.tasks.families._text_common import (
     view_lookalike_codes,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import Checkpoint, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS
 
 FAINT_DOCS: dict[str, tuple[str, str, tuple[str, ...]]] = {

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._glyph_common import (
     CLASSIC_MIN_VIEW_HEIGHT,
@@ -22,7 +23,6 @@ from m3gym.tasks.families._text_common import (
     shading_field,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import Checkpoint, Evidence, RefCall, Task
 from m3gym.tools.catalogue import CONTRAST_TOOLS
 
 

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.spec import Checkpoint, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._glyph_common import (
     BACKGROUNDS,
@@ -27,7 +28,6 @@ from m3gym.tasks.families._text_common import (
     upright_call,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import Checkpoint, Task
 
 
 @register_family

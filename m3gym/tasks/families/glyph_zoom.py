@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.spec import Checkpoint, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._glyph_common import (
     BACKGROUNDS,
@@ -24,7 +25,6 @@ from m3gym.tasks.families._glyph_common import (
 )
 from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import Checkpoint, RefCall, Task
 
 
 @register_family

@@ -8,16 +8,16 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
-from m3gym.scoring.checkpoints import (
+from m3gym.spec import AnswerSpec, Checkpoint, RefCall, Task
+from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import (
     v_tool_checkpoint,
     v_true_checkpoint,
 )
-from m3gym.tasks import render as R
 from m3gym.tasks.families import _analysis_common as ac
 from m3gym.tasks.families._l2_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render.grid_scenes import SCENES
-from m3gym.tasks.spec import AnswerSpec, Checkpoint, RefCall, Task
 
 PATTERNS: dict[str, tuple[str, str]] = {
     "well_plate": ("a microplate on a lab bench photographed under very weak light", "wells"),

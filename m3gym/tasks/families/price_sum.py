@@ -7,12 +7,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import lookup_scenes as LS
 from m3gym.tasks.render import shelf as SH
-from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks.verify import first_verified
 
 PRICE_FACES: tuple[str, ...] = ("sans-bold", "condensed-bold", "mono-bold", "serif-bold", "sans",

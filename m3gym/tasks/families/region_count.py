@@ -8,12 +8,12 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
-from m3gym.scoring.checkpoints import evidence_checkpoints
+from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render
+from m3gym.tasks.checkpoints import evidence_checkpoints
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import smallobjects as objects
-from m3gym.tasks.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks.verify import first_verified
 
 _CONFUSABLE: dict[str, frozenset[str]] = {

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.spec import Checkpoint, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.families._text_common import (
@@ -23,7 +24,6 @@ from m3gym.tasks.families._text_common import (
     view_lookalike_codes,
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.spec import Checkpoint, Task
 
 ROTATED_DOCS: dict[str, tuple[str, str, tuple[str, ...], tuple[int, int]]] = {
     # doc -> (domain, title, field labels, (width, height) of the upright document)

@@ -7,13 +7,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from m3gym.scoring.checkpoints import evidence_checkpoints
+from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import evidence_checkpoints
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.families._text_common import FIELD_NAMES, text_patch, view_lookalike_codes
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
-from m3gym.tasks.spec import AnswerSpec, Evidence, RefCall, Task
 
 _TEXT_SCENES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "Science": ("lab_bench", ("noise", "gradient", "fabric", "paper"), "specimen label"),

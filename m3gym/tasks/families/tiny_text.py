@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.spec import Checkpoint, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families._l2_common import check_range
 from m3gym.tasks.families._text_common import (
@@ -22,7 +23,6 @@ from m3gym.tasks.families._text_common import (
 )
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
-from m3gym.tasks.spec import Checkpoint, RefCall, Task
 
 
 def draw_sticker(

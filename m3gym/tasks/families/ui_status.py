@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from m3gym.scoring.checkpoints import evidence_checkpoints
+from m3gym.spec import AnswerSpec, Task
 from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import evidence_checkpoints
 from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families import _l2_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import ui
-from m3gym.tasks.spec import AnswerSpec, Task
 
 KINDS: tuple[str, ...] = ("battery", "setting", "version", "badge")
 """What is asked: the menu bar's battery %, a setting's value, an app version, a dock badge."""

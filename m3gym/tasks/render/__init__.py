@@ -30,8 +30,8 @@ The package is split along its seams; every public name is re-exported here:
   :func:`warp_patch`), :func:`uneven_lighting`, :func:`soft_shadow`, :func:`sheet_shadow`
   (both through :func:`shade_polygon`), :func:`lens_blur`, :func:`motion_blur` and
   :func:`camera_pipeline`;
-* :mod:`~m3gym.tasks.render.measures` — the one :func:`to_gray`, :func:`ink_contrast`,
-  :func:`autocontrast_pil` / :func:`autocontrast_luts` (PIL's algorithm),
+* :mod:`~m3gym.tasks.render.measures` — :func:`to_gray` (from :mod:`m3gym.pixels`),
+  :func:`ink_contrast`, :func:`autocontrast_pil` / :func:`autocontrast_luts` (PIL's algorithm),
   :func:`region_evidence`, :func:`freeze`.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from m3gym.tasks.render.measures import to_gray
+from m3gym.pixels import to_gray
 from m3gym.tasks.render.util import Box, Color, solid_image
 
 SUPERSAMPLE: int = 4
