@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from m3gym.extras import MissingExtraError
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -71,9 +73,10 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import time as _time
 
-    from rich.console import Console
-
     import m3gym
+    from m3gym.extras import require_extra
+
+    Console = require_extra("rich.console", "eval", "m3gym eval").Console
     from m3gym.eval.runner import (
         DEFAULT_EPISODES,
         EvalAbort,
@@ -84,7 +87,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     )
     from m3gym.eval.summary import print_summary
     from m3gym.sandbox.launcher import IsolationUnavailable
+    from m3gym.scoring.peers import parse_metric_names
 
+    metrics = parse_metric_names(args.metrics)
     envs = tuple(args.env or [m3gym.level_env_id(lv) for lv in (1, 2, 3)
                               if m3gym.family_names(lv)])
     agent = args.agent or default_agent_name()
@@ -113,7 +118,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         with progress:
             result = run_eval(cfg, out, resume=args.resume, on_start=progress.start,
                               on_episode=progress.update, backend=backend,
-                              on_unreadable=_print_removed_lines)
+                              on_unreadable=_print_removed_lines, metrics=metrics)
     except (EvalAbort, ConnectionError, IsolationUnavailable) as exc:
         print(f"m3gym: error: {exc}", file=sys.stderr)
         return 2
@@ -122,8 +127,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 130
     if not args.quiet:
-        print_summary(result.summary, title=f"m3gym eval: {agent} on {', '.join(envs)} "
-                      f"({cfg.split} split)")
+        from m3gym.eval.peer_summary import print_peer_summary
+
+        if "m3gym" in metrics:
+            print_summary(result.summary, title=f"m3gym eval: {agent} on {', '.join(envs)} "
+                          f"({cfg.split} split)")
+        print_peer_summary(result.summary)
         if "samples" in result.summary:
             from m3gym.eval.passk import passk_lines
 
@@ -280,6 +289,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-changed-tasks", action="store_true",
                    help="run even when frozen tasks differ from the manifest (recorded in the "
                         "run); by default such a run stops before any episode")
+    p.add_argument("--metrics", action="append", default=[], metavar="NAMES",
+                   help="metric families in the summary and report: m3gym (default), amme "
+                        "(Agentic-MME's scoring), m3bench (M3-Bench's call-weighted "
+                        "aggregation); repeatable or comma-separated")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser("report", help="write report.md and report.html for run folders")
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")
@@ -323,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, KeyError, FileNotFoundError, FileExistsError) as exc:
+    except (ValueError, KeyError, FileNotFoundError, FileExistsError, MissingExtraError) as exc:
         print(f"m3gym: error: {exc}", file=sys.stderr)
         return 2
 

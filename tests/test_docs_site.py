@@ -51,7 +51,7 @@ def test_readme_is_one_screen_and_keeps_the_ci_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
     ci = (ROOT / ".ci/run").read_text()
-    assert "pip install -e . && m3gym eval --out runs/quickstart && m3gym report " \
+    assert 'pip install -e ".[eval]" && m3gym eval --out runs/quickstart && m3gym report ' \
            "runs/quickstart" in readme
     test_command = 'pip install torch==2.13.0 -e ".[dev,train]" && pytest -n 2'
     assert test_command in readme and test_command in ci

@@ -31,7 +31,6 @@ from typing import Any, Literal
 
 import cv2
 import numpy as np
-import openai
 
 from m3gym.agents.errors import InfrastructureError
 from m3gym.agents.prompts import (
@@ -42,6 +41,9 @@ from m3gym.agents.prompts import (
     system_prompt,
     tool_message_text,
 )
+from m3gym.extras import require_extra
+
+openai = require_extra("openai", "eval", "the OpenAI agent (--agent openai)")
 
 ImageFormat = Literal["png", "jpeg"]
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

@@ -1,0 +1,52 @@
+"""Play one oracle episode per level with only the core installed; fail if an extra was imported.
+
+Run by scripts/check_bare_core.sh in a venv holding ``pip install .`` and nothing else, and by
+tests/test_core_imports.py in a subprocess. Prints one line per level and exits 1 when an
+episode did not end with the right answer, or when ``import m3gym`` and the episodes imported
+a library of an extra (openai, matplotlib, rich, jinja2, torch).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import gymnasium as gym
+
+import m3gym
+from m3gym.agents import OracleAgent
+
+EXTRA_MODULES = ("openai", "matplotlib", "rich", "jinja2", "torch")
+"""Top-level modules of the extras that the core must not import."""
+
+
+def play(env_id: str, seed: int = 0) -> tuple[int, bool]:
+    """Play the oracle on one episode of ``env_id``; return (steps, answer_correct)."""
+    env = gym.make(env_id)
+    obs, info = env.reset(seed=seed)
+    agent = OracleAgent(env.unwrapped.task)
+    agent.reset(obs, info)
+    steps, done = 0, False
+    while not done:
+        obs, _reward, terminated, truncated, info = env.step(agent.act(obs, info))
+        steps, done = steps + 1, terminated or truncated
+    env.close()
+    return steps, bool(info.get("answer_correct"))
+
+
+def main() -> int:
+    """Play the levels, check the imports; return the exit status."""
+    ok = True
+    for level in (1, 2, 3):
+        if not m3gym.family_names(level):
+            continue
+        env_id = m3gym.level_env_id(level)
+        steps, correct = play(env_id)
+        print(f"{env_id}: {steps} steps, answer_correct={correct}")
+        ok &= correct
+    imported = [m for m in EXTRA_MODULES if m in sys.modules]
+    print("extra modules imported:", ", ".join(imported) or "none")
+    return 0 if ok and not imported else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
