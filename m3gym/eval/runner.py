@@ -919,6 +919,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
              on_start: Callable[[Sequence[EpisodeSpec]], None] | None = None,
              backend: Any = None,
              on_unreadable: Callable[[Sequence[UnreadableLine], Path], None] | None = None,
+             metrics: Sequence[str] = ("m3gym",),
              ) -> EvalResult:
     """Run (or resume) an evaluation into the folder ``out`` and return the summary.
 
@@ -935,6 +936,10 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     crash, say) are removed before anything runs, the original being kept as a backup
     (:func:`drop_unreadable_lines`); their episodes run again. ``on_unreadable(lines, backup)``
     is told (default: a ``UserWarning``), and :attr:`EvalResult.removed` lists them.
+
+    ``metrics`` names the metric families of the summary: ``m3gym`` (always computed) and the
+    peers' ``amme`` / ``m3bench`` blocks (:mod:`m3gym.eval.peer_summary`), listed under
+    ``summary["metrics"]``.
     """
     from m3gym.eval.summary import summarize
     from m3gym.reward import load_reward_config
@@ -996,6 +1001,11 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         from m3gym.eval.passk import passk_summary
 
         summary["samples"] = passk_summary(records, cfg.samples)
+    if tuple(metrics) != ("m3gym",):
+        from m3gym.eval.peer_summary import run_peer_blocks
+
+        summary["metrics"] = list(metrics)
+        summary.update(run_peer_blocks(out, records, metrics))
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return EvalResult(out, records, summary, ran=len(todo), skipped=len(specs) - len(todo),
                       removed=prepared.removed, backup=prepared.backup)

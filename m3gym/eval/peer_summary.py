@@ -1,0 +1,166 @@
+"""The peers' metric blocks of a run folder (``m3gym eval --metrics amme,m3bench``).
+
+:mod:`m3gym.scoring.peers` computes Agentic-MME's and M3-Bench's numbers from episodes; this
+module reads the episodes' stored traces, writes the blocks into the run's summary, prints them
+after the run and gives the report one table per metric family (see ``docs/peer-metrics.md``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from m3gym.scoring.peers import PeerEpisode, amme_metrics, m3bench_metrics, peer_episode
+
+PEER_FAMILIES: tuple[str, ...] = ("amme", "m3bench")
+"""The metric families computed here (``m3gym`` is the summary itself)."""
+
+AMME_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Acc", "final_answer_accuracy"), ("Acc strict", "acc_m3gym"),
+    ("Hedges", "contains_only_correct"), ("S", "avg_S"), ("V", "avg_V"),
+    ("PQS", "avg_PQS"), ("Penalty", "avg_penalty"), ("CP50", "checkpoint_pass_rate_50"),
+    ("CP80", "checkpoint_pass_rate_80"), ("Calls", "avg_tool_calls_per_case"),
+    ("Calls/ref", "avg_overthink_ratio"), ("OT", "OT_paper"),
+)
+"""(header, key) of the Agentic-MME table (keys of :func:`~m3gym.scoring.peers.amme_metrics`)."""
+
+M3BENCH_TABLE: tuple[tuple[str, str], ...] = (
+    ("Recall", "recall"), ("Precision", "precision"), ("ArgSim", "avg_sim_all_cov"),
+    ("ArgSim strong", "avg_sim_strong_cov"), ("StepCoh", "step_coherence_cov"),
+    ("Order", "order_consistency_cov"), ("Merge", "merge_purity_cov"),
+    ("Rounds", "avg_Rounds"), ("Calls", "avg_tool_calls"),
+)
+"""(header, key) of the M3-Bench table (call-weighted, as ``evaluate_trajectories.py``)."""
+
+PEER_NOTE = ("Agentic-MME: Acc is its lenient answer match (contains), Acc strict m3gym's; "
+             "Hedges counts answers only the lenient match accepts; S, V, PQS aggregate "
+             "m3gym's verified checkpoints Agentic-MME's way (S over tasks with S checkpoints, "
+             "V likewise); CP50/CP80 = share of tasks passing 50%/80% of their checkpoints; "
+             "Calls/ref = mean calls over reference calls; OT = the paper's overthink. "
+             "M3-Bench: recall and precision pooled over calls, the other metrics weighted by "
+             "each task's reference calls (m3gym's own table is a plain episode mean). See "
+             "docs/peer-metrics.md.")
+
+
+class _RunLike(Protocol):
+    name: str
+    path: Path
+    records: list[dict[str, Any]]
+
+    def trace(self, episode_id: str) -> dict[str, Any] | None: ...
+
+
+def peer_episodes(records: Iterable[Mapping[str, Any]],
+                  read_trace: Any) -> list[PeerEpisode]:
+    """Return the :class:`PeerEpisode` of every scored record whose trace ``read_trace`` finds.
+
+    ``read_trace(episode_id)`` returns the trace dict or ``None``; unscored records (errors) are
+    left out, as in m3gym's summary.
+    """
+    out = []
+    for rec in records:
+        if rec.get("status") != "ok":
+            continue
+        trace = read_trace(str(rec["episode_id"]))
+        if trace is not None:
+            out.append(peer_episode(trace))
+    return out
+
+
+def _read_trace_in(folder: Path) -> Any:
+    def read(episode_id: str) -> dict[str, Any] | None:
+        path = folder / "traces" / f"{episode_id}.json"
+        return json.loads(path.read_text()) if path.is_file() else None
+    return read
+
+
+def peer_blocks(episodes: Sequence[PeerEpisode], metrics: Iterable[str]) -> dict[str, Any]:
+    """Return ``{"amme": ..., "m3bench": ...}`` for the chosen families (others skipped)."""
+    chosen = set(metrics)
+    out: dict[str, Any] = {}
+    if "amme" in chosen:
+        out["amme"] = amme_metrics(episodes)
+    if "m3bench" in chosen:
+        out["m3bench"] = m3bench_metrics(episodes)
+    return out
+
+
+def run_peer_blocks(out: str | Path, records: Iterable[Mapping[str, Any]],
+                    metrics: Iterable[str]) -> dict[str, Any]:
+    """Return the chosen peer blocks of the run folder ``out`` (its traces are read)."""
+    metrics = [m for m in metrics if m in PEER_FAMILIES]
+    if not metrics:
+        return {}
+    return peer_blocks(peer_episodes(records, _read_trace_in(Path(out))), metrics)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return f"{float(value):.3f}"
+
+
+def block_rows(block: Mapping[str, Any], columns: Sequence[tuple[str, str]]) -> list[str]:
+    """Return the formatted cells of ``columns`` from one metric block (``-`` when missing)."""
+    return [_fmt(block.get(key)) for _, key in columns]
+
+
+def print_peer_summary(summary: Mapping[str, Any], console: Any = None) -> None:
+    """Print the summary's peer blocks (if any) as rich tables."""
+    if not any(k in summary for k in PEER_FAMILIES):
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=140)
+    for key, title, columns in (("amme", "Agentic-MME metrics", AMME_COLUMNS),
+                                ("m3bench", "M3-Bench metrics (call-weighted)", M3BENCH_TABLE)):
+        block = summary.get(key)
+        if not block:
+            continue
+        table = Table(title=title)
+        table.add_column("level", style="bold")
+        for header, _ in columns:
+            table.add_column(header, justify="right", no_wrap=True)
+        groups = [*(block.get("by_level") or {}).items(), ("all", block.get("overall", block))]
+        for label, stats in groups:
+            table.add_row(label, *block_rows(stats, columns))
+        console.print(table)
+
+
+def run_metrics(path: Path) -> list[str]:
+    """Return the metric families a run folder's ``summary.json`` lists (``[]`` if none)."""
+    try:
+        data = json.loads((path / "summary.json").read_text())
+    except (OSError, ValueError):
+        return []
+    found = data.get("metrics") if isinstance(data, dict) else None
+    return [str(m) for m in found] if isinstance(found, list) else []
+
+
+def peer_tables(runs: Sequence[_RunLike]) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
+    """Return the report's peer tables: ``(title, (header, rows))``, one row per run.
+
+    A run contributes to a family's table when its eval chose that family (``summary.json``'s
+    ``metrics``); the blocks are recomputed from its traces.
+    """
+    chosen = {r.name: [m for m in run_metrics(r.path) if m in PEER_FAMILIES] for r in runs}
+    tables = []
+    for key, title, columns in (("amme", "Agentic-MME metrics", AMME_COLUMNS),
+                                ("m3bench", "M3-Bench metrics (call-weighted)", M3BENCH_TABLE)):
+        rows = []
+        for run in runs:
+            if key not in chosen[run.name]:
+                continue
+            block = peer_blocks(peer_episodes(run.records, run.trace), [key])[key]
+            rows.append([run.name, *block_rows(block.get("overall", block), columns)])
+        if rows:
+            tables.append((title, (["run", *(h for h, _ in columns)], rows)))
+    return tables
