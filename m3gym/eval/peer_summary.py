@@ -34,14 +34,18 @@ M3BENCH_TABLE: tuple[tuple[str, str], ...] = (
 )
 """(header, key) of the M3-Bench table (call-weighted, as ``evaluate_trajectories.py``)."""
 
-PEER_NOTE = ("Agentic-MME: Acc is its lenient answer match (contains), Acc strict m3gym's; "
-             "Hedges counts answers only the lenient match accepts; S, V, PQS aggregate "
-             "m3gym's verified checkpoints Agentic-MME's way (S over tasks with S checkpoints, "
-             "V likewise); CP50/CP80 = share of tasks passing 50%/80% of their checkpoints; "
-             "Calls/ref = mean calls over reference calls; OT = the paper's overthink. "
-             "M3-Bench: recall and precision pooled over calls, the other metrics weighted by "
-             "each task's reference calls (m3gym's own table is a plain episode mean). See "
+AMME_NOTE = ("Acc is Agentic-MME's lenient answer match (contains), Acc strict m3gym's; Hedges "
+             "counts answers only the lenient match accepts; S, V and PQS aggregate m3gym's "
+             "verified checkpoints Agentic-MME's way (S over tasks with S checkpoints, V "
+             "likewise); CP50 / CP80 = share of tasks passing 50% / 80% of their checkpoints; "
+             "Calls/ref = mean calls over reference calls; OT = the paper's overthink. See "
              "docs/peer-metrics.md.")
+"""The note under the report's Agentic-MME table."""
+
+M3BENCH_NOTE = ("Recall and precision pooled over calls, the other metrics weighted by each "
+                "task's reference calls, as M3-Bench's evaluate_trajectories.py (m3gym's own "
+                "M3-Bench table is a plain episode mean). See docs/peer-metrics.md.")
+"""The note under the report's M3-Bench table."""
 
 
 class _RunLike(Protocol):
@@ -145,16 +149,18 @@ def run_metrics(path: Path) -> list[str]:
     return [str(m) for m in found] if isinstance(found, list) else []
 
 
-def peer_tables(runs: Sequence[_RunLike]) -> list[tuple[str, tuple[list[str], list[list[str]]]]]:
-    """Return the report's peer tables: ``(title, (header, rows))``, one row per run.
+def peer_tables(runs: Sequence[_RunLike]
+                ) -> list[tuple[str, tuple[list[str], list[list[str]]], str]]:
+    """Return the report's peer tables: ``(title, (header, rows), note)``, one row per run.
 
     A run contributes to a family's table when its eval chose that family (``summary.json``'s
     ``metrics``); the blocks are recomputed from its traces.
     """
     chosen = {r.name: [m for m in run_metrics(r.path) if m in PEER_FAMILIES] for r in runs}
     tables = []
-    for key, title, columns in (("amme", "Agentic-MME metrics", AMME_COLUMNS),
-                                ("m3bench", "M3-Bench metrics (call-weighted)", M3BENCH_TABLE)):
+    for key, title, columns, note in (
+            ("amme", "Agentic-MME metrics", AMME_COLUMNS, AMME_NOTE),
+            ("m3bench", "M3-Bench metrics (call-weighted)", M3BENCH_TABLE, M3BENCH_NOTE)):
         rows = []
         for run in runs:
             if key not in chosen[run.name]:
@@ -162,5 +168,5 @@ def peer_tables(runs: Sequence[_RunLike]) -> list[tuple[str, tuple[list[str], li
             block = peer_blocks(peer_episodes(run.records, run.trace), [key])[key]
             rows.append([run.name, *block_rows(block.get("overall", block), columns)])
         if rows:
-            tables.append((title, (["run", *(h for h, _ in columns)], rows)))
+            tables.append((title, (["run", *(h for h, _ in columns)], rows), note))
     return tables

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from m3gym.eval.peer_summary import peer_tables
 from m3gym.eval.report_images import FILES_DIR, ReportImages, ShownImage
 from m3gym.eval.runner import (
     UnreadableLine,
@@ -361,6 +362,8 @@ def render_markdown(runs: Sequence[Run]) -> str:
         "",
         "## Accuracy per family", "", markdown_table(family_table(runs, "acc")), "",
         "## Failure modes", "", markdown_table(failure_table(runs)), "",
+        *(s for title, t, note in peer_tables(runs)
+          for s in (f"## {title}", "", markdown_table(t), "", note, "")),
         "Acc = answer accuracy; S / V = strategy / visual-evidence checkpoints passed (V_true: "
         "evidence legible in an artifact, verified on pixels); OT = overthink "
         "max(0, C_agent − C_ref)/(C_ref + 1); M3 = multi-modal / multi-hop / multi-threaded "
@@ -736,6 +739,8 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
         "<h2>M3-Bench metrics per level</h2>", html_table(level_table(runs, M3BENCH_COLUMNS)),
         "<h2>Accuracy per family</h2>", html_table(family_table(runs, "acc")),
         "<h2>Failure modes</h2>", html_table(failure_table(runs)),
+        *(s for title, t, note in peer_tables(runs) for s in (
+            f"<h2>{_esc(title)}</h2>", html_table(t), f"<p class='note'>{_esc(note)}</p>")),
         f"<h2>Trajectories</h2><p>{len(chosen)} of {total} episodes (spread over runs and "
         "families; click a header to expand, an image to see it at full resolution).</p>",
         *episodes,
