@@ -21,7 +21,7 @@ from m3gym.scoring.answer import answer_is_correct
 from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
 from m3gym.spec import Task
 from m3gym.state import ImageState
-from m3gym.tasks.families import _l2_common as c2
+from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.families.clock_reading import format_time, time_choices, time_variants
 from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.tools.base import ToolContext

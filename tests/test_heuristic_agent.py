@@ -160,7 +160,7 @@ def test_grid_shape_ignores_surroundings_and_survives_a_roll() -> None:
                                                       (12, 5, -135.0), (6, 31, 40.0)])
 def test_clock_hands_read_a_rendered_tilted_clock(hour: int, minute: int, tilt: float) -> None:
     from m3gym.agents import heuristic_vision as hv
-    from m3gym.tasks.families import _l2_common as c2
+    from m3gym.tasks.families import _scene_common as c2
     from m3gym.tasks.families.clock_reading import clock_strokes
 
     radius, size = 190.0, 420

@@ -9,7 +9,7 @@ from m3gym.agents import heuristic_lookup as hl
 from m3gym.agents import heuristic_plans as hp
 from m3gym.agents.heuristic_dials import gauge_labels, label_box
 from m3gym.agents.ocr import OcrWord
-from m3gym.tasks.families import _l2_common as c2
+from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import make_task
 from m3gym.tasks.render import dials, maps, pitch, smallobjects
 

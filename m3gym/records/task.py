@@ -1,6 +1,6 @@
 """Record → :class:`m3gym.spec.Task`: evidence, reference trajectory and checkpoints.
 
-The rules are the procedural families' (:mod:`m3gym.tasks.families._l2_common`):
+The rules are the procedural families' (:mod:`m3gym.tasks.families._scene_common`):
 
 * each evidence becomes an :class:`~m3gym.spec.Evidence` with its box in source pixels, its
   ``glyph_height`` (default: the box height) and **no clean render**: ``v_true`` is then judged
@@ -9,10 +9,10 @@ The rules are the procedural families' (:mod:`m3gym.tasks.families._l2_common`):
   height at view resolution reaches ``min_view_height`` (9 px). A crop of another region does not
   contain the box; an unzoomed or too-wide crop leaves the glyphs below 9 px;
 * the reference starts with one zoomed ``crop`` per evidence (all in the first step: parallel
-  calls), zoomed by :func:`~m3gym.tasks.families._l2_common.zoom_for` to 1.5x the legible
+  calls), zoomed by :func:`~m3gym.tasks.families._scene_common.zoom_for` to 1.5x the legible
   height; an evidence op (``rotate``, ``flip``, ``enhance``) is a second-step call on its crop
   that depends on it;
-* checkpoints per evidence chain (:func:`~m3gym.tasks.families._l2_common.chain_checkpoints`):
+* checkpoints per evidence chain (:func:`~m3gym.tasks.families._scene_common.chain_checkpoints`):
   ``crop_covers`` (+ ``rotate_upright`` / ``contrast_op``) on S, ``v_tool`` on the chain's last
   tool and ``v_true`` on V. Judge checkpoints stay in ``metadata["judge_checkpoints"]``.
 """
@@ -28,7 +28,7 @@ import numpy as np
 
 from m3gym.records.schema import EvidenceRecord, Record, answer_text
 from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
-from m3gym.tasks.families._l2_common import (
+from m3gym.tasks.families._scene_common import (
     MIN_VIEW_HEIGHT,
     chain_checkpoints,
     crop_bbox,

@@ -25,7 +25,7 @@ import numpy as np
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, SafetyRule, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import fetch_checkpoint
-from m3gym.tasks.families import _l2_common
+from m3gym.tasks.families import _scene_common
 from m3gym.tasks.registry import FamilyConfig
 from m3gym.web.entities import Entity, format_value
 from m3gym.web.world import World, build_world
@@ -289,8 +289,8 @@ def hops_for(difficulty: float) -> tuple[int, ...]:
 
 
 def lerp(a: float, b: float, t: float) -> float:
-    """Return ``a + (b - a) * t`` (:func:`_l2_common.lerp` with the lookups' argument order)."""
-    return _l2_common.lerp(t, a, b)
+    """Return ``a + (b - a) * t`` (:func:`_scene_common.lerp` with the lookups' argument order)."""
+    return _scene_common.lerp(t, a, b)
 
 
 def check_count_range(name: str, value: tuple[int, int], most: int) -> None:

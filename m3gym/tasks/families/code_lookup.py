@@ -12,7 +12,7 @@ from m3gym.spec import Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import evidence_checkpoints, search_hit_checkpoint
 from m3gym.tasks.families import _lookup_common as C
-from m3gym.tasks.families._l2_common import lerp_range
+from m3gym.tasks.families._scene_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import lookup_scenes as S
 from m3gym.web.entities import Entity

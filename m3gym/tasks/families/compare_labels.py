@@ -10,7 +10,7 @@ import numpy as np
 
 from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render
-from m3gym.tasks.families import _l2_common as c2
+from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 
 GAUGE_SWEEP: float = 270.0

@@ -16,7 +16,7 @@ from m3gym.tasks.checkpoints import (
     search_hit_checkpoint,
 )
 from m3gym.tasks.families import _analysis_common as ac
-from m3gym.tasks.families._l2_common import lerp, lerp_range
+from m3gym.tasks.families._scene_common import lerp, lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import maps
 from m3gym.web.names import make_word

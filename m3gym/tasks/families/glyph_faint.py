@@ -18,7 +18,7 @@ from m3gym.tasks.families._glyph_common import (
     classic_task,
     glyph_patch,
 )
-from m3gym.tasks.families._l2_common import check_range
+from m3gym.tasks.families._scene_common import check_range
 from m3gym.tasks.families._text_common import (
     shading_field,
 )

@@ -23,7 +23,7 @@ from m3gym.tasks.families._glyph_common import (
     grid_cell,
     tag_size,
 )
-from m3gym.tasks.families._l2_common import check_range
+from m3gym.tasks.families._scene_common import check_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 
 

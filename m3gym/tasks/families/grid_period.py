@@ -15,7 +15,7 @@ from m3gym.tasks.checkpoints import (
     v_true_checkpoint,
 )
 from m3gym.tasks.families import _analysis_common as ac
-from m3gym.tasks.families._l2_common import lerp_range
+from m3gym.tasks.families._scene_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render.grid_scenes import SCENES
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render
-from m3gym.tasks.families import _l2_common as c2
+from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import lookup_scenes as LS
 from m3gym.tasks.render import shelf as SH

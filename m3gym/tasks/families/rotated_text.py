@@ -10,7 +10,7 @@ import numpy as np
 
 from m3gym.spec import Checkpoint, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.families._l2_common import check_range
+from m3gym.tasks.families._scene_common import check_range
 from m3gym.tasks.families._text_common import (
     EVIDENCE_ORIENTATION,
     MIN_VIEW_HEIGHT,
