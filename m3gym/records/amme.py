@@ -1,0 +1,512 @@
+"""Agentic-MME's task folders in and out of m3gym records (see ``docs/agentic-mme.md``).
+
+An Agentic-MME dataset is a folder ``json/NNNN.json`` (one task each) with its images in
+``image/`` (or ``images/``): ``image_NNNN.png`` for one image, ``image_NNNN_1.png``,
+``image_NNNN_2.png``, ... for several. A task has ``input.prompt`` (the question), ``meta.level``,
+``golden_answer`` (``value``, ``match_type``, ``tolerance``) and ``process_evaluation``
+(``checkpoints``, ``ordering_constraints``, ``efficiency``).
+
+* :func:`amme_to_record` (pure) turns one task dict into one m3gym record dict: checkpoints that
+  m3gym can verify exactly (a ``region`` box, with the op it needs) become ``evidence``;
+  ``visual_check`` questions without a region and ``google_search`` strategy checkpoints become
+  ``judge_checkpoints`` (scored only by :mod:`m3gym.records.judge`, never in S/V); everything
+  else is kept in ``source["task"]`` so :func:`export_amme` writes the task back unchanged.
+* :func:`import_amme` converts a whole folder into a records JSONL file.
+* :func:`task_to_amme` / :func:`export_amme` write m3gym tasks (a procedural family's or a
+  record's) as such a folder, with checkpoints Agentic-MME's own evaluator reads.
+
+Agentic-MME's released checkpoints name operations, not regions. ``region`` (an m3gym evidence
+object on a checkpoint) is the one key m3gym adds; the Agentic-MME harness ignores it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from m3gym.codec import png_bytes
+from m3gym.spec import DOMAINS, Checkpoint, Evidence, Task
+
+FORMAT = "agentic-mme"
+"""The ``source["format"]`` of records imported from (and exported back to) Agentic-MME."""
+
+MATCH_TYPES: dict[str, str] = {
+    "exact": "exact",
+    "exact_match": "exact",
+    "contains": "exact",
+    "string": "exact",
+    "keyword_inclusion": "exact",
+    "numeric": "number",
+}
+"""Agentic-MME ``golden_answer.match_type`` → m3gym record ``answer.match``. A missing or unknown
+type is Agentic-MME's default ``contains`` and maps to ``exact`` like it."""
+
+LOOSER_MATCH_TYPES: frozenset[str] = frozenset({"contains", "string", "keyword_inclusion"})
+"""Agentic-MME types that accept hedges (``contains`` passes "X or Y"): imported as m3gym's
+strict ``exact``, the original kept in ``metadata["amme"]["match_type"]``."""
+
+SEARCH_TOOLS: dict[str, str] = {"web_search": "google_search", "image_search": "google_lens_search"}
+"""m3gym retrieval tool → the name Agentic-MME's harness gives it."""
+
+IMAGE_EXTS: tuple[str, ...] = (".png", ".jpg", ".jpeg")
+IMAGE_DIRS: tuple[str, ...] = ("image", "images")
+EXPORT_PENALTY_PER_EXTRA_CALL = 0.1
+"""``efficiency.penalty_per_extra_call`` written by :func:`task_to_amme`."""
+EXPORT_MAX_TOOL_CALLS = 15
+"""``efficiency.max_tool_calls`` written by :func:`task_to_amme` (the reference harness budget)."""
+EXPORT_GAP_SLACK = 2
+"""Ordering constraints allow this many extra calls between two dependent reference calls."""
+
+_OP_PRIMITIVES: tuple[str, ...] = ("crop", "rotate", "flip", "resize", "enhance")
+
+
+class AmmeError(ValueError):
+    """An Agentic-MME task that cannot become a record (the message says why)."""
+
+
+@dataclass
+class ImportResult:
+    """What :func:`import_amme` did: the records written and each task it could not import."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agentic-MME -> record
+
+
+def _checkpoint_op(cp: Mapping[str, Any]) -> str | None:
+    """Return the primitive a checkpoint's ``code_check`` verifier names (as Agentic-MME)."""
+    verifier = str((cp.get("code_check") or {}).get("verifier") or "").lower()
+    return next((p for p in _OP_PRIMITIVES if p in verifier), None)
+
+
+def _answer(golden: Mapping[str, Any], where: str) -> tuple[dict[str, Any], str]:
+    if "value" not in golden:
+        raise AmmeError(f"{where}: golden_answer has no value")
+    value = golden["value"]
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or (
+            isinstance(value, str) and not value.strip()):
+        raise AmmeError(f"{where}: golden_answer.value must be a non-empty string or a number, "
+                        f"got {value!r}")
+    original = str(golden.get("match_type") or "contains")
+    match = MATCH_TYPES.get(original, "exact")
+    answer: dict[str, Any] = {"value": value, "match": match}
+    if match == "number":
+        tol = golden.get("tolerance", 0.0)
+        try:
+            tolerance = float(tol)
+            number = float(str(value).replace(",", ""))
+        except (TypeError, ValueError):
+            raise AmmeError(f"{where}: numeric golden_answer needs a number value and tolerance, "
+                            f"got value {value!r}, tolerance {tol!r}") from None
+        if not (math.isfinite(tolerance) and tolerance >= 0 and math.isfinite(number)):
+            raise AmmeError(f"{where}: numeric golden_answer has a bad tolerance {tol!r}")
+        answer["tolerance"] = tolerance
+    return answer, original
+
+
+def _question_and_choices(task: Mapping[str, Any], where: str) -> tuple[str, list[str] | None]:
+    given = task.get("input")
+    prompt = given.get("prompt") if isinstance(given, Mapping) else None
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise AmmeError(f"{where}: input.prompt (the question) is missing or empty")
+    prompt = prompt.strip()
+    extra = task.get("m3gym") or {}
+    choices = extra.get("choices")
+    if choices:
+        suffix = choices_suffix(choices).strip()
+        if prompt.endswith(suffix):
+            prompt = prompt[: -len(suffix)].strip()
+        return prompt, list(choices)
+    return prompt, None
+
+
+def _why_unverified(cp: Mapping[str, Any]) -> str:
+    op = _checkpoint_op(cp)
+    if cp.get("axis") == "V" and op is not None:
+        return f"needs op {op} but names no region"
+    if cp.get("axis") == "S":
+        return "a search requirement (records have no search checkpoints)"
+    return f"axis {cp.get('axis')!r} without region, visual_check or answer_check"
+
+
+def choices_suffix(choices: Sequence[str]) -> str:
+    """Return the text :func:`task_to_amme` appends to a multiple-choice question."""
+    return "\nChoices: " + "; ".join(choices) + ". Answer with one choice exactly as written."
+
+
+def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) -> dict[str, Any]:
+    """Return the m3gym record of Agentic-MME task dict ``task`` (file ``json/<number>.json``).
+
+    ``images`` are the record's image paths (in Agentic-MME's order: ``image_NNNN_1``, ...).
+    Raises :class:`AmmeError` when the task has no question or answer, or no checkpoint with
+    an evidence ``region`` (m3gym's episodes need one region to verify exactly).
+    """
+    where = f"task {number}"
+    if not isinstance(task, Mapping):
+        raise AmmeError(f"{where}: a task must be a JSON object")
+    question, choices = _question_and_choices(task, where)
+    golden = task.get("golden_answer")
+    if not isinstance(golden, Mapping):
+        raise AmmeError(f"{where}: golden_answer is missing")
+    answer, original_match = _answer(golden, where)
+    extra = task.get("m3gym") or {}
+    if extra.get("variants"):
+        answer["variants"] = list(extra["variants"])
+    if extra.get("match") == "choice" and choices:
+        answer["match"] = "choice"
+
+    process = task.get("process_evaluation") or {}
+    checkpoints = (process.get("checkpoints") or []) if isinstance(process, Mapping) else []
+    evidence: list[dict[str, Any]] = []
+    judges: list[dict[str, Any]] = []
+    expected: dict[str, str] = {}
+    unverified: dict[str, str] = {}
+    for i, cp in enumerate(checkpoints):
+        if not isinstance(cp, Mapping):
+            raise AmmeError(f"{where}: process_evaluation.checkpoints[{i}] must be an object")
+        cid = str(cp.get("id") or f"checkpoint_{i}")
+        region = cp.get("region")
+        if region is not None:
+            if not isinstance(region, Mapping):
+                raise AmmeError(f"{where}: checkpoint {cid} region must be an evidence object")
+            ev = dict(region)
+            same = [e for e in evidence if ("id" in ev and e.get("id") == ev["id"]) or e == ev]
+            if not same:
+                evidence.append(ev)
+            elif same[0] != ev:
+                raise AmmeError(f"{where}: checkpoint {cid} gives evidence {ev.get('id')!r} a "
+                                "different region than an earlier checkpoint")
+            continue
+        axis = cp.get("axis")
+        tools = {str(t).lower() for t in cp.get("tools") or []}
+        vc = cp.get("visual_check")
+        if axis == "V" and isinstance(vc, Mapping) and vc.get("question"):
+            judges.append({"id": cid, "axis": "V", "question": str(vc["question"])})
+            expected[cid] = str(vc.get("expected_answer", ""))
+        elif axis == "S" and "google_search" in tools and cp.get("description"):
+            judges.append({"id": cid, "axis": "S", "question": str(cp["description"])})
+            expected[cid] = "yes"
+        elif "answer_check" in cp:
+            continue  # the final-answer checkpoint: m3gym scores the answer itself
+        else:
+            unverified[cid] = _why_unverified(cp)
+    if not evidence:
+        raise AmmeError(f"{where}: no checkpoint carries an evidence region (m3gym verifies "
+                        "regions exactly; add a \"region\": {\"image\", \"box\", \"units\"} "
+                        "object to the checkpoint that needs it)")
+
+    source_task = copy.deepcopy(dict(task))
+    source_task.pop("m3gym", None)
+    source_task["input"] = {k: v for k, v in (task.get("input") or {}).items() if k != "prompt"}
+    record: dict[str, Any] = {"id": str(extra.get("id") or number), "images": list(images),
+                              "question": question, "answer": answer}
+    if choices is not None:
+        record["choices"] = choices
+    record["evidence"] = evidence
+    if judges:
+        record["judge_checkpoints"] = judges
+    meta = task.get("meta") if isinstance(task.get("meta"), Mapping) else {}
+    level = meta.get("level")
+    if isinstance(level, int) and not isinstance(level, bool) and level in (1, 2, 3):
+        record["level"] = level
+    domain = meta.get("domain")
+    record["domain"] = domain if domain in DOMAINS else "Life"
+    if extra:  # written by task_to_amme: restore the m3gym task's own source and metadata
+        record["source"] = dict(extra["source"]) if "source" in extra else {
+            "format": "m3gym", "task_id": extra.get("task_id"), "family": extra.get("family")}
+        record["metadata"] = dict(extra.get("metadata") or {})
+        return record
+    record["source"] = {"format": FORMAT, "id": number, "task": source_task}
+    amme: dict[str, Any] = {"match_type": original_match}
+    if expected:
+        amme["judge_expected"] = expected
+    if unverified:
+        amme["unverified_checkpoints"] = unverified
+    record["metadata"] = {"amme": amme}
+    return record
+
+
+def task_images(folder: Path, number: str) -> list[Path]:
+    """Return the image files of task ``number`` as Agentic-MME's loader finds them.
+
+    ``image_NNNN_1.png``, ``image_NNNN_2.png``, ... (first in ``image/``, then ``images/``), else
+    ``image_NNNN.png``; ``.jpg``/``.jpeg`` accepted. Raises :class:`AmmeError` when none exists.
+    """
+    padded = f"{int(number):04d}" if number.isdigit() else number
+    dirs = [folder / d for d in IMAGE_DIRS if (folder / d).is_dir()]
+    for d in dirs:
+        found: list[Path] = []
+        while True:
+            k = len(found) + 1
+            hit = next((d / f"image_{padded}_{k}{ext}" for ext in IMAGE_EXTS
+                        if (d / f"image_{padded}_{k}{ext}").is_file()), None)
+            if hit is None:
+                break
+            found.append(hit)
+        if found:
+            return found
+    for d in dirs:
+        for ext in IMAGE_EXTS:
+            if (d / f"image_{padded}{ext}").is_file():
+                return [d / f"image_{padded}{ext}"]
+    raise AmmeError(f"task {number}: no image_{padded}.png or image_{padded}_1.png in "
+                    f"{' or '.join(str(folder / d) for d in IMAGE_DIRS)}")
+
+
+def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str]
+                ) -> ImportResult:
+    """Convert Agentic-MME folder ``folder`` (``json/`` + ``image/``) into records ``out_jsonl``.
+
+    Image paths in the records are relative to ``out_jsonl``'s folder. Tasks that cannot become
+    records are listed in :attr:`ImportResult.skipped` (file name, reason); the others are written.
+    Raises :class:`AmmeError` when ``folder`` has no ``json/`` folder of tasks.
+    """
+    root = Path(folder)
+    files = sorted((root / "json").glob("*.json")) if (root / "json").is_dir() else []
+    if not files:
+        raise AmmeError(f"{root} has no json/*.json task files (an Agentic-MME dataset folder "
+                        "holds json/ and image/)")
+    out = Path(out_jsonl)
+    result = ImportResult()
+    for path in files:
+        number = path.stem
+        try:
+            task = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            result.skipped.append((path.name, f"not readable JSON: {exc}"))
+            continue
+        try:
+            images = task_images(root, number)
+            rel = [Path(os.path.relpath(p, out.parent.resolve())).as_posix()
+                   for p in (q.resolve() for q in images)]
+            result.records.append(amme_to_record(task, number, rel))
+        except AmmeError as exc:
+            result.skipped.append((path.name, str(exc)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.records),
+                   encoding="utf-8")
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# m3gym task -> Agentic-MME
+
+
+def _normalized_angle(angle: float) -> float:
+    a = float(angle) % 360.0
+    return a - 360.0 if a > 180.0 else a
+
+
+def evidence_record(ev: Evidence, op: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return m3gym evidence ``ev`` as a record evidence object (box in px, with its op)."""
+    out: dict[str, Any] = {"id": ev.id, "image": ev.image, "box": [float(v) for v in ev.box],
+                           "units": "px"}
+    if ev.text is not None:
+        out["text"] = ev.text
+    if ev.glyph_height > 0:
+        out["glyph_height"] = float(ev.glyph_height)
+    if _normalized_angle(ev.angle) != 0.0:
+        out["op"] = {"op": "rotate", "angle": _normalized_angle(-ev.angle)}
+    elif ev.mirrored:
+        out["op"] = {"op": "flip", "direction": "horizontal"}
+    elif op is not None:
+        out["op"] = dict(op)
+    return out
+
+
+def _contrast_ops(task: Task) -> dict[str, dict[str, Any]]:
+    ops: dict[str, dict[str, Any]] = {}
+    enhance = ("autocontrast", "equalize", "threshold", "enhance")
+    for cp in task.checkpoints:
+        if cp.kind == "contrast_op" and "evidence" in cp.params:
+            tools = [t for t in cp.params.get("tools") or () if t in enhance]
+            ops.setdefault(cp.params["evidence"],
+                           {"op": "enhance", "tool": tools[0] if tools else "autocontrast"})
+    return ops
+
+
+def _visual_check(ev: Evidence, description: str) -> dict[str, str]:
+    if ev.text:
+        return {"question": "What text is shown in this image? Reply with the text only.",
+                "expected_answer": ev.text}
+    return {"question": f"Does this image clearly show {description or 'the evidence'}? "
+                        "Answer yes or no.", "expected_answer": "yes"}
+
+
+def checkpoint_to_amme(cp: Checkpoint, task: Task, regions: Mapping[str, dict[str, Any]]
+                       ) -> dict[str, Any]:
+    """Return m3gym checkpoint ``cp`` of ``task`` as an Agentic-MME checkpoint.
+
+    Search checkpoints stay on S with Agentic-MME's tool names; every visual checkpoint goes to
+    Agentic-MME's V axis (its S axis holds search only): a ``code_check`` naming the op (its
+    ``require_op:<tool>`` verifier), the evidence ``region``, and for ``v_true`` a
+    ``visual_check`` its judge answers. ``m3gym`` keeps the original kind and params.
+    """
+    params = dict(cp.params)
+    out: dict[str, Any] = {"id": cp.id, "description": cp.description}
+    ev_id = params.get("evidence")
+    if cp.kind in ("search_hit", "fetch"):
+        tool = SEARCH_TOOLS.get(str(params.get("tool", "web_search")), "google_search")
+        out.update(axis="S", tools=[tool])
+        if cp.kind == "fetch":
+            out["description"] = f"{cp.description} (open {params.get('url', '')})".strip()
+    else:
+        tools = {"crop_covers": ["crop"], "rotate_upright": ["rotate", "flip"],
+                 "v_true": ["crop"]}.get(cp.kind) or list(params.get("tools") or ["crop"])
+        if cp.kind == "rotate_upright" and ev_id is not None:
+            ev = task.evidence_by_id(ev_id)
+            tools = ["flip"] if ev.mirrored and _normalized_angle(ev.angle) == 0 else ["rotate"]
+        out.update(axis="V", tools=tools, code_check={"verifier": f"require_op:{tools[0]}"})
+        if ev_id is not None:
+            out["region"] = regions[ev_id]
+            if cp.kind == "v_true":
+                out["visual_check"] = _visual_check(task.evidence_by_id(ev_id), cp.description)
+    out["m3gym"] = {"axis": cp.axis, "kind": cp.kind, "params": _jsonable(params)}
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda v: v.tolist() if isinstance(
+        v, np.ndarray) else list(v) if isinstance(v, (tuple, set, frozenset)) else str(v)))
+
+
+def _ordering(task: Task, cps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ordering constraints: a checkpoint after the one of a reference call it depends on."""
+    calls = task.reference_calls
+    position = {c.id: i for i, c in enumerate(calls)}
+    owner: dict[str, str] = {}  # reference call id -> first checkpoint id it satisfies
+    used: set[str] = set()
+    for cp in cps:
+        names = set(cp.get("tools") or ())
+        names |= {k for k, v in SEARCH_TOOLS.items() if v in names}
+        call = next((c for c in calls if c.name in names and c.id not in used), None)
+        if call is not None:
+            used.add(call.id)
+            owner[call.id] = cp["id"]
+    out = []
+    for c in calls:
+        for dep in c.depends_on:
+            if c.id in owner and dep in owner and owner[c.id] != owner[dep]:
+                gap = position[c.id] - position[dep] - 1
+                out.append({"id": f"o{len(out) + 1}", "sequence": [owner[dep], owner[c.id]],
+                            "max_gap": gap + EXPORT_GAP_SLACK})
+    return out
+
+
+def task_to_amme(task: Task, number: int) -> dict[str, Any]:
+    """Return ``task`` as an Agentic-MME task dict (file ``json/<number:04d>.json``).
+
+    A task built from an imported Agentic-MME record is written back as it came (its
+    ``source["task"]`` with the record's question and answer). Any other task gets checkpoints
+    from its S/V checkpoints (:func:`checkpoint_to_amme`), ordering constraints from the
+    reference's dependencies, efficiency from the reference's call count, and an ``m3gym``
+    block (ignored by Agentic-MME) with what its format has no place for (choices, variants).
+    """
+    meta = task.metadata or {}
+    source = meta.get("source") or {}
+    if source.get("format") == FORMAT and isinstance(source.get("task"), Mapping):
+        out = copy.deepcopy(dict(source["task"]))
+        out["input"] = {"prompt": task.question, **(out.get("input") or {})}
+        golden = dict(out.get("golden_answer") or {})
+        if value_text(golden.get("value")) != task.answer.value:
+            golden["value"] = task.answer.value
+        out["golden_answer"] = golden
+        return out
+    ops = _contrast_ops(task)
+    regions = {ev.id: evidence_record(ev, ops.get(ev.id)) for ev in task.evidence}
+    cps = [checkpoint_to_amme(cp, task, regions) for cp in task.checkpoints]
+    prompt = task.question + (choices_suffix(task.choices) if task.choices else "")
+    golden: dict[str, Any] = {"value": task.answer.value,
+                              "match_type": "numeric" if task.answer.match == "numeric"
+                              else "exact"}
+    if task.answer.match == "numeric":
+        golden["tolerance"] = float(task.answer.tolerance)
+    record_id = meta.get("record_id")
+    extra: dict[str, Any] = {"id": str(record_id or task.task_id), "task_id": task.task_id,
+                             "family": task.family}
+    if task.choices:
+        extra["choices"] = list(task.choices)
+    if task.answer.variants:
+        extra["variants"] = list(task.answer.variants)
+    if record_id is not None:
+        extra["source"] = _jsonable(dict(source))
+        extra["metadata"] = _jsonable(dict(meta.get("record_metadata") or {}))
+    return {
+        "task_id": f"{number:04d}",
+        "input": {"prompt": prompt},
+        "meta": {"level": int(task.level), "domain": task.domain},
+        "golden_answer": golden,
+        "process_evaluation": {
+            "checkpoints": cps,
+            "ordering_constraints": _ordering(task, cps),
+            "efficiency": {"reference_tool_calls": len(task.reference_calls),
+                           "penalty_per_extra_call": EXPORT_PENALTY_PER_EXTRA_CALL,
+                           "max_tool_calls": EXPORT_MAX_TOOL_CALLS},
+        },
+        "m3gym": extra,
+    }
+
+
+def value_text(value: Any) -> str:
+    """Return an answer value as m3gym's answer string (``12.0`` → ``"12"``)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _task_number(task: Task, used: set[int]) -> int | None:
+    source = (task.metadata or {}).get("source") or {}
+    sid = str(source.get("id", ""))
+    if source.get("format") == FORMAT and re.fullmatch(r"\d{1,9}", sid) and int(sid) not in used:
+        return int(sid)
+    return None
+
+
+def export_amme(tasks: Iterable[Task], folder: str | os.PathLike[str]) -> list[Path]:
+    """Write ``tasks`` as Agentic-MME folder ``folder`` and return the task files written.
+
+    Files: ``json/NNNN.json`` and ``image/image_NNNN.png`` (one image) or
+    ``image/image_NNNN_K.png`` (K = 1, 2, ... for several). Tasks imported from Agentic-MME keep
+    their number; the others are numbered from 1 upwards, skipping numbers in use.
+    """
+    root = Path(folder)
+    (root / "json").mkdir(parents=True, exist_ok=True)
+    (root / "image").mkdir(parents=True, exist_ok=True)
+    tasks = list(tasks)
+    used: set[int] = set()
+    numbers: list[int | None] = []
+    for task in tasks:
+        n = _task_number(task, used)
+        numbers.append(n)
+        if n is not None:
+            used.add(n)
+    written: list[Path] = []
+    nxt = 1
+    for task, number in zip(tasks, numbers):
+        if number is None:
+            while nxt in used:
+                nxt += 1
+            number = nxt
+            used.add(number)
+        stem = f"{number:04d}"
+        names = ([f"image_{stem}.png"] if len(task.images) == 1 else
+                 [f"image_{stem}_{k}.png" for k in range(1, len(task.images) + 1)])
+        for name, image in zip(names, task.images):
+            (root / "image" / name).write_bytes(png_bytes(np.asarray(image)))
+        path = root / "json" / f"{stem}.json"
+        path.write_text(json.dumps(task_to_amme(task, number), indent=2, ensure_ascii=False)
+                        + "\n", encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,375 @@
+"""Agentic-MME task folders in and out of m3gym records (m3gym.records.amme, m3gym.records.judge).
+
+The fixtures are written here from Agentic-MME's released format (``json/NNNN.json`` +
+``image/image_NNNN[_K].png``; keys as read by its ``evaluation/eval_runs_search.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+
+from m3gym.records import load_records
+from m3gym.records.amme import (
+    AmmeError,
+    amme_to_record,
+    choices_suffix,
+    export_amme,
+    import_amme,
+    task_images,
+    task_to_amme,
+)
+from m3gym.records.judge import judge_checkpoint, openai_judge, score_judge_checkpoints
+from m3gym.tasks.registry import make_task
+
+REGION_1 = {"id": "code", "image": 0, "box": [200, 150, 260, 170], "units": "px",
+            "text": "QX-4817", "glyph_height": 12.0}
+REGION_2 = {"id": "label", "image": 1, "box": [100, 200, 400, 300], "units": "norm1000",
+            "op": {"op": "rotate", "angle": 90}}
+REGION_3 = {"id": "price", "image": 0, "box": [40, 60, 140, 90], "units": "px",
+            "op": {"op": "enhance"}}
+
+TASK_1: dict[str, Any] = {  # L1, one image, a crop with a region (and its visual check)
+    "task_id": "0001",
+    "input": {"prompt": "What code is printed on the tag?"},
+    "meta": {"level": 1, "domain": "Life"},
+    "golden_answer": {"value": "QX-4817", "match_type": "contains"},
+    "process_evaluation": {
+        "checkpoints": [
+            {"id": "v1", "axis": "V", "tools": ["crop"], "description": "zoom on the tag",
+             "code_check": {"verifier": "verify_crop_ast"},
+             "visual_check": {"question": "What code is shown?", "expected_answer": "QX-4817"},
+             "region": REGION_1},
+            {"id": "r1", "axis": "V", "answer_check": {"match_type": "exact",
+                                                       "target": "QX-4817"}},
+        ],
+        "ordering_constraints": [],
+        "efficiency": {"reference_tool_calls": 1, "penalty_per_extra_call": 0.2,
+                       "max_tool_calls": 5},
+    },
+}
+TASK_2: dict[str, Any] = {  # L2, two images, numeric answer, a search checkpoint for the judge
+    "task_id": "0002",
+    "input": {"prompt": "How many grams does the rotated label on the second photo state?"},
+    "meta": {"level": 2, "domain": "Finance", "subcategory": "labels"},
+    "golden_answer": {"value": 250, "match_type": "numeric", "tolerance": 0.5},
+    "process_evaluation": {
+        "checkpoints": [
+            {"id": "v_rot", "axis": "V", "tools": ["rotate"],
+             "code_check": {"verifier": "require_op:rotate"}, "region": REGION_2},
+            {"id": "s_search", "axis": "S", "tools": ["google_search"],
+             "description": "search for the brand name printed on the label"},
+        ],
+        "ordering_constraints": [],
+        "efficiency": {"reference_tool_calls": 2, "penalty_per_extra_call": 0.1,
+                       "max_tool_calls": 8},
+    },
+}
+TASK_3: dict[str, Any] = {  # L3: a judge-only visual check, ordering constraints, efficiency
+    "task_id": "0003",
+    "input": {"prompt": "What is the price after the discount?"},
+    "meta": {"level": 3, "domain": "Society"},
+    "golden_answer": {"value": "12.50", "match_type": "exact"},
+    "process_evaluation": {
+        "checkpoints": [
+            {"id": "v_crop", "axis": "V", "tools": ["crop"],
+             "code_check": {"verifier": "verify_crop_ast"}, "region": REGION_3},
+            {"id": "v_judge", "axis": "V", "tools": ["crop"],
+             "code_check": {"verifier": "verify_crop_ast"},
+             "visual_check": {"question": "Is the discount sticker readable?",
+                              "expected_answer": "Yes"}},
+            {"id": "s_lens", "axis": "S", "tools": ["google_lens_search"]},
+            {"id": "v_flip", "axis": "V", "tools": ["flip"],
+             "code_check": {"verifier": "verify_flip_ast"}},
+        ],
+        "ordering_constraints": [{"id": "o1", "sequence": ["v_crop", "v_judge"], "max_gap": 1}],
+        "efficiency": {"reference_tool_calls": 3, "penalty_per_extra_call": 0.1,
+                       "max_tool_calls": 6},
+    },
+}
+TASK_4: dict[str, Any] = {  # names ops only: nothing m3gym can verify exactly
+    "input": {"prompt": "Which way does the arrow point?"},
+    "golden_answer": {"value": "left"},
+    "process_evaluation": {"checkpoints": [
+        {"id": "v1", "axis": "V", "tools": ["crop"],
+         "code_check": {"verifier": "verify_crop_ast"}}]},
+}
+
+
+def _image(h: int, w: int, value: int) -> np.ndarray:
+    img = np.full((h, w, 3), value, np.uint8)
+    img[10:20, 10:40] = (200, 30, 30)
+    return img
+
+
+def write_dataset(root: Path) -> Path:
+    """Write the fixture dataset (tasks 1-4 and a broken file) and return its folder."""
+    (root / "json").mkdir(parents=True)
+    (root / "image").mkdir()
+    for n, task in ((1, TASK_1), (2, TASK_2), (3, TASK_3), (4, TASK_4)):
+        (root / "json" / f"{n:04d}.json").write_text(json.dumps(task), encoding="utf-8")
+    (root / "json" / "0005.json").write_text("{not json", encoding="utf-8")
+    for name, (h, w, v) in {"image_0001.png": (300, 400, 90),
+                            "image_0002_1.png": (240, 320, 60),
+                            "image_0002_2.png": (200, 300, 120),
+                            "image_0003.png": (200, 200, 150),
+                            "image_0004.png": (50, 50, 10)}.items():
+        cv2.imwrite(str(root / "image" / name), _image(h, w, v))
+    return root
+
+
+def _source(task: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(task))
+    out["input"] = {}
+    return out
+
+
+EXPECTED_1 = {
+    "id": "0001", "images": ["image/image_0001.png"],
+    "question": "What code is printed on the tag?",
+    "answer": {"value": "QX-4817", "match": "exact"},
+    "evidence": [REGION_1], "level": 1, "domain": "Life",
+    "source": {"format": "agentic-mme", "id": "0001", "task": _source(TASK_1)},
+    "metadata": {"amme": {"match_type": "contains"}},
+}
+EXPECTED_2 = {
+    "id": "0002", "images": ["image/image_0002_1.png", "image/image_0002_2.png"],
+    "question": "How many grams does the rotated label on the second photo state?",
+    "answer": {"value": 250, "match": "number", "tolerance": 0.5},
+    "evidence": [REGION_2],
+    "judge_checkpoints": [{"id": "s_search", "axis": "S",
+                           "question": "search for the brand name printed on the label"}],
+    "level": 2, "domain": "Finance",
+    "source": {"format": "agentic-mme", "id": "0002", "task": _source(TASK_2)},
+    "metadata": {"amme": {"match_type": "numeric", "judge_expected": {"s_search": "yes"}}},
+}
+EXPECTED_3 = {
+    "id": "0003", "images": ["image/image_0003.png"],
+    "question": "What is the price after the discount?",
+    "answer": {"value": "12.50", "match": "exact"},
+    "evidence": [REGION_3],
+    "judge_checkpoints": [{"id": "v_judge", "axis": "V",
+                           "question": "Is the discount sticker readable?"}],
+    "level": 3, "domain": "Society",
+    "source": {"format": "agentic-mme", "id": "0003", "task": _source(TASK_3)},
+    "metadata": {"amme": {
+        "match_type": "exact", "judge_expected": {"v_judge": "Yes"},
+        "unverified_checkpoints": {
+            "s_lens": "a search requirement (records have no search checkpoints)",
+            "v_flip": "needs op flip but names no region"}}},
+}
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    return write_dataset(tmp_path / "amme")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_import_gives_exact_records_and_lists_every_skipped_task(dataset: Path) -> None:
+    out = dataset / "records.jsonl"
+    result = import_amme(dataset, out)
+    assert result.records == [EXPECTED_1, EXPECTED_2, EXPECTED_3]
+    assert _read_jsonl(out) == result.records
+    assert [name for name, _ in result.skipped] == ["0004.json", "0005.json"]
+    assert "task 0004: no checkpoint carries an evidence region" in result.skipped[0][1]
+    assert result.skipped[1][1].startswith("not readable JSON: ")
+
+
+def test_imported_records_pass_the_records_validator(dataset: Path) -> None:
+    out = dataset / "records.jsonl"
+    import_amme(dataset, out)
+    records = load_records(out)
+    assert [r.id for r in records] == ["0001", "0002", "0003"]
+    assert records.by_id("0002").answer.match == "number"
+    assert [len(r.image_paths) for r in records] == [1, 2, 1]
+
+
+def test_round_trip_import_export_reimport(dataset: Path, tmp_path: Path) -> None:
+    out = dataset / "records.jsonl"
+    first = import_amme(dataset, out).records
+    records = load_records(out)
+    back = tmp_path / "back"
+    files = export_amme([records.task(r) for r in records], back)
+    assert [f.name for f in files] == ["0001.json", "0002.json", "0003.json"]
+    # Agentic-MME's own task files come back as they were (question stripped of nothing here)
+    for n, task in ((1, TASK_1), (2, TASK_2), (3, TASK_3)):
+        assert json.loads((back / "json" / f"{n:04d}.json").read_text()) == task
+    assert sorted(p.name for p in (back / "image").iterdir()) == [
+        "image_0001.png", "image_0002_1.png", "image_0002_2.png", "image_0003.png"]
+    np.testing.assert_array_equal(cv2.imread(str(back / "image" / "image_0002_2.png")),
+                                  cv2.imread(str(dataset / "image" / "image_0002_2.png")))
+    again = import_amme(back, back / "records.jsonl")
+    assert again.records == first and again.skipped == []
+
+
+def test_exported_family_task_reimports_with_same_answer_and_evidence(tmp_path: Path) -> None:
+    task = make_task("tiny_text", 5)
+    files = export_amme([task], tmp_path / "out")
+    data = json.loads(files[0].read_text())
+    assert data["golden_answer"] == {"value": "AU-4F2", "match_type": "exact"}
+    assert data["input"]["prompt"] == task.question + choices_suffix(task.choices)
+    pe = data["process_evaluation"]
+    assert [(c["id"], c["axis"], c["tools"], c["code_check"]) for c in pe["checkpoints"]] == [
+        ("s_crop", "V", ["crop"], {"verifier": "require_op:crop"}),
+        ("v_tool", "V", ["crop"], {"verifier": "require_op:crop"}),
+        ("v_true", "V", ["crop"], {"verifier": "require_op:crop"}),
+    ]
+    assert pe["checkpoints"][2]["visual_check"] == {
+        "question": "What text is shown in this image? Reply with the text only.",
+        "expected_answer": "AU-4F2"}
+    assert pe["efficiency"] == {"reference_tool_calls": 1, "penalty_per_extra_call": 0.1,
+                                "max_tool_calls": 15}
+    ev = task.evidence[0]
+    result = import_amme(tmp_path / "out", tmp_path / "out" / "records.jsonl")
+    (record,) = result.records
+    assert record["answer"] == {"value": "AU-4F2", "match": "exact",
+                                "variants": ["AU4F2", "AU 4F2"]}
+    assert record["choices"] == list(task.choices)
+    assert record["question"] == task.question
+    assert record["evidence"] == [{"id": "code", "image": 0, "box": list(ev.box), "units": "px",
+                                   "text": "AU-4F2", "glyph_height": ev.glyph_height}]
+    assert record["source"] == {"format": "m3gym", "task_id": "tiny_text/5",
+                                "family": "tiny_text"}
+    rebuilt = load_records(tmp_path / "out" / "records.jsonl")[0]
+    assert rebuilt.evidence[0].box == ev.box
+    assert cv2.imread(str(tmp_path / "out" / "image" / "image_0001.png")).shape == (2400, 3200, 3)
+
+
+EXPECTED_ROTATE_CHECKPOINTS = [("s_crop_e1", ["crop"]), ("s_upright_e1", ["rotate"]),
+                               ("v_tool_e1", ["rotate", "flip"]), ("v_true_e1", ["crop"])]
+EXPECTED_ROTATE_ORDERING = [{"id": "o1", "sequence": ["s_crop_e1", "s_upright_e1"],
+                             "max_gap": 2}]
+
+
+def test_rotated_record_exports_its_op_and_an_ordering_constraint(tmp_path: Path) -> None:
+    cv2.imwrite(str(tmp_path / "a.png"), _image(100, 120, 50))
+    records = load_records([{
+        "id": "rot", "images": ["a.png"], "question": "Code?", "answer": {"value": "AB-12"},
+        "evidence": [{"id": "e1", "box": [10, 10, 60, 30], "text": "AB-12",
+                      "op": {"op": "rotate", "angle": 90}}]}], base_dir=tmp_path)
+    task = records.task("rot")
+    data = task_to_amme(task, 1)
+    cps = data["process_evaluation"]["checkpoints"]
+    assert [(c["id"], c["tools"]) for c in cps] == EXPECTED_ROTATE_CHECKPOINTS
+    assert cps[0]["region"] == {"id": "e1", "image": 0, "box": [10.0, 10.0, 60.0, 30.0],
+                                "units": "px", "text": "AB-12", "glyph_height": 20.0,
+                                "op": {"op": "rotate", "angle": 90.0}}
+    assert data["process_evaluation"]["ordering_constraints"] == EXPECTED_ROTATE_ORDERING
+    export_amme([task], tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "json" / "0001.json").read_text()) == data
+    (again,) = import_amme(tmp_path / "out", tmp_path / "out" / "r.jsonl").records
+    assert again["evidence"] == [cps[0]["region"]]
+    assert again["id"] == "rot" and again["source"] == {} and again["metadata"] == {}
+
+
+def test_task_images_prefer_numbered_multi_images(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "d")
+    assert [p.name for p in task_images(root, "0002")] == ["image_0002_1.png",
+                                                            "image_0002_2.png"]
+    with pytest.raises(AmmeError, match="no image_0009.png or image_0009_1.png"):
+        task_images(root, "0009")
+
+
+@pytest.mark.parametrize("task, message", [
+    ({"golden_answer": {"value": "x"}}, "input.prompt"),
+    ({"input": {"prompt": "q"}}, "golden_answer is missing"),
+    ({"input": {"prompt": "q"}, "golden_answer": {"value": "  "}}, "non-empty string"),
+    ({"input": {"prompt": "q"}, "golden_answer": {"value": "ten", "match_type": "numeric"}},
+     "numeric golden_answer needs a number"),
+    ({"input": {"prompt": "q"}, "golden_answer": {"value": "1"},
+      "process_evaluation": {"checkpoints": [{"id": "a", "region": [1, 2]}]}},
+     "region must be an evidence object"),
+])
+def test_bad_tasks_give_precise_errors(task: dict[str, Any], message: str) -> None:
+    with pytest.raises(AmmeError, match=message):
+        amme_to_record(task, "0042", ["image/image_0042.png"])
+
+
+def test_import_of_a_folder_without_tasks_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(AmmeError, match="has no json/\\*.json task files"):
+        import_amme(tmp_path, tmp_path / "r.jsonl")
+
+
+# ------------------------------------------------------------------------------- judge
+
+
+def test_judge_checkpoints_never_change_s_or_v(dataset: Path) -> None:
+    out = dataset / "records.jsonl"
+    import_amme(dataset, out)
+    rows = _read_jsonl(out)
+    stripped = [{k: v for k, v in r.items() if k != "judge_checkpoints"} for r in rows]
+    with_judges = load_records(rows, base_dir=dataset)
+    without = load_records(stripped, base_dir=dataset)
+    for a, b in zip(with_judges, without):
+        ta, tb = with_judges.task(a), without.task(b)
+        assert ta.checkpoints == tb.checkpoints and ta.reference == tb.reference
+    assert len(with_judges.task("0003").metadata["judge_checkpoints"]) == 1
+    assert score_judge_checkpoints(rows[2]["judge_checkpoints"], {}, [], ask=None).judge is None
+
+
+def test_judge_any_image_passes_under_the_strict_rule() -> None:
+    asked: list[tuple[str, bool]] = []
+    replies = iter(["No.", "Yes."])
+
+    def ask(text: str, image: np.ndarray | None) -> str:
+        asked.append((text, image is not None))
+        return next(replies)
+
+    imgs = [np.zeros((4, 4, 3), np.uint8)] * 3
+    v = judge_checkpoint(ask, "Readable?", "yes", imgs, checkpoint_id="v")
+    assert (v.passed, v.replies, asked) == (True, ("No.", "Yes."), [("Readable?", True)] * 2)
+    hedge = judge_checkpoint(lambda t, i: "yes or no", "Readable?", "yes", imgs[:1])
+    assert hedge.passed is False  # Agentic-MME's contains rule would pass this
+    assert judge_checkpoint(lambda t, i: "yes", "Readable?", "yes", []).passed is False
+
+
+def test_judge_against_the_fake_openai_server() -> None:
+    pytest.importorskip("openai")
+    from tests.fake_openai_server import FakeOpenAIServer
+
+    checkpoints = [{"id": "v_judge", "axis": "V", "question": "Is the sticker readable?"},
+                   {"id": "s_search", "axis": "S", "question": "search for the brand"},
+                   {"id": "v_img", "axis": "V", "question": "Code?", "image": 1}]
+    expected = {"v_judge": "Yes", "v_img": "QX-4817"}
+    imgs = [np.zeros((8, 8, 3), np.uint8), np.full((8, 8, 3), 255, np.uint8)]
+    script = [{"content": "No"}, {"content": "Yes."}, {"content": "no"},
+              {"content": "QX-4817"}]
+    with FakeOpenAIServer(script) as server:
+        ask = openai_judge(server.base_url, model="judge-vlm", max_retries=0)
+        report = score_judge_checkpoints(checkpoints, expected, imgs, ask,
+                                         queries=["brand label 250g"])
+        bodies = server.chat_requests
+    assert report.judge == pytest.approx(2 / 3)
+    assert report.as_dict()["checkpoints"] == {
+        "v_judge": {"axis": "V", "passed": True, "replies": ["No", "Yes."], "error": None},
+        "s_search": {"axis": "S", "passed": False, "replies": ["no"], "error": None},
+        "v_img": {"axis": "V", "passed": True, "replies": ["QX-4817"], "error": None},
+    }
+    assert len(bodies) == 4 and all(b["model"] == "judge-vlm" for b in bodies)
+    assert bodies[0]["temperature"] == 0.0
+    parts = bodies[0]["messages"][1]["content"]
+    assert parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[1] == {"type": "text", "text": "Is the sticker readable?"}
+    s_text = bodies[2]["messages"][1]["content"]
+    assert s_text == [{"type": "text", "text": (
+        "An agent ran these search queries:\nbrand label 250g\n\nRequirement: search for the "
+        "brand\nDo the queries meet the requirement? Answer yes or no.")}]
+
+
+def test_judge_endpoint_failure_is_a_failed_verdict_not_a_crash() -> None:
+    pytest.importorskip("openai")
+    from tests.fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer([{"status": 400, "message": "bad request"}]) as server:
+        ask = openai_judge(server.base_url, model="m", max_retries=0)
+        v = judge_checkpoint(ask, "Q?", "yes", [np.zeros((4, 4, 3), np.uint8)], checkpoint_id="x")
+    assert v.passed is False and v.error is not None and "400" in v.error
