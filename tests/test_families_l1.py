@@ -230,7 +230,7 @@ def test_faint_text_invisible_before_and_visible_after_autocontrast():
     for t in all_tasks("faint_text"):
         img = t.images[0]
         (ev,) = t.evidence
-        before = R.ink_contrast(region(img, ev.box), ev.mask)
+        before = R.ink_surround_contrast(region(img, ev.box), ev.mask)
         assert before < 10.0 < MIN_CONTRAST
         assert before == pytest.approx(t.metadata["ink_contrast"])
         # whole image has a low dynamic range: the compressed span plus the shading
@@ -240,10 +240,10 @@ def test_faint_text_invisible_before_and_visible_after_autocontrast():
         assert call.name == "autocontrast" and call.arguments["cutoff"] > 0
         fixed = apply_reference(img, call)
         assert np.array_equal(fixed, R.autocontrast_pil(img, call.arguments["cutoff"]))
-        after = R.ink_contrast(region(fixed, ev.box), ev.mask)
+        after = R.ink_surround_contrast(region(fixed, ev.box), ev.mask)
         assert after >= 1.3 * MIN_CONTRAST
         # the clean render shows the same text at full contrast
-        assert R.ink_contrast(ev.clean, ev.mask) > 100
+        assert R.ink_surround_contrast(ev.clean, ev.mask) > 100
 
 
 def test_faint_text_shading_defeats_one_global_threshold():
@@ -326,7 +326,7 @@ def test_reference_replays_through_visual_tools(family):
             upright = np.ascontiguousarray(apply_reference(ev.clean, t.reference[0][0]))
             assert ncc(got, upright) > 0.9
         else:
-            assert R.ink_contrast(region(arr, ev.box), ev.mask) >= 1.3 * MIN_CONTRAST
+            assert R.ink_surround_contrast(region(arr, ev.box), ev.mask) >= 1.3 * MIN_CONTRAST
 
 
 # ------------------------------------------------------------------------------- render helpers
@@ -402,11 +402,11 @@ def test_sensor_noise_statistics():
     assert np.array_equal(img, np.full((300, 400, 3), 100, np.uint8))
 
 
-def test_compress_dynamic_range_and_ink_contrast():
+def test_compress_dynamic_range_and_ink_surround_contrast():
     img = np.zeros((40, 40, 3), np.uint8)
     img[10:30, 10:30] = 255
     mask = np.zeros((40, 40), bool)
     mask[10:30, 10:30] = True
     low = R.compress_dynamic_range(img, (100, 100, 100), 20)
-    assert R.ink_contrast(low, mask) == pytest.approx(20.0)
+    assert R.ink_surround_contrast(low, mask) == pytest.approx(20.0)
     assert cv2.LUT is not None

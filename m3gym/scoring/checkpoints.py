@@ -373,7 +373,7 @@ def measure_evidence(
     patch = warp_to_frame(entry, ev, view_size, frame)
     clean, ink = cached_clean_in_frame(ev, frame, frame_cache)
     q = frame[0] / ev.clean.shape[1]  # frame pixels per source pixel
-    support, contrast = ink_contrast(patch, ink, ev.glyph_height * q)
+    support, contrast = ink_support_contrast(patch, ink, ev.glyph_height * q)
     if contrast < ev.min_contrast:
         return EvidenceView(idx, eid, False, 3,
                             f"ink contrast {contrast:.1f} levels (< {ev.min_contrast:g})",
@@ -389,7 +389,8 @@ def measure_evidence(
                         contrast, fidelity)
 
 
-def ink_contrast(patch: np.ndarray, ink: np.ndarray, glyph_px: float) -> tuple[np.ndarray, float]:
+def ink_support_contrast(patch: np.ndarray, ink: np.ndarray,
+                         glyph_px: float) -> tuple[np.ndarray, float]:
     """Return (support mask, |mean ink − mean surround|) of ``patch`` in the ``clean`` frame.
 
     The surround is a ring around the ink, dilated by a quarter of the glyph height
@@ -435,7 +436,7 @@ def native_contrast(
     frame = (ev.clean.shape[1], ev.clean.shape[0])
     _, ink = cached_clean_in_frame(ev, frame, frame_cache)
     patch = warp_to_frame(entry, ev, NATIVE_VIEW, frame)
-    return ink_contrast(patch, ink, ev.glyph_height)[1]
+    return ink_support_contrast(patch, ink, ev.glyph_height)[1]
 
 
 # ---------------------------------------------------------------------------------------------

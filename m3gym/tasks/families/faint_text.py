@@ -213,7 +213,7 @@ class FaintTextFamily(FamilyConfig):
                                    inplace=True)
 
         x0, y0, x1, y1 = ev_box
-        before = R.ink_contrast(img[y0:y1, x0:x1], mask)
+        before = R.ink_surround_contrast(img[y0:y1, x0:x1], mask)
         call = RefCall("c1", "autocontrast", {"image_index": 0, "cutoff": self.cutoff})
         question = (
             f"The photo shows a faded {doc}. What is the {target_label}? Answer with the value "

@@ -147,7 +147,7 @@ class GlyphFaintFamily(FamilyConfig):
                                         cv2.COLOR_GRAY2RGB))
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)), inplace=True)
         x0, y0, x1, y1 = ev_box
-        before = R.ink_contrast(img[y0:y1, x0:x1], mask)
+        before = R.ink_surround_contrast(img[y0:y1, x0:x1], mask)
         call = RefCall("c1", "autocontrast", {"image_index": 0, "cutoff": self.cutoff})
         question = ("The photo of a card is badly washed out. Which digit is printed on the card? "
                     f"Answer with one of: {', '.join(self.glyphs)}.")

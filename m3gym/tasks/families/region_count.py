@@ -196,7 +196,7 @@ class RegionCount(FamilyConfig):
             cv2.rectangle(img, (x1, sy), (x1 + frame_w - 1, min(y1 + frame_w, sy + dash) - 1),
                           fc, -1)
         clean_region = render.to_gray(img[ry:ry + rh, rx:rx + rw])
-        contrast = max(render.ink_contrast(clean_region, mask), 1.0)
+        contrast = max(render.ink_surround_contrast(clean_region, mask), 1.0)
         dim = self.dim_contrast
         span = float(np.clip(dim * 255.0 / contrast, 16.0 * dim / DIM_CONTRAST,
                              40.0 * dim / DIM_CONTRAST))

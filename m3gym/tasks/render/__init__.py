@@ -31,8 +31,8 @@ The package is split along its seams; every public name is re-exported here:
   (both through :func:`shade_polygon`), :func:`lens_blur`, :func:`motion_blur` and
   :func:`camera_pipeline`;
 * :mod:`~m3gym.tasks.render.measures` — :func:`to_gray` (from :mod:`m3gym.pixels`),
-  :func:`ink_contrast`, :func:`autocontrast_pil` / :func:`autocontrast_luts` (PIL's algorithm),
-  :func:`region_evidence`, :func:`freeze`.
+  :func:`ink_surround_contrast`, :func:`autocontrast_pil` / :func:`autocontrast_luts` (PIL's
+  algorithm), :func:`region_evidence`, :func:`freeze`.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ from m3gym.tasks.render.measures import (
     autocontrast_luts,
     autocontrast_pil,
     freeze,
-    ink_contrast,
+    ink_surround_contrast,
     region_evidence,
     to_gray,
 )
@@ -168,7 +168,8 @@ __all__ = [
     "autocontrast_pil", "background", "bbox1000_to_box", "box_to_bbox1000", "boxes_overlap",
     "cap_height_at_unit_scale", "code_choices", "code_variants", "compress_dynamic_range",
     "confusable_edits", "confusable_neighbours", "crop_zoom_for", "draw_text", "embed_mask",
-    "faded_color", "fake_photo", "find_free_spot", "freeze", "grow_box", "ink_contrast", "ink_for",
+    "faded_color", "fake_photo", "find_free_spot", "freeze", "grow_box", "ink_for",
+    "ink_surround_contrast",
     "jitter_color", "jpeg_artifacts", "lighting_field", "luminance", "mild_blur", "near_miss_codes",
     "paste_text", "pick", "pivot_choices", "position_phrase", "rand_color", "random_code",
     "random_font", "region_evidence", "render_text", "shuffled", "single_edits", "solid_image",

@@ -1,6 +1,6 @@
 """Measurements on images.
 
-The project's :func:`ink_contrast`, PIL's autocontrast (:func:`autocontrast_luts`,
+The project's :func:`ink_surround_contrast`, PIL's autocontrast (:func:`autocontrast_luts`,
 :func:`autocontrast_pil`) and :func:`region_evidence` (:func:`~m3gym.pixels.to_gray` lives below
 the task layer, in :mod:`m3gym.pixels`).
 """
@@ -15,7 +15,7 @@ from m3gym.spec import Evidence
 from m3gym.tasks.render.util import Box
 
 
-def ink_contrast(gray: np.ndarray, mask: np.ndarray) -> float:
+def ink_surround_contrast(gray: np.ndarray, mask: np.ndarray) -> float:
     """Return ``|mean(ink) - mean(surround)|`` in gray levels for a region and its ink mask.
 
     The surround is the region minus the ink dilated by one pixel (3x3), so anti-aliased stroke
