@@ -1,4 +1,4 @@
-"""``m3gym export verl|sft``: training data for LLM/VLM trainers, one command away.
+"""``m3gym export verl|sft|m3bench-trajectories``: training data, or a run in a peer's format.
 
 - ``m3gym export verl --env M3Bench-L2 --n 10000 --out data/`` writes the parquet verl's
   ``RLHFDataset`` reads (agent loop ``m3gym_agent``); needs ``pyarrow`` (``.[verl]``).
@@ -8,6 +8,9 @@
   trajectories (``--format jsonl``: ``sft.jsonl`` + PNG files; ``parquet``: a ``datasets``
   parquet for TRL's ``SFTTrainer``); ``--success-only`` keeps correct episodes, ``--family`` /
   ``--level`` filter the tasks; ``--agent`` may be an ``m3gym eval`` run folder.
+- ``m3gym export m3bench-trajectories RUN_DIR OUT.jsonl [--reference GT.json]`` writes a run's
+  trajectories in M3-Bench's format with the arguments as the agent sent them
+  (:mod:`m3gym.eval.m3bench_export`).
 """
 
 from __future__ import annotations
@@ -73,6 +76,18 @@ def _cmd_export_sft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export_m3bench(args: argparse.Namespace) -> int:
+    from m3gym.eval.m3bench_export import write_m3bench_trajectories
+
+    n, missing = write_m3bench_trajectories(args.run, args.out, args.reference)
+    print(f"wrote {n} trajectories to {args.out}"
+          + (f" and their references to {args.reference}" if args.reference else ""))
+    if missing:
+        print(f"m3gym: warning: {missing} call(s) without recorded raw arguments (validated "
+              "arguments written, marked raw_arguments=false)", file=sys.stderr)
+    return 0
+
+
 def add_export_parser(sub: Any) -> None:
     """Register ``m3gym export verl|sft`` on the main parser's subcommands."""
     p = sub.add_parser("export", help="write training data: verl parquet or SFT trajectories")
@@ -105,3 +120,11 @@ def add_export_parser(sub: Any) -> None:
     s.add_argument("--level", action="append", type=int, default=[], help="keep this level")
     s.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE")
     s.set_defaults(func=_cmd_export_sft)
+    m = kinds.add_parser("m3bench-trajectories",
+                         help="a run's trajectories in M3-Bench's format (raw arguments)")
+    m.add_argument("run", help="an m3gym eval run folder")
+    m.add_argument("out", help="output: .json (a list, as evaluate_trajectories.py reads) or "
+                               ".jsonl (one trajectory a line)")
+    m.add_argument("--reference", default=None, metavar="PATH",
+                   help="also write the tasks' reference trajectories (M3-Bench's --gt) here")
+    m.set_defaults(func=_cmd_export_m3bench)

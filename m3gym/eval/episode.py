@@ -90,9 +90,16 @@ def _by_agent(fn: Callable[..., Any], *args: Any) -> Any:
 
 def step_record(index: int, action: Any, reward: float, obs: Mapping[str, Any],
                 info: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the trace record of one step (the ``steps`` entries of a run's traces)."""
+    """Return the trace record of one step (the ``steps`` entries of a run's traces).
+
+    ``action`` keeps a text action; ``raw_action`` a dict / list action as the agent sent it.
+    """
     return {
         "step": index, "action": json_safe(action) if isinstance(action, str) else None,
+        # a structured action as sent (raw tool arguments, before validation fills defaults);
+        # text actions are ``action`` itself. Nothing scores it: exports read it.
+        **({"raw_action": json_safe(action)} if isinstance(action, (Mapping, list, tuple))
+           else {}),
         "reward": float(reward),
         "reward_components": json_safe(info.get("reward_components", {})),
         "checkpoints_passed": list(info.get("checkpoints_passed", [])),
