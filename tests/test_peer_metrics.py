@@ -217,7 +217,41 @@ def test_cli_metrics_flag_writes_blocks(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["report", str(out), "--no-full-images"]) == 0
     md = (out / "report.md").read_text()
     assert "## Agentic-MME metrics" in md and "## M3-Bench metrics (call-weighted)" in md
+    pred, gt = tmp_path / "pred.jsonl", tmp_path / "gt.json"
+    assert main(["export", "m3bench-trajectories", str(out), str(pred), "--reference",
+                 str(gt)]) == 0
+    preds = [json.loads(line) for line in pred.read_text().splitlines()]
+    refs = json.loads(gt.read_text())
+    assert [p["id"] for p in preds] == [r["id"] for r in refs] == [e.episode_id for e in eps]
+    for p, r in zip(preds, refs, strict=True):  # the oracle sends the reference's arguments
+        assert [[c["arguments"] for c in s["calls"]] for s in p["steps"]] \
+            == [[c["arguments"] for c in s["calls"]] for s in r["steps"]]
+        assert all(c["raw_arguments"] for s in p["steps"] for c in s["calls"])
     capsys.readouterr()
     assert main(["eval", "--env", "M3Bench-L1-v3", "--out", str(tmp_path / "x"),
                  "--metrics", "amme,pqs", "--quiet"]) == 2
     assert "--metrics 'pqs': unknown metric family" in capsys.readouterr().err
+
+
+def test_export_keeps_raw_arguments_and_falls_back() -> None:
+    from m3gym.eval.m3bench_export import step_calls
+
+    record = {"name": "web_search", "requested_name": "google_search", "ok": True,
+              "arguments": {"query": "Nesol Museum", "top_k": 5, "label": None}}
+    sent = {"id": "c1", "name": "google_search", "arguments": '{"query": "Nesol Museum"}'}
+    assert step_calls({"calls": [record], "raw_action": sent}) == [
+        {"name": "web_search", "arguments": {"query": "Nesol Museum"}, "raw_arguments": True}]
+    text = '<tool_call>{"name": "google_search", "arguments": {"query": "Nesol"}}</tool_call>'
+    assert step_calls({"calls": [record], "action": text})[0]["arguments"] == {"query": "Nesol"}
+    # no recorded action (an older trace): validated arguments, unset fields dropped
+    assert step_calls({"calls": [record], "action": None}) == [
+        {"name": "web_search", "arguments": {"query": "Nesol Museum", "top_k": 5},
+         "raw_arguments": False}]
+    assert step_calls({"calls": [], "action": "<answer>x</answer>"}) == []
+
+
+def test_export_rejects_non_run_folder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from m3gym.cli import main
+
+    assert main(["export", "m3bench-trajectories", str(tmp_path), str(tmp_path / "o.jsonl")]) == 2
+    assert "is not an m3gym run folder" in capsys.readouterr().err
