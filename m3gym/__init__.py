@@ -11,86 +11,27 @@ warns).
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import (
-    find_highest_version,
-    get_env_id,
-    parse_env_id,
-    register,
-    registry,
-)
-
 from m3gym.env import M3BenchEnv
-from m3gym.eval.splits import MANIFEST_VERSION
 from m3gym.parsing import ToolCall, parse_action
+from m3gym.registration import (
+    CLASSIC_ENV_ID,
+    ENTRY_POINT,
+    ENV_VERSION,
+    env_ids,
+    family_env_id,
+    level_env_id,
+    register_envs,
+    resolve_env_id,
+    versioned_id,
+)
 from m3gym.reward import RewardConfig, load_reward_config
 from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, get_family, make_task
+from m3gym.versions import __version__
 
-__version__ = "0.1.0"
-ENTRY_POINT = "m3gym.env:M3BenchEnv"
+from m3gym.records.env import register_records_env  # noqa: E402
 
-
-ENV_VERSION: int = MANIFEST_VERSION
-"""Version suffix of every env id: the frozen tasks' version (a new one whenever tasks change)."""
-
-
-def versioned_id(name: str) -> str:
-    """Return ``name`` with the current version suffix: ``M3Bench-L2`` → ``M3Bench-L2-v3``."""
-    return f"{name}-v{ENV_VERSION}"
-
-
-def resolve_env_id(env_id: str) -> str:
-    """Return the registered id ``env_id`` names: itself, or an unversioned id's newest version.
-
-    Unknown ids are returned unchanged (the caller reports them).
-    """
-    if env_id in registry:
-        return env_id
-    ns, name, version = parse_env_id(env_id)
-    if version is None:
-        latest = find_highest_version(ns, name)
-        if latest is not None:
-            return get_env_id(ns, name, latest)
-    return env_id
-
-
-def family_env_id(family: str) -> str:
-    """Return the env id of a task family: ``tiny_text`` → ``M3Bench-TinyText-v3``."""
-    return versioned_id("M3Bench-" + "".join(part.capitalize() for part in family.split("_")))
-
-
-CLASSIC_ENV_ID = versioned_id("M3Bench-Classic")
-"""Env id of the classic-RL suite (level-1 glyph tasks, 96-px view)."""
-
-
-def level_env_id(level: int) -> str:
-    """Return the env id of a level: ``2`` → ``M3Bench-L2-v3``."""
-    return versioned_id(f"M3Bench-L{int(level)}")
-
-
-def env_ids() -> list[str]:
-    """Return every env id m3gym registers: levels, the classic suite, then one per family."""
-    ids = [level_env_id(lvl) for lvl in (1, 2, 3) if family_names(lvl)]
-    if family_names(1, "classic"):
-        ids.append(CLASSIC_ENV_ID)
-    return ids + [family_env_id(f) for f in family_names(suite=None)]
-
-
-def register_envs() -> None:
-    """Register the level ids, the classic suite and one id per family (idempotent)."""
-    for level in (1, 2, 3):
-        env_id = level_env_id(level)
-        if family_names(level) and env_id not in registry:
-            register(id=env_id, entry_point=ENTRY_POINT, kwargs={"level": level})
-    if family_names(1, "classic") and CLASSIC_ENV_ID not in registry:
-        register(id=CLASSIC_ENV_ID, entry_point=ENTRY_POINT,
-                 kwargs={"level": 1, "suite": "classic"})
-    for family in family_names(suite=None):
-        env_id = family_env_id(family)
-        if env_id not in registry:
-            register(id=env_id, entry_point=ENTRY_POINT, kwargs={"family": family})
-
-
+register_records_env()  # before register_envs: M3Bench-Records-v3 takes records=
 register_envs()
 
 from m3gym.wrappers import register_discrete_envs  # noqa: E402
@@ -99,7 +40,7 @@ register_discrete_envs()
 
 from m3gym.integrations.datasets import score_answer  # noqa: E402
 
-__all__ = ["CLASSIC_ENV_ID", "ENV_VERSION", "M3BenchEnv", "RewardConfig", "Task", "ToolCall",
-           "env_ids", "family_env_id", "family_names", "get_family", "level_env_id",
+__all__ = ["CLASSIC_ENV_ID", "ENTRY_POINT", "ENV_VERSION", "M3BenchEnv", "RewardConfig", "Task",
+           "ToolCall", "env_ids", "family_env_id", "family_names", "get_family", "level_env_id",
            "load_reward_config", "make_task", "parse_action", "register_envs", "resolve_env_id",
-           "score_answer", "versioned_id"]
+           "score_answer", "versioned_id", "__version__"]

@@ -27,7 +27,7 @@ from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.code import interface_registry
 from m3gym.tools.registry import SchemaFormat, ToolRegistry
-from m3gym.trace import CallRecord, Trace
+from m3gym.trace import CallRecord, Trace, step_text
 from m3gym.vector import ObservationSpace
 from m3gym.view import derived_view, to_view, view_shape
 
@@ -535,12 +535,3 @@ def task_world(task: Task) -> LazyWorld:
     """Return the world a task's retrieval tools search: ``metadata["world"]`` or the default."""
     spec = task.metadata.get("world") or {}
     return LazyWorld(int(spec.get("seed", 0)), str(spec.get("split", "train")))
-
-
-def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str | None) -> str:
-    """Return the text observation of a step: one line per call result and per parse error."""
-    lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in records]
-    lines += [f"Parse error: {e}" for e in errors]
-    if answer is not None:
-        lines.append(f"Answer received: {answer}")
-    return "\n".join(lines)

@@ -152,7 +152,7 @@ def describe_image(entry: ImageEntry, view_size: int) -> str:
 
 def episode_text(env: M3BenchEnv) -> str:
     """Return the ``ansi`` description of ``env``'s current state (see the module docstring)."""
-    from m3gym.env import step_text
+    from m3gym.trace import step_text
 
     task = env.task
     if task is None:

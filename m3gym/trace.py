@@ -6,6 +6,7 @@ exported, stored and re-scored offline.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,3 +99,12 @@ class Trace:
             "answer_step": self.answer_step,
             "parse_errors": [list(e) for e in self.parse_errors],
         }
+
+
+def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str | None) -> str:
+    """Return the text observation of a step: one line per call result and per parse error."""
+    lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in records]
+    lines += [f"Parse error: {e}" for e in errors]
+    if answer is not None:
+        lines.append(f"Answer received: {answer}")
+    return "\n".join(lines)

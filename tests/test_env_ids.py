@@ -8,7 +8,7 @@ from gymnasium import error
 from gymnasium.envs.registration import parse_env_id
 
 import m3gym
-from m3gym.eval.splits import MANIFEST_VERSION
+from m3gym.versions import MANIFEST_VERSION
 from m3gym.wrappers import discrete_env_ids
 
 

@@ -6,8 +6,6 @@ import pytest
 
 from m3gym.env import TRAIN_SEED_RANGE
 from m3gym.eval.splits import (
-    MANIFEST_DIGESTS,
-    MANIFEST_VERSION,
     TASKS_PER_LEVEL,
     check_manifest,
     dump_manifest,
@@ -19,6 +17,7 @@ from m3gym.eval.splits import (
     split_entries,
 )
 from m3gym.tasks.registry import family_names, make_task
+from m3gym.versions import MANIFEST_DIGESTS, MANIFEST_VERSION
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +90,7 @@ def test_manifest_tasks_change_only_with_a_version_bump(manifest):
     assert manifest["version"] == MANIFEST_VERSION == max(MANIFEST_DIGESTS)
     assert manifest_digest(manifest) == MANIFEST_DIGESTS[MANIFEST_VERSION], (
         "the frozen test tasks changed without a version bump: add version "
-        f"{MANIFEST_VERSION + 1} to MANIFEST_DIGESTS with the new digest "
+        f"{MANIFEST_VERSION + 1} to MANIFEST_DIGESTS (m3gym/versions.py) with the new digest "
         f"{manifest_digest(manifest)}, and a CHANGELOG.md entry")
 
 

@@ -44,15 +44,15 @@ def format_row(r: ProbeResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the probes requested by ``args`` and print a markdown table; 1 when a target fails."""
-    import m3gym
+    from m3gym.tasks.registry import family_names, get_family
 
-    families = args.family or m3gym.family_names(suite=None)
+    families = args.family or family_names(suite=None)
     probes = ("choices-only", "view-only") if args.probe == "both" else (args.probe,)
     print("| family | probe | n | accuracy | chance | excess (points) | noise bound | target |")
     print("|---|---|---|---|---|---|---|---|")
     failed = False
     for family in families:
-        m3gym.get_family(family)  # unknown names fail here with the list of families
+        get_family(family)  # unknown names fail here with the list of families
         for probe in probes:
             if probe == "choices-only":
                 r = choices_only_probe(family, args.tasks, args.train_tasks)

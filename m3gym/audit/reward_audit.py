@@ -304,7 +304,7 @@ def episode_tasks(env_id: str, episodes: int, seed: int = 0) -> list[Task]:
     """
     import gymnasium as gym
 
-    from m3gym import resolve_env_id  # importing m3gym registers the env ids
+    from m3gym.registration import resolve_env_id  # importing m3gym registers the env ids
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -417,7 +417,7 @@ def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
     elif len(tasks) != episodes:
         raise ValueError(f"got {len(tasks)} tasks for {episodes} episodes")
     names = [n for n in policy_names() if n in {*YARDSTICKS, *wanted}]
-    from m3gym import resolve_env_id
+    from m3gym.registration import resolve_env_id
 
     if interface == "atomic":
         env = gym.make(resolve_env_id(env_id), reward=preset_spec(preset))

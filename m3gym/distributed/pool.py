@@ -28,10 +28,8 @@ class EnvActor:
         import cv2
         import gymnasium as gym
 
-        import m3gym  # noqa: F401  (registers the ids)
-
         cv2.setNumThreads(1)
-        from m3gym import resolve_env_id
+        from m3gym.registration import resolve_env_id
 
         self.env = gym.make(resolve_env_id(env_id), disable_env_checker=True, **dict(env_kwargs))
 

@@ -18,7 +18,7 @@ def replay_trace(trace: Mapping[str, Any]) -> Any:
     The final answer is not sent, so the episode stays open and ``env.state`` / ``env.view(i)``
     give every image the agent produced, at full or view resolution.
     """
-    from m3gym import resolve_env_id  # importing m3gym registers the env ids
+    from m3gym.registration import resolve_env_id  # importing m3gym registers the env ids
 
     spec = trace["recreate"]
     env = gym.make(resolve_env_id(spec["env"]), reward=spec.get("reward", "m3"),

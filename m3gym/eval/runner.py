@@ -42,7 +42,7 @@ import numpy as np
 
 from m3gym.eval.episode import (
     EpisodeRecorder,
-    run_episode,
+    record_episode,
 )
 from m3gym.eval.episode import is_infrastructure_error as is_infrastructure_error  # re-export
 from m3gym.eval.episode import json_safe as _json_safe
@@ -186,12 +186,12 @@ def parse_key_values(items: Iterable[str]) -> dict[str, Any]:
 
 def env_scope(env_id: str) -> tuple[int | None, list[str]]:
     """Return the level (or ``None``) and the task families an env id draws from."""
-    import m3gym  # noqa: F401  (registers the ids)
+    from m3gym import registration
     from m3gym.env import level_families
 
-    resolved = m3gym.resolve_env_id(env_id)
+    resolved = registration.resolve_env_id(env_id)
     if resolved not in gym.registry:
-        known = ", ".join(m3gym.env_ids())
+        known = ", ".join(registration.env_ids())
         raise ValueError(f"unknown env {env_id!r}; known: {known}")
     kwargs = dict(gym.registry[resolved].kwargs or {})
     family = kwargs.get("family")
@@ -337,13 +337,13 @@ def check_env_args(env_id: str, env_args: Mapping[str, Any]) -> None:
     with the key named, before anything is written. Values are checked further when the env is
     built.
     """
-    import m3gym
+    from m3gym import registration
     from m3gym.config_errors import ConfigSource
 
     src = ConfigSource(f"env_args of env {env_id!r}")
     if "reward" in env_args:
         raise src.error("set by the run (--reward), not an env argument", "reward")
-    resolved = m3gym.resolve_env_id(env_id)
+    resolved = registration.resolve_env_id(env_id)
     if resolved not in gym.registry:
         return  # env_scope names unknown envs
     from gymnasium.envs.registration import load_env_creator
@@ -469,9 +469,9 @@ _ENV_CACHE: dict[str, gym.Env] = {}
 def _env_for(cfg: EvalConfig, env_id: str) -> gym.Env:
     key = json.dumps([env_id, cfg.reward, dict(cfg.env_args)], sort_keys=True, default=str)
     if key not in _ENV_CACHE:
-        import m3gym
+        from m3gym import registration
 
-        _ENV_CACHE[key] = gym.make(m3gym.resolve_env_id(env_id), reward=cfg.reward,
+        _ENV_CACHE[key] = gym.make(registration.resolve_env_id(env_id), reward=cfg.reward,
                                    disable_env_checker=True,
                                    **dict(cfg.env_args))
     return _ENV_CACHE[key]
@@ -508,7 +508,7 @@ def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
     """Run one planned episode and return its record, trace and thumbnails (never raises)."""
     started = time.perf_counter()
     env = _env_for(cfg, spec.env_id)
-    rec = run_episode(env, lambda: build_agent(cfg.agent, spec.seed, cfg.agent_args),
+    rec = record_episode(env, lambda: build_agent(cfg.agent, spec.seed, cfg.agent_args),
                       seed=spec.seed,
                       options={"family": spec.family, "task_seed": spec.task_seed})
     rec.started = started

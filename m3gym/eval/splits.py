@@ -9,7 +9,8 @@ whose entities, names, logos, urls and codes never occur in training. The commit
 :func:`check_manifest` regenerates tasks and reports every hash that no longer matches (a task
 generator changed the bytes of a frozen task). ``m3gym split-manifest --write`` rewrites it.
 
-**Versions.** :data:`MANIFEST_VERSION` names the tasks, not the file: :data:`MANIFEST_DIGESTS`
+**Versions.** :data:`~m3gym.versions.MANIFEST_VERSION` names the tasks, not the file:
+:data:`~m3gym.versions.MANIFEST_DIGESTS` (in :mod:`m3gym.versions`, below every layer)
 records the :func:`manifest_digest` of every version's task list, and a test fails when the
 committed manifest's tasks differ from its version's digest. Changing a frozen task therefore
 means a new version, a new digest and a CHANGELOG entry. The manifest also records the library
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from m3gym.tasks.registry import family_names, make_task
+from m3gym.versions import MANIFEST_VERSION
 
 SPLIT_SEED_BASES: dict[str, int] = {"test": 1_000_000_000, "val": 2_000_000_000}
 """First task seed of each frozen split (both above the training range)."""
@@ -39,21 +41,6 @@ TASKS_PER_LEVEL: int = 200
 
 LEVELS: tuple[int, ...] = (1, 2, 3)
 """Levels of the frozen splits."""
-
-MANIFEST_DIGESTS: dict[int, str] = {
-    2: "73f324961f2928b8c842a7359eaacd8a56a3cc98b0fcae6b3c2e14c99f4f9e04",
-    3: "2058e709549b4b351c02165ecbb2ddd7979a96407993d1aa818be633a8adf1cb",
-}
-""":func:`manifest_digest` of each released version of the ``test`` manifest's task list.
-
-Version 1 was regenerated eleven times without a bump (its tasks also depended on the installed
-OpenCV and Pillow); version 2 is the first whose number is tied to its tasks. Version 3 has the
-same images and specs; its hashes round the specs' floats (:func:`~m3gym.spec.
-rounded_floats`), which differed in the last bit between BLAS kernels (AVX-512 or not)."""
-
-MANIFEST_VERSION: int = max(MANIFEST_DIGESTS)
-"""Version of the committed ``test`` manifest (a new one whenever a frozen task changes)."""
-
 
 @dataclass(frozen=True)
 class SplitEntry:

@@ -110,8 +110,6 @@ class EpisodeSession:
 
     def __init__(self, env_id: str = DEFAULT_ENV_ID, reward: Any = "m3",
                  **env_kwargs: Any) -> None:
-        import m3gym  # noqa: F401  (registers the env ids)
-
         self.env_id = env_id
         self.reward = reward
         self.env_kwargs = dict(env_kwargs)
@@ -131,11 +129,12 @@ class EpisodeSession:
     # ------------------------------------------------------------------ episode
     def _env(self, env_id: str) -> Any:
         if env_id not in self._envs:
-            import m3gym
+            from m3gym import registration
 
-            resolved = m3gym.resolve_env_id(env_id)
+            resolved = registration.resolve_env_id(env_id)
             if resolved not in gym.registry:
-                raise ValueError(f"unknown env {env_id!r}; known: {', '.join(m3gym.env_ids())}")
+                known = ", ".join(registration.env_ids())
+                raise ValueError(f"unknown env {env_id!r}; known: {known}")
             self._envs[env_id] = gym.make(resolved, reward=self.reward, disable_env_checker=True,
                                           **self.env_kwargs).unwrapped
         return self._envs[env_id]

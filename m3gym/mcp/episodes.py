@@ -420,7 +420,7 @@ class EpisodeTable:
 
     # ------------------------------------------------------------------ envs
     def _take_env(self, env_id: str, reward: str) -> tuple[str, gym.Env]:
-        from m3gym import resolve_env_id  # importing m3gym registers the ids
+        from m3gym.registration import resolve_env_id  # importing m3gym registers the ids
 
         key = json.dumps([env_id, reward])
         with self._lock:

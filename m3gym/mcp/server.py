@@ -233,7 +233,7 @@ def episode_tools(table: EpisodeTable) -> list[Tool]:
     """Return the MCP tools of an episode table (see the module docstring)."""
     import gymnasium as gym
 
-    from m3gym import level_env_id
+    from m3gym.registration import level_env_id
 
     schemas = gym.make(level_env_id(1), disable_env_checker=True).unwrapped.tool_schemas("mcp")
     tools = [_start_tool(table), _parallel_tool(table, schemas), _answer_tool(table),
@@ -375,7 +375,7 @@ def _report_tool(table: EpisodeTable) -> Tool:
 def build_server(table: EpisodeTable | None = None) -> MCPServer:
     """Return the m3gym MCP server over ``table`` (a fresh one with default limits if None)."""
     table = table or EpisodeTable()
-    from m3gym import __version__
+    from m3gym.versions import __version__
 
     server = MCPServer(name="m3gym", version=__version__, instructions=(
         "m3gym episodes: call start_episode, then the image and retrieval tools with its "

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register, registry
 
-from m3gym.eval.splits import MANIFEST_VERSION
 from m3gym.tasks.registry import family_names
+from m3gym.versions import MANIFEST_VERSION
 from m3gym.wrappers.discrete import (
     DEFAULT_TOOLS,
     REGION_NAMES,

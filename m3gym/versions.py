@@ -1,0 +1,26 @@
+"""Versions: the package's, and the frozen test manifest's (which every env id carries).
+
+This module sits below every layer, so the env ids (:mod:`m3gym.registration`), the wrappers and
+the frozen splits (:mod:`m3gym.eval.splits`) read the same numbers without importing each other.
+Changing a frozen task means a new entry in :data:`MANIFEST_DIGESTS` (``m3gym split-manifest
+--write`` prints the digest) and a CHANGELOG entry.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+"""The package version (also in pyproject.toml)."""
+
+MANIFEST_DIGESTS: dict[int, str] = {
+    2: "73f324961f2928b8c842a7359eaacd8a56a3cc98b0fcae6b3c2e14c99f4f9e04",
+    3: "2058e709549b4b351c02165ecbb2ddd7979a96407993d1aa818be633a8adf1cb",
+}
+""":func:`manifest_digest` of each released version of the ``test`` manifest's task list.
+
+Version 1 was regenerated eleven times without a bump (its tasks also depended on the installed
+OpenCV and Pillow); version 2 is the first whose number is tied to its tasks. Version 3 has the
+same images and specs; its hashes round the specs' floats (:func:`~m3gym.spec.
+rounded_floats`), which differed in the last bit between BLAS kernels (AVX-512 or not)."""
+
+MANIFEST_VERSION: int = max(MANIFEST_DIGESTS)
+"""Version of the committed ``test`` manifest (a new one whenever a frozen task changes)."""
