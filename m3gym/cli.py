@@ -328,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
     from m3gym.cli_export import add_export_parser
 
     add_export_parser(sub)
+    from m3gym.records.cli import add_parser as add_records_parser
+
+    add_records_parser(sub)
     return parser
 
 

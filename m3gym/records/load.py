@@ -91,6 +91,8 @@ def _table_cell(key: str, value: Any, where: str) -> Any:
     value = _plain(value)
     if isinstance(value, str) and key in JSON_COLUMNS:
         text = value.strip()
+        if not text:
+            return None
         if key == "images" and not text.startswith("["):
             return [text]
         try:

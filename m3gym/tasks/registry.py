@@ -15,8 +15,9 @@ import numpy as np
 from m3gym.spec import DOMAINS, Task
 from m3gym.view import VIEW_SIZE
 
-SUITES: tuple[str, ...] = ("m3bench", "classic")
-"""Family suites: the benchmark levels, and the low-resolution classic-RL suite."""
+SUITES: tuple[str, ...] = ("m3bench", "classic", "records")
+"""Family suites: the benchmark levels, the low-resolution classic-RL suite, and the tasks built
+from user records (:mod:`m3gym.records`)."""
 
 
 @dataclass
@@ -71,6 +72,7 @@ def register_family(cls: F) -> F:
 
 def _load_builtin_families() -> None:
     """Import the modules that define the built-in families (they register on import)."""
+    from m3gym.records import family as _records  # noqa: F401
     from m3gym.tasks import families  # noqa: F401
 
 
@@ -141,6 +143,8 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
         config = {**cls.difficulty_knobs(check_difficulty(difficulty)), **config}
     if "split" not in config and any(f.name == "split" for f in fields(cls)):
         config["split"] = world_split_for_seed(seed)
+    if "task_seed" not in config and any(f.name == "task_seed" for f in fields(cls)):
+        config["task_seed"] = int(seed)  # families that index data by seed (records)
     cfg = cls(**config)
     cfg.validate()
     return replace(cfg.generate(task_seed_rng(family, seed)), task_id=f"{family}/{seed}")
