@@ -373,3 +373,51 @@ def test_judge_endpoint_failure_is_a_failed_verdict_not_a_crash() -> None:
         ask = openai_judge(server.base_url, model="m", max_retries=0)
         v = judge_checkpoint(ask, "Q?", "yes", [np.zeros((4, 4, 3), np.uint8)], checkpoint_id="x")
     assert v.passed is False and v.error is not None and "400" in v.error
+
+
+# ------------------------------------------------------------------------------- CLI
+
+
+def _run_cli(argv: list[str]) -> int:
+    import argparse
+
+    from m3gym.records import amme_cli
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    amme_cli.add_import_parser(sub)
+    amme_cli.add_export_parser(sub)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+def test_cli_import_lists_skipped_tasks_and_exits_1(dataset: Path, capsys: Any) -> None:
+    out = dataset / "r.jsonl"
+    assert _run_cli(["import-amme", str(dataset), str(out)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f"{out}: 3 record(s) written, 2 task(s) skipped, 2 judge checkpoint(s) "
+                        "(scored only with a judge endpoint)")
+    assert [line.split(":")[0] for line in lines[1:]] == ["skipped 0004.json",
+                                                          "skipped 0005.json"]
+
+
+def test_cli_export_env_seeds_and_records(tmp_path: Path, capsys: Any) -> None:
+    assert _run_cli(["export-amme", "--env", "M3Bench-TinyText", "--seeds", "2",
+                     str(tmp_path / "a")]) == 0
+    assert sorted(p.name for p in (tmp_path / "a" / "json").iterdir()) == ["0001.json",
+                                                                          "0002.json"]
+    assert _run_cli(["import-amme", str(tmp_path / "a"), str(tmp_path / "a" / "r.jsonl")]) == 0
+    assert _run_cli(["export-amme", "--records", str(tmp_path / "a" / "r.jsonl"),
+                     str(tmp_path / "b")]) == 0
+    for name in ("0001.json", "0002.json"):
+        a = json.loads((tmp_path / "a" / "json" / name).read_text())
+        b = json.loads((tmp_path / "b" / "json" / name).read_text())
+        assert b["golden_answer"] == a["golden_answer"] and b["input"] == a["input"]
+    capsys.readouterr()
+    assert _run_cli(["export-amme", str(tmp_path / "c")]) == 2
+    assert capsys.readouterr().err == ("m3gym records export-amme: give exactly one of --env ID "
+                                       "or --records PATH\n")
+    assert _run_cli(["export-amme", "--env", "M3Bench-Nope", "--seeds", "1",
+                     str(tmp_path / "d")]) == 2
+    assert capsys.readouterr().err == ("m3gym records export-amme: unknown env id "
+                                       "'M3Bench-Nope' (m3gym list shows them)\n")
