@@ -354,14 +354,59 @@ def build(out_dir: Path, src_dir: Path = DEMO_DIR / "sources") -> list[Path]:
     return written
 
 
+DOCS_DIR = ROOT / "docs" / "images" / "records"
+"""Where ``--docs`` writes the gallery images of :data:`DOCS_RECORD`."""
+
+DOCS_RECORD = "tag-text"
+"""The record the docs gallery renders (board in the agent's view, evidence crop upright)."""
+
+VIEW_SIZE = 768
+"""The agent's view: longest side in pixels (``m3gym.view.VIEW_SIZE``)."""
+
+
+def build_docs(out_dir: Path = DOCS_DIR, demo_dir: Path = DEMO_DIR) -> list[Path]:
+    """Render :data:`DOCS_RECORD` for the docs: the board as the agent sees it, the crop."""
+    rows = [json.loads(line) for line in
+            (demo_dir / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    rec = next(r for r in rows if r["id"] == DOCS_RECORD)
+    board = cv2.imread(str(demo_dir / rec["images"][0]), cv2.IMREAD_COLOR)
+    x0, y0, x1, y1 = rec["evidence"][0]["box"]
+    scale = VIEW_SIZE / max(board.shape[:2])
+    view = cv2.resize(board, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    pad = 6  # the box is ~16 px wide in the view: draw it a little larger to be seen
+    cv2.rectangle(view, (int(x0 * scale) - pad, int(y0 * scale) - pad),
+                  (int(x1 * scale) + pad, int(y1 * scale) + pad), (0, 0, 230), 2)
+    m = 12
+    crop = board[y0 - m:y1 + m, x0 - m:x1 + m]
+    crop = cv2.rotate(crop, cv2.ROTATE_90_COUNTERCLOCKWISE)  # the record's op: rotate 90 CCW
+    crop = cv2.resize(crop, None, fx=5, fy=5, interpolation=cv2.INTER_CUBIC)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, img, ext, params in (
+            ("tag-text-view.jpg", view, ".jpg", [cv2.IMWRITE_JPEG_QUALITY, 90]),
+            ("tag-text-crop.png", crop, ".png", [cv2.IMWRITE_PNG_COMPRESSION, 9])):
+        ok, buf = cv2.imencode(ext, img, params)
+        if not ok:
+            raise SystemExit(f"cannot encode {name}")
+        path = out_dir / name
+        path.write_bytes(buf.tobytes())
+        written.append(path)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry: build into ``--out`` (default: the committed demo folder)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEMO_DIR,
                         help="output folder (default: m3gym/data/records_demo)")
+    parser.add_argument("--docs", action="store_true",
+                        help="also render the docs gallery images (docs/images/records/)")
     args = parser.parse_args(argv)
     for path in build(args.out):
         print(path)
+    if args.docs:
+        for path in build_docs(demo_dir=args.out):
+            print(path)
     return 0
 
 

@@ -96,6 +96,13 @@ def test_build_script_reproduces_committed_bytes(tmp_path: Path) -> None:
         assert path.read_bytes() == (DEMO / rel).read_bytes(), f"{rel} differs from the build"
 
 
+def test_docs_gallery_images_reproduce(tmp_path: Path) -> None:
+    written = _build_module().build_docs(tmp_path)
+    assert [p.name for p in written] == ["tag-text-view.jpg", "tag-text-crop.png"]
+    for path in written:
+        assert path.read_bytes() == (ROOT / "docs" / "images" / "records" / path.name).read_bytes()
+
+
 def test_oracle_scores_one_on_every_record(records: Any, env: Any) -> None:
     for record in records:
         rec = record_episode(env, OracleAgent(), options={"task": records.task(record)},
