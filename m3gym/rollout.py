@@ -1,6 +1,6 @@
 """Run one episode of an agent in an env and collect what happened.
 
-A thin view of the one episode loop (:func:`m3gym.eval.episode.run_episode`) for scripts and
+A thin view of the one episode loop (:func:`m3gym.eval.episode.record_episode`) for scripts and
 tests: errors propagate instead of being recorded as a status.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 
 from m3gym.agents.base import Agent
-from m3gym.eval.episode import run_episode as _run_episode
+from m3gym.eval.episode import record_episode
 
 
 @dataclass
@@ -35,7 +35,7 @@ class EpisodeResult:
 def run_episode(env: gym.Env, agent: Agent, seed: int | None = None,
                 options: dict[str, Any] | None = None, max_steps: int = 100) -> EpisodeResult:
     """Reset ``env`` with ``seed`` and let ``agent`` act until the episode ends."""
-    rec = _run_episode(env, agent, seed=seed, options=options, max_steps=max_steps, catch=False)
+    rec = record_episode(env, agent, seed=seed, options=options, max_steps=max_steps, catch=False)
     return EpisodeResult(
         task_id=rec.task.task_id, rewards=[s["reward"] for s in rec.steps],
         final_info=rec.final, terminated=rec.terminated, truncated=rec.truncated,

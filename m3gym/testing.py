@@ -427,12 +427,12 @@ def check_oracle_and_legibility(name: str, task: Task, where: str, env: Any = No
     """
     from m3gym.agents.base import OracleAgent
     from m3gym.env import M3BenchEnv
-    from m3gym.eval.episode import run_episode
+    from m3gym.eval.episode import record_episode
     from m3gym.scoring.checkpoints import measure_evidence
 
     env = env if env is not None else M3BenchEnv(family=name)
     view = env.view_size
-    rec = run_episode(env, OracleAgent(), options={"task": task}, catch=False)
+    rec = record_episode(env, OracleAgent(), options={"task": task}, catch=False)
     m = rec.final.get("metrics") or {}
     got = {k: m.get(k) for k in ("acc", "S", "V", "OT")}
     if got != {"acc": 1.0, "S": 1.0, "V": 1.0, "OT": 0.0}:
@@ -478,14 +478,14 @@ def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int]
     from m3gym.agents.heuristic import HeuristicAgent
     from m3gym.agents.ocr import forced_ocr_backend
     from m3gym.env import M3BenchEnv
-    from m3gym.eval.episode import run_episode
+    from m3gym.eval.episode import record_episode
 
     env = M3BenchEnv(family=name)
     correct = 0
     with forced_ocr_backend(ocr):
         for seed in seeds:
             task = make_task(name, int(seed), difficulty=difficulty)
-            rec = run_episode(env, HeuristicAgent(seed=int(seed)), options={"task": task})
+            rec = record_episode(env, HeuristicAgent(seed=int(seed)), options={"task": task})
             correct += bool(rec.final.get("answer_correct"))
     env.close()
     return correct / max(1, len(seeds))

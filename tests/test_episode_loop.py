@@ -13,7 +13,7 @@ import m3gym  # noqa: F401  (registers the env ids)
 from m3gym.agents.base import OracleAgent
 from m3gym.agents.errors import InfrastructureError
 from m3gym.agents.heuristic_table import PLAN_TABLE, rule_for
-from m3gym.eval.episode import AGENT_RESET_KEYS, AGENT_STEP_KEYS, run_episode
+from m3gym.eval.episode import AGENT_RESET_KEYS, AGENT_STEP_KEYS, record_episode
 from m3gym.tasks.registry import family_names, make_task
 
 
@@ -40,7 +40,7 @@ class Spy:
 
 def test_agents_see_only_what_a_policy_sees() -> None:
     agent = Spy()
-    rec = run_episode(gym.make("M3Bench-L1"), agent, seed=3)
+    rec = record_episode(gym.make("M3Bench-L1"), agent, seed=3)
     assert rec.status == "ok" and rec.terminated
     reset_info, step_info = agent.seen[0], agent.seen[2]
     assert set(reset_info) == set(AGENT_RESET_KEYS)
@@ -52,7 +52,7 @@ def test_agents_see_only_what_a_policy_sees() -> None:
 
 
 def test_the_oracle_alone_gets_its_task() -> None:
-    rec = run_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=5)
+    rec = record_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=5)
     assert rec.status == "ok"
     assert rec.final["metrics"]["acc"] == 1.0
 
@@ -74,7 +74,7 @@ class Failing:
                                               (InfrastructureError("down"), "infra_error"),
                                               (TimeoutError("slow"), "infra_error")])
 def test_errors_end_the_episode_with_a_status(exc: Exception, status: str) -> None:
-    rec = run_episode(gym.make("M3Bench-L1"), Failing(exc), seed=0)
+    rec = record_episode(gym.make("M3Bench-L1"), Failing(exc), seed=0)
     assert rec.status == status
     assert rec.error is not None and str(exc) in rec.error
     assert rec.done
@@ -82,14 +82,14 @@ def test_errors_end_the_episode_with_a_status(exc: Exception, status: str) -> No
 
 def test_errors_propagate_without_catch() -> None:
     with pytest.raises(ValueError, match="bad"):
-        run_episode(gym.make("M3Bench-L1"), Failing(ValueError("bad")), seed=0, catch=False)
+        record_episode(gym.make("M3Bench-L1"), Failing(ValueError("bad")), seed=0, catch=False)
 
 
 def test_a_failing_factory_is_an_agent_error() -> None:
     def factory() -> Any:
         raise TypeError("no such argument")
 
-    rec = run_episode(gym.make("M3Bench-L1"), factory, seed=0)
+    rec = record_episode(gym.make("M3Bench-L1"), factory, seed=0)
     assert rec.status == "agent_error" and rec.task is None
 
 

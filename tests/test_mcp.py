@@ -20,7 +20,7 @@ from mcp.types import CallToolResult, ImageContent, TextContent  # noqa: E402
 
 import m3gym  # noqa: E402,F401
 from m3gym.agents.base import OracleAgent  # noqa: E402
-from m3gym.eval.episode import run_episode  # noqa: E402
+from m3gym.eval.episode import record_episode  # noqa: E402
 from m3gym.eval.runner import env_tasks, episode_seed  # noqa: E402
 from m3gym.mcp.episodes import EpisodeTable, McpLimits  # noqa: E402
 from m3gym.mcp.server import build_server, fit_result, reply_bytes  # noqa: E402
@@ -52,7 +52,7 @@ async def play_oracle(client: Client, env_id: str, index: int) -> dict[str, Any]
 
 def oracle_metrics(env_id: str, index: int) -> dict[str, Any]:
     family, task_seed = env_tasks(env_id, "test", index + 1, 0)[index]
-    rec = run_episode(gym.make(env_id), OracleAgent(), seed=episode_seed(0, task_seed),
+    rec = record_episode(gym.make(env_id), OracleAgent(), seed=episode_seed(0, task_seed),
                       options={"family": family, "task_seed": task_seed})
     return rec.final["metrics"]
 

@@ -11,7 +11,7 @@ import pytest
 
 import m3gym  # noqa: F401
 from m3gym.agents.base import OracleAgent
-from m3gym.eval.episode import run_episode
+from m3gym.eval.episode import record_episode
 from m3gym.eval.runner import EvalConfig, read_records, run_eval
 from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits, encode_image
 
@@ -37,7 +37,7 @@ def test_oracle_through_the_table_scores_like_gym_make() -> None:
     assert images and data["prompt"].startswith(data["prompt"][:10])
     assert not {"task_id", "family", "level", "domain"} & set(data)
     got = play_oracle(table, eid)
-    rec = run_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=11)
+    rec = record_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=11)
     assert got["answer_correct"] is True
     assert got["metrics"] == json.loads(json.dumps(
         {k: got["metrics"][k] for k in got["metrics"]}))
@@ -163,7 +163,7 @@ def test_small_reply_cap_downscales_states_the_scale_and_keeps_the_score() -> No
     assert f"px of its {full_w}x{full_h} full-resolution image" in data["text"]
     assert "bbox_2d uses a 0-1000 scale" in data["text"]
     got = play_oracle(table, eid)  # the small replies change nothing the env scores
-    rec = run_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=11)
+    rec = record_episode(gym.make("M3Bench-L2"), OracleAgent(), seed=11)
     assert got["answer_correct"] is True
     for key in ("acc", "S", "V", "OT", "m3"):
         assert got["metrics"][key] == pytest.approx(rec.final["metrics"][key]), key

@@ -16,7 +16,7 @@ class Agent(Protocol):
 
     ``act`` receives the latest observation and info and returns an action in any form the env
     accepts (a call dict, a list of calls, OpenAI tool calls, or text). The one episode loop
-    (:func:`m3gym.eval.episode.run_episode`, used by local and Ray workers) hands an agent what a
+    (:func:`m3gym.eval.episode.record_episode`, used by local and Ray workers) hands an agent what a
     policy sees: the observation, and of the info only the tool schemas, the choices and the
     budgets at reset (``AGENT_RESET_KEYS``) and its calls' records and budget use after a step
     (``AGENT_STEP_KEYS``) — never the task id, family, level or seed. Two optional hooks:

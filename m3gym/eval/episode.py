@@ -1,7 +1,7 @@
 """The one episode loop: every runner of m3gym (local workers, Ray workers, the MCP recorder).
 
 An :class:`EpisodeRecorder` wraps an env for one episode. Whoever acts — an agent object in
-:func:`run_episode`, or an MCP client whose calls arrive one by one — goes through its
+:func:`record_episode`, or an MCP client whose calls arrive one by one — goes through its
 :meth:`~EpisodeRecorder.reset` and :meth:`~EpisodeRecorder.step`, which record every step the same
 way, so a run's ``episodes.jsonl`` means the same whatever ran it.
 
@@ -190,7 +190,7 @@ class EpisodeRecorder:
         self.ended = time.perf_counter()
 
 
-def run_episode(env: gym.Env, agent: Agent | Callable[[], Agent], seed: int | None = None,
+def record_episode(env: gym.Env, agent: Agent | Callable[[], Agent], seed: int | None = None,
                 options: dict[str, Any] | None = None, max_steps: int = MAX_STEPS_GUARD,
                 catch: bool = True) -> EpisodeRecorder:
     """Reset ``env`` and let ``agent`` act until the episode ends; return the recording.
