@@ -67,13 +67,7 @@ sandbox (no network, no files outside a private working directory, {limits}). In
 resolution; `np`, `cv2`, `Image`, `ImageOps`, `ImageFilter`, `ImageEnhance` and `math` are \
 ready to use;
 - the tools are Python functions that return the new image as an array and add it to the \
-episode's images: crop(image_index, bbox_2d, zoom_scale=1.0), rotate(image_index, angle, \
-expand=True), flip(image_index, direction="horizontal"), resize(image_index, width=None, \
-height=None, scale=None), grayscale(i), autocontrast(i, cutoff=0), invert(i), equalize(i), \
-threshold(i, value=128, mode="binary"), blur(i, radius=2), sharpen(i), denoise(i, strength=10), \
-edge_detect(i, method="canny"), enhance(i, brightness=1, contrast=1, sharpness=1); \
-web_search(query, top_k=5), image_search(image_index, top_k=5), fetch_webpage(url, \
-max_chars=12000) and download_image(url) return their results;
+episode's images: {tool_functions};
 - `save(array_or_pil_image, label=None)` adds an image you computed yourself and returns its \
 index; only images made by the tools or saved are shown to you after the call;
 - `print()` what you want to read (the output is truncated). Variables persist between your \
@@ -81,6 +75,26 @@ code calls of one task.
 Operations you write with numpy/OpenCV/Pillow (slicing, cv2.resize, Image.crop, \
 ImageOps.autocontrast, ...) count like the matching tools. Each tool call or saved image counts \
 against the tool-call budget."""
+
+
+def code_tool_functions() -> str:
+    """Return the code-mode prompt's list of tool functions, from the tool catalogue.
+
+    The image tools' signatures (:func:`m3gym.tools.catalogue.code_signature`), then the
+    retrieval tools', which "return their results" (registered tools included).
+    """
+    from m3gym.tools.catalogue import code_callable_specs, code_signature
+
+    specs = code_callable_specs()
+    visual = [code_signature(s) for s in specs if s.kind == "visual"]
+    retrieval = [code_signature(s) for s in specs if s.kind == "retrieval"]
+    text = ", ".join(visual)
+    if retrieval:
+        listed = retrieval[0] if len(retrieval) == 1 else \
+            f"{', '.join(retrieval[:-1])} and {retrieval[-1]}"
+        verb = "returns its" if len(retrieval) == 1 else "return their"
+        text += f"; {listed} {verb} results"
+    return text
 
 
 def system_prompt(max_tool_calls: int, max_rounds: int, tool_mode: ToolMode = "native",
@@ -96,7 +110,7 @@ def system_prompt(max_tool_calls: int, max_rounds: int, tool_mode: ToolMode = "n
     names = {str(s.get("function", s).get("name")) for s in tool_schemas}
     if "run_python" in names:
         code_how = "" if tool_mode == "native" else " or write it as <code>...</code>"
-        text += _CODE.format(code_how=code_how,
+        text += _CODE.format(code_how=code_how, tool_functions=code_tool_functions(),
                              limits="limited time and memory per call")
     if tool_mode == "text":
         lines = [json.dumps(s.get("function", s), sort_keys=True) for s in tool_schemas]

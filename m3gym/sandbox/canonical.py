@@ -30,6 +30,7 @@ import numpy as np
 from m3gym.pixels import to_gray
 from m3gym.state import ImageBudgetError
 from m3gym.tools.base import ToolContext
+from m3gym.tools.catalogue import lineage_ops
 from m3gym.tools.registry import ToolRegistry
 from m3gym.tools.visual import crop_pixel_box
 from m3gym.trace import CallRecord
@@ -43,10 +44,9 @@ GEOMETRY_MIN_CORRELATION = 0.5
 MAX_REPLAYED_OPS = 32
 """Longest lineage the env replays (a longer claim is a ``code`` op of unknown provenance)."""
 
-CANONICAL_OPS = frozenset({"crop_px", "resize", "flip", "rotate", "grayscale", "autocontrast",
-                           "invert", "equalize", "threshold", "blur", "sharpen", "edge_detect",
-                           "denoise"})
-"""Lineage op names that can become atomic calls."""
+CANONICAL_OPS: frozenset[str] = frozenset(lineage_ops())
+"""Lineage op names that can become atomic calls (the built-in catalogue's ``lineage_op``
+facets, at import; :func:`plan_calls` reads :func:`~m3gym.tools.catalogue.lineage_ops` live)."""
 
 
 def bbox_for_pixels(box: Sequence[int], width: int, height: int) -> list[float]:
@@ -66,11 +66,12 @@ def bbox_for_pixels(box: Sequence[int], width: int, height: int) -> list[float]:
 def plan_calls(ops: Sequence[Sequence[Any]]) -> list[tuple[str, dict[str, Any]]] | None:
     """Return the ops as atomic ``(name, args)`` without image index (``None`` if one is not)."""
     plan: list[tuple[str, dict[str, Any]]] = []
+    replayable = lineage_ops()
     for op in ops:
         if not (isinstance(op, (list, tuple)) and len(op) == 2 and isinstance(op[1], Mapping)):
             return None
         name, params = str(op[0]), dict(op[1])
-        if name not in CANONICAL_OPS:
+        if name not in replayable:
             return None
         plan.append((name, params))
     return plan
@@ -81,7 +82,7 @@ def _args_for(name: str, params: dict[str, Any], shape: tuple[int, ...],
     """Return the call for one planned op on an image of ``shape`` (and whether it ate the next)."""
     h, w = shape[:2]
     if name != "crop_px":
-        return name, params, False
+        return lineage_ops().get(name, name), params, False
     box = [int(v) for v in params["box"]]
     args: dict[str, Any] = {"bbox_2d": bbox_for_pixels(box, w, h)}
     cw, ch = box[2] - box[0], box[3] - box[1]

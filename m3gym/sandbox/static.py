@@ -13,27 +13,15 @@ from __future__ import annotations
 
 import ast
 
-CALL_OPS: dict[str, str] = {
-    "crop": "crop", "resize": "resize", "thumbnail": "resize", "rotate": "rotate",
-    "rot90": "rotate", "warpAffine": "rotate", "flip": "flip", "fliplr": "flip",
-    "flipud": "flip", "mirror": "flip", "transpose": "flip", "grayscale": "grayscale",
-    "cvtColor": "grayscale", "convert": "grayscale", "autocontrast": "autocontrast",
-    "normalize": "autocontrast", "invert": "invert", "bitwise_not": "invert",
-    "equalize": "equalize", "equalizeHist": "equalize", "createCLAHE": "equalize",
-    "threshold": "threshold", "adaptiveThreshold": "threshold", "GaussianBlur": "blur",
-    "blur": "blur", "medianBlur": "denoise", "bilateralFilter": "denoise",
-    "fastNlMeansDenoising": "denoise", "fastNlMeansDenoisingColored": "denoise",
-    "sharpen": "sharpen", "UnsharpMask": "sharpen", "filter2D": "sharpen", "Canny": "edge_detect",
-    "Sobel": "edge_detect", "Laplacian": "edge_detect", "edge_detect": "edge_detect",
-    "denoise": "denoise", "enhance": "enhance", "Contrast": "enhance", "Brightness": "enhance",
-    "web_search": "web_search", "image_search": "image_search",
-    "fetch_webpage": "fetch_webpage", "download_image": "download_image",
-}
-"""Called names (functions or methods) and the atomic operation they amount to."""
+from m3gym.tools.catalogue import code_attribute_ops, code_call_ops
 
-ATTRIBUTE_OPS: dict[str, str] = {"SHARPEN": "sharpen", "FIND_EDGES": "edge_detect",
-                                 "GaussianBlur": "blur", "EDGE_ENHANCE": "sharpen"}
-"""Names used without a call (filter constants) and their operation."""
+CALL_OPS: dict[str, str] = code_call_ops()
+"""Called names (functions or methods) and the atomic operation they amount to: each tool's own
+name and its ``code_names`` facet (the built-in catalogue at import; :func:`static_ops` reads
+:func:`~m3gym.tools.catalogue.code_call_ops` live, so registered tools count too)."""
+
+ATTRIBUTE_OPS: dict[str, str] = code_attribute_ops()
+"""Names used without a call (filter constants) and their operation (``code_attributes``)."""
 
 
 def _called_name(node: ast.Call) -> str | None:
@@ -63,13 +51,14 @@ def static_ops(code: str) -> list[str]:
     except (SyntaxError, ValueError):
         return []
     found: list[tuple[int, int, str]] = []
+    calls, attributes = code_call_ops(), code_attribute_ops()
     for node in ast.walk(tree):
         op = None
         if isinstance(node, ast.Call):
-            op = CALL_OPS.get(_called_name(node) or "")
+            op = calls.get(_called_name(node) or "")
         elif isinstance(node, ast.Attribute) and not isinstance(getattr(node, "ctx", None),
                                                                 ast.Store):
-            op = ATTRIBUTE_OPS.get(node.attr)
+            op = attributes.get(node.attr)
         elif isinstance(node, ast.Subscript) and _is_spatial_slice(node):
             op = "crop"
         if op is not None:

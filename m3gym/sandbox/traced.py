@@ -404,18 +404,30 @@ def _cutoff(args: Any, kwargs: Any) -> dict[str, Any]:
     return {"cutoff": float(args[0] if args else kwargs.get("cutoff", 0))}
 
 
+IMAGEOPS_CLAIMS: dict[str, tuple[str, Any]] = {
+    "autocontrast": ("autocontrast", _cutoff), "equalize": ("equalize", None),
+    "invert": ("invert", None), "grayscale": ("grayscale", None),
+    "mirror": ("flip", None), "flip": ("flip", None)}
+"""Pillow ``ImageOps`` functions whose result claims a lineage op, and how to read its params.
+
+The keys are Pillow's names; the ops are lineage op names of the tool catalogue (the
+``lineage_op`` facets, :func:`m3gym.tools.catalogue.lineage_ops`). This module runs inside the
+worker and cannot import ``m3gym``, so the table is written out here; the tool-catalogue tests
+check that every op it claims is one the env replays (an op it does not know stays ``code``)."""
+
+IMAGEOPS_UNCLAIMED: tuple[str, ...] = (
+    "posterize", "solarize", "colorize", "contain", "pad", "fit", "expand", "scale",
+    "exif_transpose")
+"""Other ``ImageOps`` functions, traced as ``code`` when they keep the image size."""
+
+
 def traced_imageops() -> types.ModuleType:
     """Return a stand-in for ``PIL.ImageOps`` whose image functions keep lineages."""
     mod = types.ModuleType("PIL.ImageOps", ImageOps.__doc__)
     mod.__dict__.update({k: v for k, v in vars(ImageOps).items() if not k.startswith("__")})
-    known = {"autocontrast": ("autocontrast", _cutoff), "equalize": ("equalize", None),
-             "invert": ("invert", None), "grayscale": ("grayscale", None),
-             "mirror": ("flip", None), "flip": ("flip", None)}
-    for name in ("autocontrast", "equalize", "invert", "grayscale", "mirror", "flip",
-                 "posterize", "solarize", "colorize", "contain", "pad", "fit", "expand",
-                 "scale", "exif_transpose"):
+    for name in (*IMAGEOPS_CLAIMS, *IMAGEOPS_UNCLAIMED):
         if hasattr(ImageOps, name):
-            canonical, params = known.get(name, (None, None))
+            canonical, params = IMAGEOPS_CLAIMS.get(name, (None, None))
             setattr(mod, name, _imageops(name, canonical, params))
     return mod
 

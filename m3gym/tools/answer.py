@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from m3gym.tools.base import ToolArgs, ToolContext, ToolError, ToolOutput, ToolSpec
+from m3gym.tools.base import Discretization, ToolArgs, ToolContext, ToolError, ToolOutput, ToolSpec
 
 
 class AnswerArgs(ToolArgs):
@@ -25,4 +25,5 @@ ANSWER_TOOL = ToolSpec(
     args_model=AnswerArgs,
     fn=_answer,
     kind="answer",
+    discrete=Discretization(default_slot=0),
 )

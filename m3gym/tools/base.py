@@ -116,6 +116,25 @@ class ToolAlias:
 
 
 @dataclass(frozen=True)
+class Discretization:
+    """How the discrete wrapper (:mod:`m3gym.wrappers.discrete`) expresses a tool.
+
+    A tool whose :attr:`ToolSpec.discrete` is ``None`` is not offered by the discrete wrapper
+    (asking for it raises an error that says how to add it).
+
+    Attributes:
+        options: the argument sets the ``param`` bin selects (bin ``b`` picks option
+            ``b % len(options)``); ``()`` for a tool without parameters (the bin is ignored).
+            Their number must divide the wrapper's 6 bins (1, 2, 3 or 6 options).
+        default_slot: the tool's position in the wrapper's default tool subset (``answer`` is
+            0), or ``None`` for a tool the user opts into with ``tools=``.
+    """
+
+    options: tuple[Mapping[str, Any], ...] = ()
+    default_slot: int | None = None
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """A tool: its name, description, argument model, function, kind and scoring facets.
 
@@ -129,6 +148,24 @@ class ToolSpec:
         content: the arguments that carry the call's content, each with its typed similarity
             (:data:`ContentSimilarity`). A call whose content differs from the reference call's
             does not match it in alignment, whatever its other arguments.
+
+    Code mode and the discrete wrapper read these facets (every built-in table is derived from
+    them, see :mod:`m3gym.tools.catalogue`):
+
+    Attributes:
+        code_signature: how the code-mode prompt shows the tool's function (e.g.
+            ``"blur(i, radius=2)"``); ``None`` derives it from the argument model.
+        code_names: other function or method names (numpy, OpenCV, Pillow) whose call in a
+            cell amounts to this tool (the static pass, :mod:`m3gym.sandbox.static`); the
+            tool's own name always counts.
+        code_attributes: names used without a call (filter constants such as ``SHARPEN``)
+            that amount to this tool.
+        lineage_op: the op name the worker's run-time tracing (:mod:`m3gym.sandbox.traced`)
+            records for this tool, which the env may replay as a call of it (``crop_px`` for
+            ``crop``); ``None`` when the worker does not trace it (the tool's own function,
+            called from code, is still recorded as a call).
+        discrete: how the discrete wrapper expresses it (:class:`Discretization`), or ``None``
+            when it cannot (free-text arguments, or no discretization declared).
     """
 
     name: str
@@ -140,6 +177,11 @@ class ToolSpec:
     frame: FrameBehaviour = "none"
     equivalence: str | None = None
     content: Mapping[str, ContentSimilarity] = field(default_factory=dict)
+    code_signature: str | None = None
+    code_names: tuple[str, ...] = ()
+    code_attributes: tuple[str, ...] = ()
+    lineage_op: str | None = None
+    discrete: Discretization | None = None
 
     def validate(self, arguments: Mapping[str, Any]) -> ToolArgs:
         """Return validated arguments or raise :class:`ToolError` naming every problem."""

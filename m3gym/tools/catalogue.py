@@ -3,6 +3,15 @@
 Scoring reads these instead of keeping its own lists: every table below is computed from the
 facets each :class:`~m3gym.tools.base.ToolSpec` declares (kind, aliases, frame behaviour,
 equivalence class, content arguments, argument defaults), so adding a tool is one edit.
+
+The sets and mappings below are refreshed in place when a tool is registered or unregistered
+(:func:`m3gym.tools.register_tool`), so modules that imported them see the new tool. The tuples
+:data:`CONTRAST_TOOLS` and :data:`UPRIGHT_TOOLS` are the built-in equivalence classes, fixed at
+import: the frozen tasks' checkpoints are built from them.
+
+Code mode and the discrete wrapper read the other facets through :func:`code_signature`,
+:func:`code_call_ops`, :func:`code_attribute_ops`, :func:`lineage_ops`,
+:func:`discrete_default_tools`, :func:`discrete_supported_tools` and :func:`discrete_options`.
 """
 
 from __future__ import annotations
@@ -21,16 +30,16 @@ def _names(predicate: Any) -> tuple[str, ...]:
     return tuple(s.name for s in _SPECS if predicate(s))
 
 
-VISUAL_TOOL_NAMES: frozenset[str] = frozenset(_names(lambda s: s.kind == "visual"))
+VISUAL_TOOL_NAMES: set[str] = set(_names(lambda s: s.kind == "visual"))
 """Image operations (the 13 atomic ops and ``enhance``)."""
 
-RETRIEVAL_TOOL_NAMES: frozenset[str] = frozenset(_names(lambda s: s.kind == "retrieval"))
+RETRIEVAL_TOOL_NAMES: set[str] = set(_names(lambda s: s.kind == "retrieval"))
 """Retrieval tools (canonical names)."""
 
-NON_IMAGE_TOOLS: frozenset[str] = frozenset(_names(lambda s: s.frame == "none"))
+NON_IMAGE_TOOLS: set[str] = set(_names(lambda s: s.frame == "none"))
 """Tools that do not add an image (``answer`` included)."""
 
-FRAME_PRESERVING_TOOLS: frozenset[str] = frozenset(_names(lambda s: s.frame == "preserving"))
+FRAME_PRESERVING_TOOLS: set[str] = set(_names(lambda s: s.frame == "preserving"))
 """Ops whose output keeps the input's normalized frame (pixels change, 0–1 geometry does not)."""
 
 CONTRAST_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "contrast")
@@ -39,24 +48,24 @@ CONTRAST_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "contrast")
 UPRIGHT_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "upright")
 """Tools that can turn evidence upright, in catalogue order."""
 
-TOOL_ALIASES: Mapping[str, str] = {a.name: s.name for s in _SPECS for a in s.aliases}
+TOOL_ALIASES: dict[str, str] = {a.name: s.name for s in _SPECS for a in s.aliases}
 """Alias → canonical name (the released harness's ``google_search``, ``google_lens_search``)."""
 
-CONTENT_ARGUMENTS: Mapping[str, Mapping[str, ContentSimilarity]] = {
+CONTENT_ARGUMENTS: dict[str, Mapping[str, ContentSimilarity]] = {
     s.name: dict(s.content) for s in _SPECS}
 """Tool → {content argument → its typed similarity}."""
 
 
-def _enum_keys() -> frozenset[str]:
+def _enum_keys() -> set[str]:
     keys = set()
     for s in _SPECS:
         for key, info in s.args_model.model_fields.items():
             if typing.get_origin(info.annotation) is typing.Literal:
                 keys.add(key)
-    return frozenset(keys)
+    return keys
 
 
-ENUM_KEYS: frozenset[str] = _enum_keys()
+ENUM_KEYS: set[str] = _enum_keys()
 """Argument names whose values are an enumeration (compared exactly)."""
 
 
@@ -75,7 +84,7 @@ def _defaults() -> dict[str, dict[str, Any]]:
     return out
 
 
-DEFAULT_ARGUMENTS: Mapping[str, Mapping[str, Any]] = _defaults()
+DEFAULT_ARGUMENTS: dict[str, dict[str, Any]] = _defaults()
 """Tool → {argument → default} for the optional arguments with a non-``None`` default."""
 
 
@@ -84,7 +93,7 @@ def canonical_tool(name: str) -> str:
     return TOOL_ALIASES.get(name, name)
 
 
-_EQUIVALENT: Mapping[str, tuple[str, ...]] = {
+_EQUIVALENT: dict[str, tuple[str, ...]] = {
     s.name: _names(lambda t, e=s.equivalence: t.equivalence == e)
     for s in _SPECS if s.equivalence is not None}
 
@@ -93,3 +102,119 @@ def equivalent_tools(name: str) -> tuple[str, ...]:
     """Return the tools that do the job of tool ``name`` for a checkpoint (itself included)."""
     name = canonical_tool(name)
     return _EQUIVALENT.get(name, (name,))
+
+
+def refresh() -> None:
+    """Recompute the sets and mappings above, in place, from the current default registry.
+
+    :func:`m3gym.tools.register_tool` and :func:`m3gym.tools.unregister_tool` call it.
+    """
+    global _SPECS
+    _SPECS = tuple(default_registry().specs())
+    tables: list[tuple[Any, Any]] = [
+        (VISUAL_TOOL_NAMES, _names(lambda s: s.kind == "visual")),
+        (RETRIEVAL_TOOL_NAMES, _names(lambda s: s.kind == "retrieval")),
+        (NON_IMAGE_TOOLS, _names(lambda s: s.frame == "none")),
+        (FRAME_PRESERVING_TOOLS, _names(lambda s: s.frame == "preserving")),
+        (ENUM_KEYS, _enum_keys()),
+    ]
+    for table, values in tables:
+        table.clear()
+        table.update(values)
+    mappings: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        (TOOL_ALIASES, {a.name: s.name for s in _SPECS for a in s.aliases}),
+        (CONTENT_ARGUMENTS, {s.name: dict(s.content) for s in _SPECS}),
+        (DEFAULT_ARGUMENTS, _defaults()),
+        (_EQUIVALENT, {s.name: _names(lambda t, e=s.equivalence: t.equivalence == e)
+                       for s in _SPECS if s.equivalence is not None}),
+    ]
+    for mapping, new in mappings:
+        mapping.clear()
+        mapping.update(new)
+
+
+# ------------------------------------------------------------------ code mode
+def code_signature(spec: ToolSpec) -> str:
+    """Return how the code-mode prompt shows ``spec``'s function, e.g. ``blur(i, radius=2)``.
+
+    The spec's :attr:`~m3gym.tools.base.ToolSpec.code_signature` when set; otherwise derived from
+    the argument model: ``image_index`` as ``i``, then the other arguments (``label`` left out)
+    with their defaults.
+    """
+    if spec.code_signature is not None:
+        return spec.code_signature
+    parts = []
+    for key, info in spec.args_model.model_fields.items():
+        if key == "label":
+            continue
+        if key == "image_index":
+            parts.append("i")
+        elif info.is_required():
+            parts.append(key)
+        else:
+            default = info.get_default(call_default_factory=True)
+            shown = f'"{default}"' if isinstance(default, str) else f"{default:g}" \
+                if isinstance(default, float) else str(default)
+            parts.append(f"{key}={shown}")
+    return f"{spec.name}({', '.join(parts)})"
+
+
+def code_callable_specs() -> list[ToolSpec]:
+    """Return the tools a code cell can call as functions (visual and retrieval, in order)."""
+    return [s for s in default_registry().specs() if s.kind in ("visual", "retrieval")]
+
+
+def code_call_ops() -> dict[str, str]:
+    """Return called name → tool for the static pass: each tool's own name and its code names."""
+    out: dict[str, str] = {}
+    for spec in code_callable_specs():
+        out[spec.name] = spec.name
+        for name in spec.code_names:
+            out[name] = spec.name
+    return out
+
+
+def code_attribute_ops() -> dict[str, str]:
+    """Return constant name (used without a call, e.g. ``ImageFilter.SHARPEN``) → tool."""
+    return {name: spec.name for spec in code_callable_specs() for name in spec.code_attributes}
+
+
+def lineage_ops() -> dict[str, str]:
+    """Return traced lineage op name → the tool that replays it (``crop_px`` → ``crop``)."""
+    return {s.lineage_op: s.name for s in code_callable_specs() if s.lineage_op is not None}
+
+
+# ------------------------------------------------------------------ discrete wrapper
+def discrete_default_tools() -> tuple[str, ...]:
+    """Return the discrete wrapper's default tool subset (by ``default_slot``, ``answer`` first)."""
+    slotted = [(s.discrete.default_slot, s.name) for s in default_registry().specs()
+               if s.discrete is not None and s.discrete.default_slot is not None]
+    return tuple(name for _, name in sorted(slotted))
+
+
+def discrete_supported_tools() -> tuple[str, ...]:
+    """Return every tool the discrete wrapper can express: the defaults, then the others."""
+    defaults = discrete_default_tools()
+    others = tuple(s.name for s in default_registry().specs()
+                   if s.discrete is not None and s.name not in defaults)
+    return defaults + others
+
+
+def discrete_options(name: str) -> tuple[dict[str, Any], ...]:
+    """Return the argument sets the discrete ``param`` bin selects for tool ``name``.
+
+    ``()`` for a tool without parameters. Raises ``ValueError`` naming the
+    reason and the fix when the tool is unknown or has no discretization.
+    """
+    registry = default_registry()
+    if name not in registry:
+        raise ValueError(f"tool {name!r} is not in the tool catalogue; register it first "
+                        "(m3gym.tools.register_tool)")
+    spec = registry.resolve(name, {})[0]
+    if spec.discrete is None:
+        why = ("it takes free-text arguments" if spec.kind == "retrieval" else
+               "its catalogue entry declares no discretization (ToolSpec.discrete is None)")
+        raise ValueError(f"tool {name!r} is not supported by the discrete wrapper: {why}; to add "
+                        "it, give its ToolSpec discrete=Discretization(options=(...)) with 1, 2, "
+                        "3 or 6 argument sets (docs/contributing.md, 'Add a tool')")
+    return tuple(dict(o) for o in spec.discrete.options)

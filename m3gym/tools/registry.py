@@ -21,13 +21,31 @@ class ToolRegistry:
         for spec in specs:
             self.add(spec)
 
-    def add(self, spec: ToolSpec) -> None:
-        """Register a tool (and its aliases); a duplicate name is a programming error."""
+    def add(self, spec: ToolSpec, before: str | None = None) -> None:
+        """Register a tool (and its aliases); a duplicate name is a programming error.
+
+        The tool goes last, or just before the tool ``before`` when that one is registered.
+        """
         if spec.name in self._specs or spec.name in self._aliases:
             raise ValueError(f"tool {spec.name!r} registered twice")
-        self._specs[spec.name] = spec
+        if before in self._specs:
+            items = list(self._specs.items())
+            at = [name for name, _ in items].index(before)
+            self._specs = dict([*items[:at], (spec.name, spec), *items[at:]])
+        else:
+            self._specs[spec.name] = spec
         for alias in spec.aliases:
             self._aliases[alias.name] = (spec, dict(alias.rename), tuple(alias.drop))
+
+    def remove(self, name: str) -> ToolSpec:
+        """Unregister the tool ``name`` (a canonical name) and its aliases; return its spec."""
+        if name not in self._specs:
+            raise KeyError(f"tool {name!r} is not registered (canonical names: "
+                           f"{', '.join(self.names)})")
+        spec = self._specs.pop(name)
+        for alias in spec.aliases:
+            self._aliases.pop(alias.name, None)
+        return spec
 
     def __contains__(self, name: object) -> bool:
         return name in self._specs or name in self._aliases

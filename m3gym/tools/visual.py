@@ -33,6 +33,7 @@ from pydantic import Field, field_validator, model_validator
 from m3gym.pixels import to_gray
 from m3gym.tools.base import (
     ContentSimilarity,
+    Discretization,
     FrameBehaviour,
     ImageArgs,
     ToolContext,
@@ -699,50 +700,90 @@ def enhance(ctx: ToolContext, args: EnhanceArgs) -> ToolOutput:
 
 
 _IMAGE_CONTENT: Mapping[str, ContentSimilarity] = {"image_index": "image"}
+_SAME = object()  # lineage_op default: the tool's own name
 
 
 def _spec(name: str, description: str, model: type[ImageArgs], fn: Any, *,
           frame: FrameBehaviour = "preserving", equivalence: str | None = None,
-          content: Mapping[str, ContentSimilarity] = _IMAGE_CONTENT) -> ToolSpec:
+          content: Mapping[str, ContentSimilarity] = _IMAGE_CONTENT,
+          signature: str | None = None, code_names: tuple[str, ...] = (),
+          code_attributes: tuple[str, ...] = (), lineage_op: Any = _SAME,
+          discrete: Discretization | None = None) -> ToolSpec:
     return ToolSpec(name=name, description=description, args_model=model, fn=fn, kind="visual",
-                    frame=frame, equivalence=equivalence, content=content)
+                    frame=frame, equivalence=equivalence, content=content,
+                    code_signature=signature, code_names=code_names,
+                    code_attributes=code_attributes,
+                    lineage_op=name if lineage_op is _SAME else lineage_op, discrete=discrete)
+
+
+def _options(key: str, values: tuple[Any, ...], **fixed: Any) -> tuple[dict[str, Any], ...]:
+    """Return the discrete wrapper's argument sets ``{key: v, **fixed}`` for each value."""
+    return tuple({key: v, **fixed} for v in values)
 
 
 VISUAL_TOOLS: tuple[ToolSpec, ...] = (
     _spec("crop", "Crop a region of an image given as bbox_2d [x1, y1, x2, y2] on a 0-1000 scale "
           "((0,0) top-left, (1000,1000) bottom-right), optionally zoomed in by zoom_scale. "
           "Returns the index of the new image.", CropArgs, crop, frame="affine",
-          content={"bbox_2d": "box"}),
+          content={"bbox_2d": "box"}, signature="crop(image_index, bbox_2d, zoom_scale=1.0)",
+          lineage_op="crop_px", discrete=Discretization(default_slot=1)),
     _spec("rotate", "Rotate an image by angle degrees (positive = counter-clockwise). Returns the "
           "index of the new image.", RotateArgs, rotate, frame="affine", equivalence="upright",
-          content={"angle": "upright_angle"}),
+          content={"angle": "upright_angle"}, signature="rotate(image_index, angle, expand=True)",
+          code_names=("rot90", "warpAffine"),
+          discrete=Discretization(_options("angle", (90, 180, 270), expand=True), 2)),
     _spec("flip", "Mirror an image horizontally, vertically or both. Returns the index of the "
           "new image.", FlipArgs, flip, frame="affine", equivalence="upright",
-          content={"direction": "exact"}),
+          content={"direction": "exact"}, signature='flip(image_index, direction="horizontal")',
+          code_names=("fliplr", "flipud", "mirror", "transpose"),
+          discrete=Discretization(_options("direction", ("horizontal", "vertical", "both")), 3)),
     _spec("resize", "Resize an image to width x height pixels, or by a scale factor. Returns the "
-          "index of the new image.", ResizeArgs, resize),
+          "index of the new image.", ResizeArgs, resize,
+          signature="resize(image_index, width=None, height=None, scale=None)",
+          code_names=("thumbnail",)),
     _spec("grayscale", "Convert an image to grayscale (single channel). Returns the index of the "
-          "new image.", NoArgs, grayscale),
+          "new image.", NoArgs, grayscale, signature="grayscale(i)",
+          code_names=("cvtColor", "convert"), discrete=Discretization(default_slot=10)),
     _spec("autocontrast", "Stretch each channel to the full 0-255 range, optionally ignoring a "
           "cutoff percent of extreme pixels; reveals faint content. Returns the index of the new "
-          "image.", AutocontrastArgs, autocontrast, equivalence="contrast"),
+          "image.", AutocontrastArgs, autocontrast, equivalence="contrast",
+          signature="autocontrast(i, cutoff=0)", code_names=("normalize",),
+          discrete=Discretization(_options("cutoff", (0.0, 0.5, 1.0, 2.0, 5.0, 10.0)), 4)),
     _spec("invert", "Invert the colours of an image (negative). Returns the index of the new "
-          "image.", NoArgs, invert),
+          "image.", NoArgs, invert, signature="invert(i)", code_names=("bitwise_not",),
+          discrete=Discretization(default_slot=9)),
     _spec("equalize", "Equalize the histogram of each channel to boost low-contrast detail. "
-          "Returns the index of the new image.", NoArgs, equalize, equivalence="contrast"),
+          "Returns the index of the new image.", NoArgs, equalize, equivalence="contrast",
+          signature="equalize(i)", code_names=("equalizeHist", "createCLAHE"),
+          discrete=Discretization(default_slot=5)),
     _spec("threshold", "Binarize (or truncate) an image's grayscale intensity at a threshold "
           "value. Returns the index of the new image.", ThresholdArgs, threshold,
-          equivalence="contrast"),
+          equivalence="contrast", signature='threshold(i, value=128, mode="binary")',
+          code_names=("adaptiveThreshold",),
+          discrete=Discretization(_options("value", (64, 96, 128, 160, 192, 224),
+                                           mode="binary"), 6)),
     _spec("blur", "Gaussian-blur an image with the given radius. Returns the index of the new "
-          "image.", BlurArgs, blur),
+          "image.", BlurArgs, blur, signature="blur(i, radius=2)", code_names=("GaussianBlur",),
+          code_attributes=("GaussianBlur",),
+          discrete=Discretization(_options("radius", (1.0, 2.0, 4.0)))),
     _spec("sharpen", "Sharpen an image (crisper edges and text). Returns the index of the new "
-          "image.", NoArgs, sharpen),
+          "image.", NoArgs, sharpen, signature="sharpen(i)",
+          code_names=("UnsharpMask", "filter2D"), code_attributes=("SHARPEN", "EDGE_ENHANCE"),
+          discrete=Discretization(default_slot=7)),
     _spec("denoise", "Remove noise (grain and salt-and-pepper specks) while keeping edges. "
-          "Returns the index of the new image.", DenoiseArgs, denoise),
+          "Returns the index of the new image.", DenoiseArgs, denoise,
+          signature="denoise(i, strength=10)",
+          code_names=("medianBlur", "bilateralFilter", "fastNlMeansDenoising",
+                      "fastNlMeansDenoisingColored"),
+          discrete=Discretization(_options("strength", (5.0, 10.0, 20.0)), 8)),
     _spec("edge_detect", "Compute an edge map of an image (canny, sobel or simple). Returns the "
-          "index of the new image.", EdgeDetectArgs, edge_detect),
+          "index of the new image.", EdgeDetectArgs, edge_detect,
+          signature='edge_detect(i, method="canny")', code_names=("Canny", "Sobel", "Laplacian"),
+          code_attributes=("FIND_EDGES",),
+          discrete=Discretization(_options("method", ("canny", "sobel", "simple")))),
     _spec("enhance", "Adjust brightness, contrast and sharpness by multipliers (1.0 = "
           "unchanged). Returns the index of the new image.", EnhanceArgs, enhance,
-          equivalence="contrast"),
+          equivalence="contrast", signature="enhance(i, brightness=1, contrast=1, sharpness=1)",
+          code_names=("Contrast", "Brightness"), lineage_op=None),
 )
 """The 14 image tools in Agentic-MME's order (the 13 atomic ops, then ``enhance``)."""

@@ -179,6 +179,7 @@ RETRIEVAL_TOOLS: tuple[ToolSpec, ...] = (
         name="web_search",
         description="Search the offline web corpus; returns ranked pages (title, url, snippet).",
         args_model=WebSearchArgs, fn=web_search, kind="retrieval", content={"query": "query"},
+        code_signature="web_search(query, top_k=5)",
         aliases=(ToolAlias("google_search", rename={"q": "query", "num": "top_k"},
                            drop=("gl", "hl", "page", "autocorrect", "search_type")),)),
     ToolSpec(
@@ -186,17 +187,18 @@ RETRIEVAL_TOOLS: tuple[ToolSpec, ...] = (
         description="Reverse image search: find corpus pages whose logo or emblem matches the "
                     "image at image_index (crop to the logo first for best results).",
         args_model=ImageSearchArgs, fn=image_search, kind="retrieval",
-        content={"image_index": "image"},
+        content={"image_index": "image"}, code_signature="image_search(image_index, top_k=5)",
         aliases=(ToolAlias("google_lens_search", rename={"num": "top_k"}),)),
     ToolSpec(
         name="fetch_webpage",
         description="Fetch a corpus page by url and return its text (title, body, links).",
-        args_model=FetchWebpageArgs, fn=fetch_webpage, kind="retrieval", content={"url": "url"}),
+        args_model=FetchWebpageArgs, fn=fetch_webpage, kind="retrieval", content={"url": "url"},
+        code_signature="fetch_webpage(url, max_chars=12000)"),
     ToolSpec(
         name="download_image",
         description="Download the image (logo) of a corpus page, given the page url or the "
                     "image url; it becomes a new image index (at most 5 per episode).",
         args_model=DownloadImageArgs, fn=download_image, kind="retrieval", frame="new_root",
-        content={"url": "url"}),
+        content={"url": "url"}, code_signature="download_image(url)"),
 )
 """The retrieval tools, ready for :class:`~m3gym.tools.registry.ToolRegistry`."""

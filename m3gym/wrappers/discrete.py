@@ -86,6 +86,12 @@ from m3gym.cache import LRUCache
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, make_task
+from m3gym.tools import DISCRETE_PARAM_BINS
+from m3gym.tools.catalogue import (
+    discrete_default_tools,
+    discrete_options,
+    discrete_supported_tools,
+)
 
 SOURCES: tuple[str, ...] = ("latest", "original", "previous")
 """Names of the ``source`` dimension."""
@@ -96,33 +102,50 @@ REGION_NAMES: tuple[str, ...] = (
 )
 """Names of the 14 crop regions: full image, 4 quadrants, 3x3 grid (``g<row><col>``)."""
 
-N_PARAM_BINS = 6
-"""Size of the ``param`` dimension (a multiple of every option count below)."""
+N_PARAM_BINS = DISCRETE_PARAM_BINS
+"""Size of the ``param`` dimension, 6 (a multiple of every tool's option count, which
+:func:`m3gym.tools.register_tool` checks)."""
 
 INPUT_MEASURES_PER_TASK = 4
 """Entries of the env's input ``v_true`` measurement cache kept per cached pool task."""
 
+DEFAULT_TOOLS: tuple[str, ...] = discrete_default_tools()
+"""The default tool subset (``answer`` first): the catalogue's tools with a ``default_slot``."""
+
+SUPPORTED_TOOLS: tuple[str, ...] = discrete_supported_tools()
+"""Every built-in tool the discrete action space can express (those with a ``discrete`` facet).
+
+A tool added with :func:`m3gym.tools.register_tool` is accepted when it declares a
+:class:`~m3gym.tools.base.Discretization` (:func:`supported_tools` sees it); otherwise the
+wrapper raises an error saying why and how to add one."""
+
 TOOL_OPTIONS: dict[str, tuple[dict[str, Any], ...]] = {
-    "rotate": tuple({"angle": a, "expand": True} for a in (90, 180, 270)),
-    "flip": tuple({"direction": d} for d in ("horizontal", "vertical", "both")),
-    "autocontrast": tuple({"cutoff": c} for c in (0.0, 0.5, 1.0, 2.0, 5.0, 10.0)),
-    "threshold": tuple({"value": v, "mode": "binary"} for v in (64, 96, 128, 160, 192, 224)),
-    "denoise": tuple({"strength": s} for s in (5.0, 10.0, 20.0)),
-    "blur": tuple({"radius": r} for r in (1.0, 2.0, 4.0)),
-    "edge_detect": tuple({"method": m} for m in ("canny", "sobel", "simple")),
-}
-"""Arguments selected by the ``param`` bin for tools that take a parameter."""
+    name: opts for name in SUPPORTED_TOOLS if (opts := discrete_options(name))}
+"""Arguments selected by the ``param`` bin for the built-in tools that take a parameter."""
 
-DEFAULT_TOOLS: tuple[str, ...] = (
-    "answer", "crop", "rotate", "flip", "autocontrast", "equalize", "threshold", "sharpen",
-    "denoise", "invert", "grayscale",
-)
-"""The default tool subset (``answer`` must come first)."""
 
-SUPPORTED_TOOLS: tuple[str, ...] = (
-    *DEFAULT_TOOLS, "blur", "edge_detect",
-)
-"""Every tool the discrete action space can express."""
+def supported_tools() -> tuple[str, ...]:
+    """Return every tool the discrete action space can express now (registered ones included)."""
+    return discrete_supported_tools()
+
+
+def tool_options(name: str) -> tuple[dict[str, Any], ...]:
+    """Return the ``param`` options of tool ``name`` (``()``: no parameter; see the catalogue)."""
+    return discrete_options(name)
+
+
+def check_tools(tools: Sequence[str]) -> tuple[str, ...]:
+    """Return ``tools`` as a tuple after checking the discrete action space can express them.
+
+    Raises ``ValueError`` when ``answer`` is not first or a tool is unknown or has no
+    discretization (the message says why and how to add one).
+    """
+    tools = tuple(tools)
+    if not tools or tools[0] != "answer":
+        raise ValueError("tools must start with 'answer'")
+    for tool in tools:
+        tool_options(tool)  # raises the catalogue's precise "not supported" error
+    return tools
 
 
 def region_box(region: int) -> tuple[list[float], float]:
@@ -164,9 +187,10 @@ def action_table(tools: Sequence[str] = DEFAULT_TOOLS,
         {"dimension": "choice", "size": max_choices,
          "meaning": "index into the task's choices (answer only)"},
     ]
-    for tool in tools:
-        rows.append({"dimension": f"param[{tool}]", "size": len(TOOL_OPTIONS.get(tool, ())),
-                     "meaning": options_text(TOOL_OPTIONS.get(tool, ()))})
+    for tool in check_tools(tools):
+        options = tool_options(tool)
+        rows.append({"dimension": f"param[{tool}]", "size": len(options),
+                     "meaning": options_text(options)})
     return rows
 
 
@@ -270,7 +294,7 @@ class DecodedAction:
         if self.tool == "answer":
             return f"answer(choice={self.choice})"
         extra = f", region={REGION_NAMES[self.region]}" if self.tool == "crop" else ""
-        if self.tool in TOOL_OPTIONS:
+        if tool_options(self.tool):
             extra += f", param={self.param}"
         return f"{self.tool}(source={SOURCES[self.source]}{extra})"
 
@@ -284,7 +308,7 @@ class DiscreteToolWrapper(gym.Wrapper):
         env: an :class:`~m3gym.env.M3BenchEnv` (possibly wrapped).
         obs_size: side of the square ``uint8`` image observations.
         tools: the tool subset of the ``tool`` dimension (``answer`` first; from
-            :data:`SUPPORTED_TOOLS`).
+            :func:`supported_tools`: the catalogue's tools with a ``discrete`` facet).
         max_steps: steps per episode (the last one must answer); capped by the env's budgets.
         max_choices: size of the ``choice`` dimension (tasks with more choices are refused).
         zoom: ``"source"`` (crops zoomed to about the source's size) or ``"view"`` (to about the
@@ -321,13 +345,7 @@ class DiscreteToolWrapper(gym.Wrapper):
     ) -> None:
         super().__init__(env)
         base = env.unwrapped
-        tools = tuple(tools)
-        if not tools or tools[0] != "answer":
-            raise ValueError("tools must start with 'answer'")
-        unknown = [t for t in tools if t not in SUPPORTED_TOOLS]
-        if unknown:
-            raise ValueError(f"tools not expressible by the discrete action space: {unknown}; "
-                             f"supported: {', '.join(SUPPORTED_TOOLS)}")
+        tools = check_tools(tools)
         if zoom not in ("source", "view"):
             raise ValueError("zoom must be 'source' or 'view'")
         if choices_obs not in ("pixels", "chars", "none"):
@@ -521,8 +539,7 @@ class DiscreteToolWrapper(gym.Wrapper):
             box, fraction = region_box(decoded.region)
             h, w = self.env.unwrapped.state[index].array.shape[:2]
             args.update(bbox_2d=box, zoom_scale=self.crop_zoom(w, h, fraction))
-        elif decoded.tool in TOOL_OPTIONS:
-            options = TOOL_OPTIONS[decoded.tool]
+        elif options := tool_options(decoded.tool):
             args.update(options[decoded.param % len(options)])
         return {"name": decoded.tool, "arguments": args}
 
@@ -556,8 +573,8 @@ class DiscreteToolWrapper(gym.Wrapper):
             box = np.asarray(arguments.get("bbox_2d", [0, 0, 1000, 1000]), float)
             region = int(np.argmax([box_iou(box, np.asarray(region_box(r)[0]))
                                     for r in range(len(REGION_NAMES))]))
-        elif name in TOOL_OPTIONS:
-            param = nearest_option(TOOL_OPTIONS[name], arguments)
+        elif options := tool_options(name):
+            param = nearest_option(options, arguments)
         return np.array([self.tools.index(name), source, region, param, 0], dtype=np.int64)
 
     def action_masks(self) -> np.ndarray:

@@ -27,8 +27,8 @@ from m3gym.wrappers.discrete import (
     N_PARAM_BINS,
     REGION_NAMES,
     SOURCES,
-    TOOL_OPTIONS,
     DiscreteToolWrapper,
+    tool_options,
 )
 
 
@@ -36,7 +36,7 @@ def flat_action_table(tools: tuple[str, ...], max_choices: int) -> np.ndarray:
     """Return the ``(n, 5)`` ``MultiDiscrete`` action of every flat action, in order.
 
     Per tool (in ``tools`` order): ``answer`` one row per choice; ``crop`` source × region;
-    a tool with options (:data:`~m3gym.wrappers.discrete.TOOL_OPTIONS`) source × option; any
+    a tool with options (:func:`~m3gym.wrappers.discrete.tool_options`) source × option; any
     other tool one row per source. Components a tool ignores are 0 (the value the inner masks
     always keep valid).
     """
@@ -47,9 +47,8 @@ def flat_action_table(tools: tuple[str, ...], max_choices: int) -> np.ndarray:
         elif tool == "crop":
             rows.extend((t, s, r, 0, 0) for s in range(len(SOURCES))
                         for r in range(len(REGION_NAMES)))
-        elif tool in TOOL_OPTIONS:
-            n_opt = len(TOOL_OPTIONS[tool])
-            if N_PARAM_BINS % n_opt:  # pragma: no cover - guarded by the module's constants
+        elif n_opt := len(tool_options(tool)):
+            if N_PARAM_BINS % n_opt:  # pragma: no cover - checked by register_tool
                 raise ValueError(f"{tool}: {n_opt} options do not divide {N_PARAM_BINS} bins")
             rows.extend((t, s, 0, p, 0) for s in range(len(SOURCES)) for p in range(n_opt))
         else:
@@ -95,7 +94,8 @@ class FlatToolActions(gym.Wrapper):
         elif tool == "crop":
             row = (t, s, r, 0, 0)
         else:
-            row = (t, s, 0, p % len(TOOL_OPTIONS[tool]) if tool in TOOL_OPTIONS else 0, 0)
+            n_opt = len(tool_options(tool))
+            row = (t, s, 0, p % n_opt if n_opt else 0, 0)
         hits = np.flatnonzero((self.table == np.array(row)).all(axis=1))
         if not len(hits):
             raise ValueError(f"no flat action for {row}")
