@@ -116,6 +116,7 @@ BOARDS: tuple[Board, ...] = (
 
 _PATCH = "the round purple mission patch on the astronaut's orange suit"
 _TAG = "the name tag on the naval officer's uniform"
+_MIRRORED = "(the photo is mirrored; read it the right way round)"
 _COINS = "the photograph of ancient coins"
 
 RECORDS: tuple[Rec, ...] = (
@@ -198,24 +199,24 @@ RECORDS: tuple[Rec, ...] = (
         op={"op": "enhance"}, level=2),
     # board C: the astronaut photo is mirrored, the naval officer's photo darkened
     Rec("patch-lower-last", "board_c.jpg", "astronaut",
-        f"On {_PATCH} (the photo is mirrored), which name ends the lower arc?",
+        f"On {_PATCH} {_MIRRORED}, which name ends the lower arc?",
         "TOGNINI", "exact", (178, 397, 201, 418), 6, text="TOGNINI",
         op={"op": "flip", "direction": "horizontal"}, domain="Science", level=2),
     Rec("patch-upper-first", "board_c.jpg", "astronaut",
-        f"On {_PATCH} (the photo is mirrored), which name is printed first on the upper arc?",
+        f"On {_PATCH} {_MIRRORED}, which name is printed first on the upper arc?",
         "COLLINS", "exact", (145, 351, 170, 368), 6, text="COLLINS",
         op={"op": "flip", "direction": "horizontal"}, domain="Science", level=2),
     Rec("patch-lower-first", "board_c.jpg", "astronaut",
-        f"On {_PATCH} (the photo is mirrored), which name begins the lower arc?",
+        f"On {_PATCH} {_MIRRORED}, which name begins the lower arc?",
         "COLEMAN", "choice", (136, 389, 159, 414), 6, text="COLEMAN",
         choices=["COLLIER", "CHAPMAN", "CALDWELL", "COLEMAN"],
         op={"op": "flip", "direction": "horizontal"}, domain="Science", level=2),
     Rec("tag-first-word", "board_c.jpg", "hopper",
-        f"In the darkened portrait of a naval officer, what is the first word on {_TAG[4:]}?",
+        "In the darkened portrait of a naval officer, what is the first word on her name tag?",
         "COMO", "exact", (109, 494, 131, 508), 8, text="COMO",
         op={"op": "enhance"}, domain="Society", level=2),
     Rec("tag-second-word", "board_c.jpg", "hopper",
-        f"In the darkened portrait of a naval officer, what is the second word on {_TAG[4:]}?",
+        "In the darkened portrait of a naval officer, what is the second word on her name tag?",
         "HOPPER", "choice", (129, 494, 161, 508), 8, text="HOPPER",
         choices=["HOOPER", "HARPER", "HOPPER", "HOPKIN"],
         op={"op": "enhance"}, domain="Society", level=2),
