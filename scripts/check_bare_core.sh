@@ -7,10 +7,13 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${1:-}"
+CLEAN=()
+[ -e "$ROOT/build" ] || CLEAN+=("$ROOT/build")  # setuptools builds in the checkout's build/
 if [ -z "$VENV" ]; then
   VENV=$(mktemp -d /tmp/m3gym-bare-core.XXXXXX)
-  trap 'rm -rf "$VENV"' EXIT
+  CLEAN+=("$VENV")
 fi
+trap 'rm -rf "${CLEAN[@]}"' EXIT
 python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q "$ROOT"
