@@ -28,8 +28,7 @@ from m3gym.reward import RewardConfig, load_reward_config
 from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.versions import __version__
-
-from m3gym.records.env import register_records_env  # noqa: E402
+from m3gym.wrappers.records import register_records_env
 
 register_records_env()  # before register_envs: M3Bench-Records-v3 takes records=
 register_envs()

@@ -72,7 +72,6 @@ def register_family(cls: F) -> F:
 
 def _load_builtin_families() -> None:
     """Import the modules that define the built-in families (they register on import)."""
-    from m3gym.records import family as _records  # noqa: F401
     from m3gym.tasks import families  # noqa: F401
 
 

@@ -1,4 +1,8 @@
-"""The ``M3Bench-Records`` env: :class:`~m3gym.env.M3BenchEnv` on the ``records`` family."""
+"""The ``M3Bench-Records`` env: :class:`~m3gym.env.M3BenchEnv` on the ``records`` family.
+
+It lives with the wrappers (above the env layer): :mod:`m3gym.records` turns records into tasks
+and sits with the task families, below the env.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from m3gym.registration import versioned_id
 RECORDS_ENV_ID: str = versioned_id("M3Bench-Records")
 """Env id of the records env (``M3Bench-Records-v3``)."""
 
-ENTRY_POINT: str = "m3gym.records.env:RecordsEnv"
+ENTRY_POINT: str = "m3gym.wrappers.records:RecordsEnv"
 """Gymnasium entry point of :data:`RECORDS_ENV_ID`."""
 
 
