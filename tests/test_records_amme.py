@@ -244,8 +244,9 @@ def test_exported_family_task_reimports_with_same_answer_and_evidence(tmp_path: 
     assert cv2.imread(str(tmp_path / "out" / "image" / "image_0001.png")).shape == (2400, 3200, 3)
 
 
-EXPECTED_ROTATE_CHECKPOINTS = [("s_crop_e1", ["crop"]), ("s_upright_e1", ["rotate"]),
-                               ("v_tool_e1", ["rotate", "flip"]), ("v_true_e1", ["crop"])]
+EXPECTED_ROTATE_CHECKPOINTS = [("s_crop_e1", ["crop"]), ("s_upright_e1", ["rotate", "flip"]),
+                               ("v_tool_e1", ["rotate", "flip"]),
+                               ("v_true_e1", ["crop", "rotate"])]
 EXPECTED_ROTATE_ORDERING = [{"id": "o1", "sequence": ["s_crop_e1", "s_upright_e1"],
                              "max_gap": 2}]
 

@@ -317,10 +317,13 @@ def evidence_record(ev: Evidence, op: Mapping[str, Any] | None = None) -> dict[s
         out["text"] = ev.text
     if ev.glyph_height > 0:
         out["glyph_height"] = float(ev.glyph_height)
-    if _normalized_angle(ev.angle) != 0.0:
-        out["op"] = {"op": "rotate", "angle": _normalized_angle(-ev.angle)}
-    elif ev.mirrored:
+    angle = _normalized_angle(ev.angle)
+    if ev.mirrored and angle in (180.0, -180.0):  # mirrored upside down: a vertical flip
+        out["op"] = {"op": "flip", "direction": "vertical"}
+    elif ev.mirrored and angle == 0.0:
         out["op"] = {"op": "flip", "direction": "horizontal"}
+    elif angle != 0.0:  # a mirror at another angle needs two ops; records hold one
+        out["op"] = {"op": "rotate", "angle": _normalized_angle(-ev.angle)}
     elif op is not None:
         out["op"] = dict(op)
     return out
@@ -350,8 +353,9 @@ def checkpoint_to_amme(cp: Checkpoint, task: Task, regions: Mapping[str, dict[st
     """Return m3gym checkpoint ``cp`` of ``task`` as an Agentic-MME checkpoint.
 
     Search checkpoints stay on S with Agentic-MME's tool names; every visual checkpoint goes to
-    Agentic-MME's V axis (its S axis holds search only): a ``code_check`` naming the op (its
-    ``require_op:<tool>`` verifier), the evidence ``region``, and for ``v_true`` a
+    Agentic-MME's V axis (its S axis holds search only): ``tools`` (any of them passes there),
+    a ``code_check`` whose ``require_op:<tool>`` verifier names the one the reference uses, the
+    evidence ``region``, and for ``v_true`` (tools: the reference's image tools) a
     ``visual_check`` its judge answers. ``m3gym`` keeps the original kind and params.
     """
     params = dict(cp.params)
@@ -363,17 +367,31 @@ def checkpoint_to_amme(cp: Checkpoint, task: Task, regions: Mapping[str, dict[st
         if cp.kind == "fetch":
             out["description"] = f"{cp.description} (open {params.get('url', '')})".strip()
     else:
-        tools = {"crop_covers": ["crop"], "rotate_upright": ["rotate", "flip"],
-                 "v_true": ["crop"]}.get(cp.kind) or list(params.get("tools") or ["crop"])
-        if cp.kind == "rotate_upright" and ev_id is not None:
-            ev = task.evidence_by_id(ev_id)
-            tools = ["flip"] if ev.mirrored and _normalized_angle(ev.angle) == 0 else ["rotate"]
+        used = reference_image_tools(task)
+        if cp.kind == "crop_covers":
+            tools = ["crop"]
+        elif cp.kind == "rotate_upright":
+            tools = sorted({"rotate", "flip"}, key=lambda t: (t not in used, t))
+        elif cp.kind == "v_true":
+            tools = used or ["crop"]
+        else:
+            tools = sorted(params.get("tools") or ["crop"], key=lambda t: t not in used)
         out.update(axis="V", tools=tools, code_check={"verifier": f"require_op:{tools[0]}"})
         if ev_id is not None:
             out["region"] = regions[ev_id]
             if cp.kind == "v_true":
                 out["visual_check"] = _visual_check(task.evidence_by_id(ev_id), cp.description)
     out["m3gym"] = {"axis": cp.axis, "kind": cp.kind, "params": _jsonable(params)}
+    return out
+
+
+def reference_image_tools(task: Task) -> list[str]:
+    """Return the image tools of ``task``'s reference trajectory, first use first."""
+    out: list[str] = []
+    for call in task.reference_calls:
+        if call.name not in SEARCH_TOOLS and call.name not in ("fetch_webpage", "answer") \
+                and call.name not in out:
+            out.append(call.name)
     return out
 
 
@@ -426,7 +444,17 @@ def task_to_amme(task: Task, number: int) -> dict[str, Any]:
         return out
     ops = _contrast_ops(task)
     regions = {ev.id: evidence_record(ev, ops.get(ev.id)) for ev in task.evidence}
-    cps = [checkpoint_to_amme(cp, task, regions) for cp in task.checkpoints]
+    cps: list[dict[str, Any]] = []
+    for cp in task.checkpoints:
+        out = checkpoint_to_amme(cp, task, regions)
+        search = [c for c in cps if c["axis"] == "S" and c["m3gym"]["kind"] == "search_hit"]
+        if cp.kind == "fetch" and search:
+            # Agentic-MME has no fetch checkpoint and matches one search call per checkpoint:
+            # opening the found page is part of the search requirement before it.
+            search[-1]["description"] = f"{search[-1]['description']}; {out['description']}"
+            search[-1]["m3gym"].setdefault("fetch", []).append(out["m3gym"] | {"id": cp.id})
+            continue
+        cps.append(out)
     prompt = task.question + (choices_suffix(task.choices) if task.choices else "")
     golden: dict[str, Any] = {"value": task.answer.value,
                               "match_type": "numeric" if task.answer.match == "numeric"
