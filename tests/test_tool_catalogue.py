@@ -76,6 +76,19 @@ def test_discrete_tables_are_pinned() -> None:
     assert hashlib.sha256(flat.tobytes()).hexdigest()[:16] == "c627ccee3b8d9bc8"
 
 
+def test_scoring_tables_are_pinned() -> None:
+    from m3gym.tools import catalogue
+
+    keys = ("VISUAL_TOOL_NAMES", "RETRIEVAL_TOOL_NAMES", "NON_IMAGE_TOOLS",
+            "FRAME_PRESERVING_TOOLS", "CONTRAST_TOOLS", "UPRIGHT_TOOLS", "TOOL_ALIASES",
+            "CONTENT_ARGUMENTS", "ENUM_KEYS", "DEFAULT_ARGUMENTS")
+    tables = {k: getattr(catalogue, k) for k in keys}
+    tables = {k: v if isinstance(v, (tuple, dict)) else sorted(v) for k, v in tables.items()}
+    assert _digest(tables) == "04f0a311eb6a11b5"
+    assert catalogue.equivalent_tools("threshold") == ("autocontrast", "equalize", "threshold",
+                                                       "enhance")
+
+
 def test_code_mode_tables_are_pinned() -> None:
     assert CANONICAL_OPS == {"autocontrast", "blur", "crop_px", "denoise", "edge_detect",
                              "equalize", "flip", "grayscale", "invert", "resize", "rotate",

@@ -4,8 +4,9 @@ Scoring reads these instead of keeping its own lists: every table below is compu
 facets each :class:`~m3gym.tools.base.ToolSpec` declares (kind, aliases, frame behaviour,
 equivalence class, content arguments, argument defaults), so adding a tool is one edit.
 
-The sets and mappings below are refreshed in place when a tool is registered or unregistered
-(:func:`m3gym.tools.register_tool`), so modules that imported them see the new tool. The tuples
+The sets (:class:`LiveNames`, read-only live views) and mappings below are refreshed in place
+when a tool is registered or unregistered (:func:`m3gym.tools.register_tool`), so modules that
+imported them see the new tool. The tuples
 :data:`CONTRAST_TOOLS` and :data:`UPRIGHT_TOOLS` are the built-in equivalence classes, fixed at
 import: the frozen tasks' checkpoints are built from them.
 
@@ -17,7 +18,8 @@ Code mode and the discrete wrapper read the other facets through :func:`code_sig
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from m3gym.tools import default_registry
@@ -30,16 +32,52 @@ def _names(predicate: Any) -> tuple[str, ...]:
     return tuple(s.name for s in _SPECS if predicate(s))
 
 
-VISUAL_TOOL_NAMES: set[str] = set(_names(lambda s: s.kind == "visual"))
+class LiveNames(AbstractSet[str]):
+    """A read-only set of names (tools, argument keys) that :func:`refresh` keeps current.
+
+    It compares, combines (``&``, ``|``, ``-`` give a ``frozenset``), hashes and pickles like the
+    ``frozenset`` it stands for; only the catalogue changes it.
+    """
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._names = frozenset(names)
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[str]) -> frozenset[str]:
+        return frozenset(it)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __hash__(self) -> int:
+        return hash(self._names)
+
+    def __repr__(self) -> str:
+        return f"LiveNames({sorted(self._names)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (frozenset, (tuple(self._names),))
+
+    def _set(self, names: Iterable[str]) -> None:
+        self._names = frozenset(names)
+
+
+VISUAL_TOOL_NAMES: LiveNames = LiveNames(_names(lambda s: s.kind == "visual"))
 """Image operations (the 13 atomic ops and ``enhance``)."""
 
-RETRIEVAL_TOOL_NAMES: set[str] = set(_names(lambda s: s.kind == "retrieval"))
+RETRIEVAL_TOOL_NAMES: LiveNames = LiveNames(_names(lambda s: s.kind == "retrieval"))
 """Retrieval tools (canonical names)."""
 
-NON_IMAGE_TOOLS: set[str] = set(_names(lambda s: s.frame == "none"))
+NON_IMAGE_TOOLS: LiveNames = LiveNames(_names(lambda s: s.frame == "none"))
 """Tools that do not add an image (``answer`` included)."""
 
-FRAME_PRESERVING_TOOLS: set[str] = set(_names(lambda s: s.frame == "preserving"))
+FRAME_PRESERVING_TOOLS: LiveNames = LiveNames(_names(lambda s: s.frame == "preserving"))
 """Ops whose output keeps the input's normalized frame (pixels change, 0–1 geometry does not)."""
 
 CONTRAST_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "contrast")
@@ -56,16 +94,16 @@ CONTENT_ARGUMENTS: dict[str, Mapping[str, ContentSimilarity]] = {
 """Tool → {content argument → its typed similarity}."""
 
 
-def _enum_keys() -> set[str]:
+def _enum_keys() -> frozenset[str]:
     keys = set()
     for s in _SPECS:
         for key, info in s.args_model.model_fields.items():
             if typing.get_origin(info.annotation) is typing.Literal:
                 keys.add(key)
-    return keys
+    return frozenset(keys)
 
 
-ENUM_KEYS: set[str] = _enum_keys()
+ENUM_KEYS: LiveNames = LiveNames(_enum_keys())
 """Argument names whose values are an enumeration (compared exactly)."""
 
 
@@ -111,7 +149,7 @@ def refresh() -> None:
     """
     global _SPECS
     _SPECS = tuple(default_registry().specs())
-    tables: list[tuple[Any, Any]] = [
+    tables: list[tuple[LiveNames, Iterable[str]]] = [
         (VISUAL_TOOL_NAMES, _names(lambda s: s.kind == "visual")),
         (RETRIEVAL_TOOL_NAMES, _names(lambda s: s.kind == "retrieval")),
         (NON_IMAGE_TOOLS, _names(lambda s: s.frame == "none")),
@@ -119,8 +157,7 @@ def refresh() -> None:
         (ENUM_KEYS, _enum_keys()),
     ]
     for table, values in tables:
-        table.clear()
-        table.update(values)
+        table._set(values)
     mappings: list[tuple[dict[str, Any], dict[str, Any]]] = [
         (TOOL_ALIASES, {a.name: s.name for s in _SPECS for a in s.aliases}),
         (CONTENT_ARGUMENTS, {s.name: dict(s.content) for s in _SPECS}),
