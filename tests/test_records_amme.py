@@ -24,8 +24,14 @@ from m3gym.records.amme import (
     task_images,
     task_to_amme,
 )
-from m3gym.records.judge import judge_checkpoint, openai_judge, score_judge_checkpoints
+from m3gym.records.judge import (
+    judge_checkpoint,
+    openai_judge,
+    score_judge_checkpoints,
+    score_task_judges,
+)
 from m3gym.tasks.registry import make_task
+from m3gym.tasks.verify import reference_checkpoints_pass
 
 REGION_1 = {"id": "code", "image": 0, "box": [200, 150, 260, 170], "units": "px",
             "text": "QX-4817", "glyph_height": 12.0}
@@ -272,6 +278,52 @@ def test_rotated_record_exports_its_op_and_an_ordering_constraint(tmp_path: Path
     assert again["id"] == "rot" and again["source"] == {} and again["metadata"] == {}
 
 
+def test_imported_records_replay_their_reference_with_every_checkpoint(dataset: Path) -> None:
+    import_amme(dataset, dataset / "r.jsonl")
+    records = load_records(dataset / "r.jsonl")
+    for r in records:
+        task = records.task(r)
+        assert reference_checkpoints_pass(task), r.id
+    assert [c.kind for c in records.task("0002").checkpoints] == [
+        "crop_covers", "rotate_upright", "v_tool", "v_true"]
+
+
+def test_user_record_round_trips_through_the_export(tmp_path: Path) -> None:
+    cv2.imwrite(str(tmp_path / "a.png"), _image(200, 300, 80))
+    cv2.imwrite(str(tmp_path / "b.png"), _image(100, 100, 160))
+    row = {"id": "mine-1", "images": ["a.png", "b.png"], "question": "Which size?",
+           "answer": {"value": "M", "match": "choice"}, "choices": ["S", "M", "L"],
+           "evidence": [{"id": "tag", "image": 1, "box": [100, 200, 500, 400],
+                         "units": "norm1000", "op": {"op": "flip", "direction": "horizontal"}}],
+           "judge_checkpoints": [{"id": "j1", "axis": "V", "question": "Tag visible?",
+                                  "image": 1},
+                                 {"id": "j2", "axis": "S", "question": "search the brand"}],
+           "level": 2, "domain": "Culture", "source": {"format": "mine", "row": 7},
+           "metadata": {"amme": {"judge_expected": {"j1": "Yes"}}, "note": "x"}}
+    records = load_records([row], base_dir=tmp_path)
+    export_amme([records.task("mine-1")], tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "json" / "0001.json").read_text())
+    judges = [c for c in data["process_evaluation"]["checkpoints"] if c["id"] in ("j1", "j2")]
+    assert judges == [
+        {"id": "j1", "axis": "V", "tools": ["crop"], "code_check": {"verifier": "require_op:crop"},
+         "visual_check": {"question": "Tag visible?", "expected_answer": "Yes"},
+         "m3gym": {"judge": True, "image": 1}},
+        {"id": "j2", "axis": "S", "tools": ["google_search"], "description": "search the brand",
+         "m3gym": {"judge": True}}]
+    (back,) = import_amme(tmp_path / "out", tmp_path / "out" / "r.jsonl").records
+    assert back == {
+        "id": "mine-1", "images": ["image/image_0001_1.png", "image/image_0001_2.png"],
+        "question": "Which size?", "answer": {"value": "M", "match": "choice"},
+        "choices": ["S", "M", "L"],
+        "evidence": [{"id": "tag", "image": 1, "box": [10.0, 20.0, 50.0, 40.0], "units": "px",
+                      "glyph_height": 20.0, "op": {"op": "flip", "direction": "horizontal"}}],
+        "judge_checkpoints": [{"id": "j1", "axis": "V", "question": "Tag visible?", "image": 1},
+                              {"id": "j2", "axis": "S", "question": "search the brand"}],
+        "level": 2, "domain": "Culture", "source": {"format": "mine", "row": 7},
+        "metadata": {"amme": {"judge_expected": {"j1": "Yes"}}, "note": "x"}}
+    load_records(tmp_path / "out" / "r.jsonl")  # valid
+
+
 def test_task_images_prefer_numbered_multi_images(tmp_path: Path) -> None:
     root = write_dataset(tmp_path / "d")
     assert [p.name for p in task_images(root, "0002")] == ["image_0002_1.png",
@@ -315,6 +367,22 @@ def test_judge_checkpoints_never_change_s_or_v(dataset: Path) -> None:
         assert ta.checkpoints == tb.checkpoints and ta.reference == tb.reference
     assert len(with_judges.task("0003").metadata["judge_checkpoints"]) == 1
     assert score_judge_checkpoints(rows[2]["judge_checkpoints"], {}, [], ask=None).judge is None
+
+
+def test_task_judges_read_the_records_metadata(dataset: Path) -> None:
+    import_amme(dataset, dataset / "r.jsonl")
+    records = load_records(dataset / "r.jsonl")
+    task = records.task("0003")
+    asked: list[str] = []
+
+    def ask(text: str, image: np.ndarray | None) -> str:
+        asked.append(text)
+        return "yes"
+
+    report = score_task_judges(task, task.images, ask)
+    assert (report.judge, asked) == (1.0, ["Is the discount sticker readable?"])
+    assert score_task_judges(task, task.images).judge is None
+    assert score_task_judges(records.task("0001"), task.images, ask).judge is None
 
 
 def test_judge_any_image_passes_under_the_strict_rule() -> None:

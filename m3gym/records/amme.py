@@ -192,8 +192,10 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
         axis = cp.get("axis")
         tools = {str(t).lower() for t in cp.get("tools") or []}
         vc = cp.get("visual_check")
+        image = (cp.get("m3gym") or {}).get("image")
         if axis == "V" and isinstance(vc, Mapping) and vc.get("question"):
-            judges.append({"id": cid, "axis": "V", "question": str(vc["question"])})
+            judges.append({"id": cid, "axis": "V", "question": str(vc["question"])}
+                          | ({} if image is None else {"image": image}))
             expected[cid] = str(vc.get("expected_answer", ""))
         elif axis == "S" and "google_search" in tools and cp.get("description"):
             judges.append({"id": cid, "axis": "S", "question": str(cp["description"])})
@@ -385,6 +387,24 @@ def checkpoint_to_amme(cp: Checkpoint, task: Task, regions: Mapping[str, dict[st
     return out
 
 
+def judge_to_amme(judge: Mapping[str, Any], expected: Mapping[str, str]) -> dict[str, Any]:
+    """Return a record's judge checkpoint as the Agentic-MME checkpoint it would come from.
+
+    V: a ``visual_check`` (the expected answer from ``expected``, default ``yes``) with the
+    crop verifier Agentic-MME puts beside one; S: a ``google_search`` requirement.
+    """
+    jid = str(judge["id"])
+    extra = {"judge": True} | ({} if judge.get("image") is None else {"image": judge["image"]})
+    if judge.get("axis") == "S":
+        return {"id": jid, "axis": "S", "tools": ["google_search"],
+                "description": str(judge["question"]), "m3gym": extra}
+    return {"id": jid, "axis": "V", "tools": ["crop"],
+            "code_check": {"verifier": "require_op:crop"},
+            "visual_check": {"question": str(judge["question"]),
+                             "expected_answer": str(expected.get(jid, "yes"))},
+            "m3gym": extra}
+
+
 def reference_image_tools(task: Task) -> list[str]:
     """Return the image tools of ``task``'s reference trajectory, first use first."""
     out: list[str] = []
@@ -444,6 +464,7 @@ def task_to_amme(task: Task, number: int) -> dict[str, Any]:
         return out
     ops = _contrast_ops(task)
     regions = {ev.id: evidence_record(ev, ops.get(ev.id)) for ev in task.evidence}
+    record_meta = meta.get("record_metadata") or {}
     cps: list[dict[str, Any]] = []
     for cp in task.checkpoints:
         out = checkpoint_to_amme(cp, task, regions)
@@ -455,6 +476,8 @@ def task_to_amme(task: Task, number: int) -> dict[str, Any]:
             search[-1]["m3gym"].setdefault("fetch", []).append(out["m3gym"] | {"id": cp.id})
             continue
         cps.append(out)
+    expected = (record_meta.get("amme") or {}).get("judge_expected") or {}
+    cps += [judge_to_amme(j, expected) for j in meta.get("judge_checkpoints") or ()]
     prompt = task.question + (choices_suffix(task.choices) if task.choices else "")
     golden: dict[str, Any] = {"value": task.answer.value,
                               "match_type": "numeric" if task.answer.match == "numeric"
@@ -468,9 +491,11 @@ def task_to_amme(task: Task, number: int) -> dict[str, Any]:
         extra["choices"] = list(task.choices)
     if task.answer.variants:
         extra["variants"] = list(task.answer.variants)
+    if meta.get("answer_match") == "choice":  # a record's; Agentic-MME matches it exactly
+        extra["match"] = "choice"
     if record_id is not None:
         extra["source"] = _jsonable(dict(source))
-        extra["metadata"] = _jsonable(dict(meta.get("record_metadata") or {}))
+        extra["metadata"] = _jsonable(dict(record_meta))
     return {
         "task_id": f"{number:04d}",
         "input": {"prompt": prompt},

@@ -137,3 +137,18 @@ def score_judge_checkpoints(checkpoints: Sequence[Mapping[str, Any]],
                                          str(expected.get(str(cp["id"]), "yes")), imgs,
                                          str(cp.get("axis", "V")), queries, str(cp["id"])))
     return JudgeReport(sum(v.passed for v in verdicts) / len(verdicts), tuple(verdicts))
+
+
+def score_task_judges(task: Any, images: Sequence[np.ndarray], ask: Ask | None = None,
+                      queries: Sequence[str] = ()) -> JudgeReport:
+    """Score the judge checkpoints a records task carries (``task.metadata``) on an episode.
+
+    The checkpoints are ``metadata["judge_checkpoints"]``; expected replies come from the
+    record's ``metadata["amme"]["judge_expected"]`` (``yes`` when absent). See
+    :func:`score_judge_checkpoints`.
+    """
+    meta = getattr(task, "metadata", None) or {}
+    record_meta = meta.get("record_metadata") or {}
+    expected = (record_meta.get("amme") or {}).get("judge_expected") or {}
+    return score_judge_checkpoints(list(meta.get("judge_checkpoints") or ()), expected, images,
+                                   ask, queries)
