@@ -448,16 +448,9 @@ def test_judge_endpoint_failure_is_a_failed_verdict_not_a_crash() -> None:
 
 
 def _run_cli(argv: list[str]) -> int:
-    import argparse
+    from m3gym.cli import main
 
-    from m3gym.records import amme_cli
-
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command", required=True)
-    amme_cli.add_import_parser(sub)
-    amme_cli.add_export_parser(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args))
+    return main(["records", *argv])
 
 
 def test_cli_import_lists_skipped_tasks_and_exits_1(dataset: Path, capsys: Any) -> None:

@@ -10,7 +10,9 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS: tuple[str, ...] = ("m3gym.records.cli:add_check_parser",)
+SUBCOMMANDS: tuple[str, ...] = ("m3gym.records.cli:add_check_parser",
+                                "m3gym.records.amme_cli:add_import_parser",
+                                "m3gym.records.amme_cli:add_export_parser")
 """The ``records`` subcommands, as ``"module:function"`` adders."""
 
 
