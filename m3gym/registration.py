@@ -63,7 +63,8 @@ def env_ids() -> list[str]:
     ids = [level_env_id(lvl) for lvl in (1, 2, 3) if family_names(lvl)]
     if family_names(1, "classic"):
         ids.append(CLASSIC_ENV_ID)
-    return ids + [family_env_id(f) for f in family_names(suite=None)]
+    return ids + [family_env_id(f) for f in (*family_names(suite=None),
+                                             *family_names(suite="records"))]
 
 
 def register_envs() -> None:

@@ -75,17 +75,26 @@ def _load_builtin_families() -> None:
     from m3gym.tasks import families  # noqa: F401
 
 
+PROCEDURAL_SUITES: tuple[str, ...] = ("m3bench", "classic")
+"""The suites whose families generate their tasks from the seed alone."""
+
+
 def family_names(level: int | None = None, suite: str | None = "m3bench") -> list[str]:
-    """Return registered family names of ``suite`` (``None``: every suite), sorted.
+    """Return registered family names of ``suite`` (``None``: every procedural suite), sorted.
 
     ``level`` keeps only that level's families. The default suite is the benchmark's
     (``M3Bench-L1..L3``); the classic-RL families (``suite="classic"``) are listed separately.
+    ``None`` lists the :data:`PROCEDURAL_SUITES`: the ``records`` suite builds tasks from user
+    data, not from a seed, so what holds for every procedural family (categorical choices,
+    difficulty knobs, the offline world, the leak probes) does not apply to it; it is listed
+    only by name (``suite="records"``).
     """
     _load_builtin_families()
     if suite is not None and suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
     return sorted(n for n, c in _FAMILIES.items()
-                  if (level is None or c.level == level) and (suite is None or c.suite == suite))
+                  if (level is None or c.level == level)
+                  and (c.suite in PROCEDURAL_SUITES if suite is None else c.suite == suite))
 
 
 def get_family(name: str) -> type[FamilyConfig]:
@@ -94,7 +103,7 @@ def get_family(name: str) -> type[FamilyConfig]:
     try:
         return _FAMILIES[name]
     except KeyError:
-        known = ", ".join(family_names(suite=None))
+        known = ", ".join(sorted(_FAMILIES))
         raise KeyError(f"unknown task family {name!r}; known: {known}") from None
 
 
