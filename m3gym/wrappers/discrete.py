@@ -34,6 +34,11 @@ edge_detect   ``method`` canny, sobel, simple
 others        no parameter (the bin is ignored)
 ============  ====================================================================
 
+The tools, their default subset and their options are the tool catalogue's ``discrete`` facets
+(:class:`~m3gym.tools.base.Discretization`, :func:`supported_tools`, :func:`tool_options`); a tool
+added with :func:`m3gym.tools.register_tool` joins when it declares one, and asking for a tool
+without one raises ``ValueError`` saying why and how to add it.
+
 Retrieval tools (``web_search``, ``fetch_webpage``, ...) take free text and are not offered: L3
 families that need search cannot be solved by this action space (their choices still can be
 answered).
