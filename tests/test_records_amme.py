@@ -13,6 +13,8 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from m3gym.records import load_records
 from m3gym.records.amme import (
@@ -188,6 +190,17 @@ def test_import_gives_exact_records_and_lists_every_skipped_task(dataset: Path) 
     assert [name for name, _ in result.skipped] == ["0004.json", "0005.json"]
     assert "task 0004: no checkpoint carries an evidence region" in result.skipped[0][1]
     assert result.skipped[1][1].startswith("not readable JSON: ")
+
+
+def test_import_skips_a_task_the_records_validator_rejects(dataset: Path) -> None:
+    bad = json.loads(json.dumps(TASK_1))
+    bad["process_evaluation"]["checkpoints"][0]["region"]["box"] = [200, 150, 460, 170]
+    (dataset / "json" / "0006.json").write_text(json.dumps(bad))
+    cv2.imwrite(str(dataset / "image" / "image_0006.png"), _image(300, 400, 90))
+    result = import_amme(dataset, dataset / "r.jsonl")
+    assert [r["id"] for r in result.records] == ["0001", "0002", "0003"]
+    assert result.skipped[-1][0] == "0006.json"
+    assert result.skipped[-1][1].startswith("task 0006 (id 0006): evidence[0].box")
 
 
 def test_imported_records_pass_the_records_validator(dataset: Path) -> None:
@@ -483,3 +496,39 @@ def test_cli_export_env_seeds_and_records(tmp_path: Path, capsys: Any) -> None:
                      str(tmp_path / "d")]) == 2
     assert capsys.readouterr().err == ("m3gym records export-amme: unknown env id "
                                        "'M3Bench-Nope' (m3gym list shows them)\n")
+
+
+# ------------------------------------------------------------------------------- parser fuzz
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=True)
+    | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                max_size=3),
+    max_leaves=8)
+_checkpoint = st.fixed_dictionaries({}, optional={
+    "id": _json, "axis": st.sampled_from(["S", "V", "R", 3]) | _json,
+    "tools": _json | st.lists(st.sampled_from(["crop", "google_search"])),
+    "description": _json, "code_check": _json | st.just({"verifier": "verify_crop_ast"}),
+    "visual_check": _json | st.just({"question": "q?", "expected_answer": "yes"}),
+    "answer_check": _json, "region": _json | st.just(REGION_1), "m3gym": _json})
+_task = st.fixed_dictionaries({}, optional={
+    "input": _json | st.just({"prompt": "What?"}),
+    "golden_answer": _json | st.fixed_dictionaries(
+        {"value": _json}, optional={"match_type": _json | st.just("numeric"),
+                                    "tolerance": _json}),
+    "meta": _json, "m3gym": _json,
+    "process_evaluation": _json | st.fixed_dictionaries(
+        {"checkpoints": _json | st.lists(_checkpoint | _json, max_size=4)})})
+
+
+@settings(max_examples=300, deadline=None)
+@given(task=_task | _json)
+def test_any_malformed_task_is_a_record_or_an_amme_error(task: Any) -> None:
+    try:
+        record = amme_to_record(task, "0007", ["image/image_0007.png"])
+    except AmmeError as exc:
+        assert str(exc).startswith("task 0007: ")
+        return
+    assert record["evidence"] and record["question"].strip()
+    json.dumps(record)

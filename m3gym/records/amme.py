@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 
 from m3gym.codec import png_bytes
+from m3gym.records.validate import validate_rows
 from m3gym.spec import DOMAINS, Checkpoint, Evidence, Task
+from m3gym.view import VIEW_SIZE
 
 FORMAT = "agentic-mme"
 """The ``source["format"]`` of records imported from (and exported back to) Agentic-MME."""
@@ -87,7 +89,8 @@ class ImportResult:
 
 def _checkpoint_op(cp: Mapping[str, Any]) -> str | None:
     """Return the primitive a checkpoint's ``code_check`` verifier names (as Agentic-MME)."""
-    verifier = str((cp.get("code_check") or {}).get("verifier") or "").lower()
+    check = cp.get("code_check")
+    verifier = str(check.get("verifier") or "").lower() if isinstance(check, Mapping) else ""
     return next((p for p in _OP_PRIMITIVES if p in verifier), None)
 
 
@@ -122,14 +125,33 @@ def _question_and_choices(task: Mapping[str, Any], where: str) -> tuple[str, lis
     if not isinstance(prompt, str) or not prompt.strip():
         raise AmmeError(f"{where}: input.prompt (the question) is missing or empty")
     prompt = prompt.strip()
-    extra = task.get("m3gym") or {}
-    choices = extra.get("choices")
+    choices = _extra(task, where).get("choices")
     if choices:
         suffix = choices_suffix(choices).strip()
         if prompt.endswith(suffix):
             prompt = prompt[: -len(suffix)].strip()
         return prompt, list(choices)
     return prompt, None
+
+
+_EXTRA_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "task_id": (str,), "family": (str,), "match": (str,), "choices": (list,),
+    "variants": (list,), "source": (dict,), "metadata": (dict,)}
+
+
+def _extra(task: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Return the task's ``m3gym`` block (written by :func:`task_to_amme`), checked."""
+    extra = task.get("m3gym")
+    if extra is None:
+        return {}
+    if not isinstance(extra, Mapping):
+        raise AmmeError(f"{where}: the m3gym block must be an object")
+    for key, value in extra.items():
+        if key in _EXTRA_TYPES and not isinstance(value, _EXTRA_TYPES[key]):
+            raise AmmeError(f"{where}: m3gym.{key} must be a {_EXTRA_TYPES[key][0].__name__}")
+        if key in ("choices", "variants") and not all(isinstance(v, str) for v in value):
+            raise AmmeError(f"{where}: m3gym.{key} must be a list of strings")
+    return dict(extra)
 
 
 def _why_unverified(cp: Mapping[str, Any]) -> str:
@@ -161,14 +183,18 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
     if not isinstance(golden, Mapping):
         raise AmmeError(f"{where}: golden_answer is missing")
     answer, original_match = _answer(golden, where)
-    extra = task.get("m3gym") or {}
+    extra = _extra(task, where)
     if extra.get("variants"):
         answer["variants"] = list(extra["variants"])
     if extra.get("match") == "choice" and choices:
         answer["match"] = "choice"
 
     process = task.get("process_evaluation") or {}
-    checkpoints = (process.get("checkpoints") or []) if isinstance(process, Mapping) else []
+    if not isinstance(process, Mapping):
+        raise AmmeError(f"{where}: process_evaluation must be an object")
+    checkpoints = process.get("checkpoints") or []
+    if not isinstance(checkpoints, list):
+        raise AmmeError(f"{where}: process_evaluation.checkpoints must be a list")
     evidence: list[dict[str, Any]] = []
     judges: list[dict[str, Any]] = []
     expected: dict[str, str] = {}
@@ -190,7 +216,8 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
                                 "different region than an earlier checkpoint")
             continue
         axis = cp.get("axis")
-        tools = {str(t).lower() for t in cp.get("tools") or []}
+        raw_tools = cp.get("tools") or []
+        tools = {str(t).lower() for t in raw_tools} if isinstance(raw_tools, list) else set()
         vc = cp.get("visual_check")
         image = (cp.get("m3gym") or {}).get("image")
         if axis == "V" and isinstance(vc, Mapping) and vc.get("question"):
@@ -267,12 +294,14 @@ def task_images(folder: Path, number: str) -> list[Path]:
                     f"{' or '.join(str(folder / d) for d in IMAGE_DIRS)}")
 
 
-def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str]
-                ) -> ImportResult:
+def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str],
+                view_size: int = VIEW_SIZE) -> ImportResult:
     """Convert Agentic-MME folder ``folder`` (``json/`` + ``image/``) into records ``out_jsonl``.
 
-    Image paths in the records are relative to ``out_jsonl``'s folder. Tasks that cannot become
-    records are listed in :attr:`ImportResult.skipped` (file name, reason); the others are written.
+    Image paths in the records are relative to ``out_jsonl``'s folder. Every record passes the
+    records validator (:func:`m3gym.records.validate.validate_rows`, image headers only). Tasks
+    that cannot become records are listed in :attr:`ImportResult.skipped` (file name, reason);
+    the others are written.
     Raises :class:`AmmeError` when ``folder`` has no ``json/`` folder of tasks.
     """
     root = Path(folder)
@@ -282,6 +311,7 @@ def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str
                         "holds json/ and image/)")
     out = Path(out_jsonl)
     result = ImportResult()
+    seen: dict[str, str] = {}
     for path in files:
         number = path.stem
         try:
@@ -293,9 +323,20 @@ def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str
             images = task_images(root, number)
             rel = [Path(os.path.relpath(p, out.parent.resolve())).as_posix()
                    for p in (q.resolve() for q in images)]
-            result.records.append(amme_to_record(task, number, rel))
+            record = amme_to_record(task, number, rel)
         except AmmeError as exc:
             result.skipped.append((path.name, str(exc)))
+            continue
+        # the records validator (boxes inside the images, ops, ids): what fails it is not written
+        check = validate_rows([(f"task {number}", record)], out.parent, view_size=view_size)
+        if check.problems:
+            result.skipped.append((path.name, check.problems[0]))
+        elif record["id"] in seen:
+            result.skipped.append((path.name, f"task {number}: duplicate record id "
+                                              f"{record['id']!r} (first in {seen[record['id']]})"))
+        else:
+            seen[record["id"]] = path.name
+            result.records.append(record)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.records),
                    encoding="utf-8")
