@@ -532,3 +532,29 @@ def test_any_malformed_task_is_a_record_or_an_amme_error(task: Any) -> None:
         return
     assert record["evidence"] and record["question"].strip()
     json.dumps(record)
+
+
+def test_env_judges_see_the_agents_artifacts(dataset: Path) -> None:
+    import gymnasium as gym
+
+    from m3gym.records.judge import score_env_judges
+
+    import_amme(dataset, dataset / "r.jsonl")
+    rows = _read_jsonl(dataset / "r.jsonl")
+    (dataset / "one.jsonl").write_text(json.dumps(rows[2]) + "\n")
+    env = gym.make("M3Bench-Records-v3", records=str(dataset / "one.jsonl"))
+    seen: list[tuple[int, ...]] = []
+
+    def ask(text: str, image: np.ndarray | None) -> str:
+        assert image is not None
+        seen.append(image.shape)
+        return "Yes"
+
+    env.reset(seed=0)
+    assert score_env_judges(env, ask).judge == 1.0 and seen == [(200, 200, 3)]  # the input
+    env.step({"name": "crop", "arguments": {"image_index": 0, "bbox_2d": [0, 0, 500, 500]}})
+    seen.clear()
+    report = score_env_judges(env, ask)
+    assert report.judge == 1.0 and seen == [(100, 100, 3)]  # the crop, not the input
+    assert score_env_judges(env).judge is None
+    env.close()

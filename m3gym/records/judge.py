@@ -152,3 +152,21 @@ def score_task_judges(task: Any, images: Sequence[np.ndarray], ask: Ask | None =
     expected = (record_meta.get("amme") or {}).get("judge_expected") or {}
     return score_judge_checkpoints(list(meta.get("judge_checkpoints") or ()), expected, images,
                                    ask, queries)
+
+
+def score_env_judges(env: Any, ask: Ask | None = None) -> JudgeReport:
+    """Score the judge checkpoints of the episode an m3gym env has just played.
+
+    The judged images are every image of the episode's state except the inputs (the agent's
+    artifacts; the inputs when it made none, as Agentic-MME falls back to the original), the
+    queries those of its successful ``web_search`` calls. Reads ``env.unwrapped``'s ``task``,
+    ``state`` and ``trace``.
+    """
+    base = getattr(env, "unwrapped", env)
+    task = base.task
+    n_inputs = len(task.images)
+    arrays = [entry.array for entry in base.state]
+    images = arrays[n_inputs:] or arrays[:n_inputs]
+    queries = [str(c.arguments.get("query", "")) for c in base.trace.calls
+               if c.name == "web_search" and c.ok]
+    return score_task_judges(task, images, ask, queries)
