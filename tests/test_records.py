@@ -346,18 +346,22 @@ def test_make_task_draws_train_and_test_records_by_seed(fixture_set):
     assert t.metadata["record_id"] in test_ids and t.metadata["record_split"] == "test"
     again = make_task("records", TRAIN_SEED_LIMIT + 1, {"records": str(fixture_set)})
     assert again.content_hash() == t.content_hash()
-    assert t.metadata["records_sha256"] == records.sha256
 
 
-def test_changed_record_changes_the_task_hash(tmp_path, fixture_set):
-    before = make_task("records", 0, {"records": str(fixture_set), "split": "all"})
+def test_changed_record_changes_its_task_hash_only(tmp_path, fixture_set):
+    from m3gym.records.load import records_fingerprint
+
+    cfg = {"records": str(fixture_set), "split": "all"}
+    before = [make_task("records", s, cfg) for s in (0, 1)]
+    sha = records_fingerprint(str(fixture_set))["sha256"]
     rows = [json.loads(line) for line in fixture_set.read_text().splitlines()]
     rows[0]["answer"]["value"] = "QX-4811"
     write_jsonl(fixture_set, rows)
-    after = make_task("records", 0, {"records": str(fixture_set), "split": "all"})
-    assert before.metadata["record_id"] == after.metadata["record_id"] == "r0"
-    assert before.content_hash() != after.content_hash()
-    assert before.metadata["records_sha256"] != after.metadata["records_sha256"]
+    after = [make_task("records", s, cfg) for s in (0, 1)]
+    assert before[0].metadata["record_id"] == after[0].metadata["record_id"] == "r0"
+    assert before[0].content_hash() != after[0].content_hash()
+    assert before[1].content_hash() == after[1].content_hash()  # r1 did not change
+    assert records_fingerprint(str(fixture_set))["sha256"] != sha
 
 
 def test_env_with_records_runs_an_oracle_episode(fixture_set):
@@ -395,3 +399,33 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
         assert rec["status"] == "ok" and rec["answer_correct"], rec
         assert rec["metrics"]["S"] == 1.0 and rec["metrics"]["V"] == 1.0
         assert rec["task_hash"]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    digest = __import__("hashlib").sha256(fixture_set.read_bytes()).hexdigest()
+    assert config["records"] == {"source": str(fixture_set), "sha256": digest}
+
+    # re-scoring replays the stored calls on the rebuilt task; a changed record is refused
+    from m3gym.eval.rescore import rescore_trace
+
+    ep = result.records[0]
+    trace = json.loads((tmp_path / "run" / "traces" / f"{ep['episode_id']}.json").read_text())
+    assert rescore_trace(trace)["metrics"]["S"] == 1.0
+    rid = trace["task"]["metadata"]["record_id"]
+    rows = [json.loads(line) for line in fixture_set.read_text().splitlines()]
+    for row in rows:
+        if row["id"] == rid:
+            row["question"] += " (edited)"
+    write_jsonl(fixture_set, rows)
+    with pytest.raises(ValueError, match="changed since the run"):
+        rescore_trace(trace)
+
+    # the prompt-dataset export (TRL) and the MCP server's start_episode take the records env
+    from m3gym.integrations.datasets import iter_prompt_rows
+    from m3gym.mcp.episodes import EpisodeTable
+
+    rows_out = list(iter_prompt_rows("M3Bench-Records", n=2, split="test",
+                                     records=str(fixture_set)))
+    assert [r["family"] for r in rows_out] == ["records", "records"]
+    assert rows_out[0]["images"][0].shape == (576, 768, 3)  # the view of a 1600 x 1200 photo
+    table = EpisodeTable(env_args={"records": str(fixture_set)})
+    episode_id, data, images = table.start("M3Bench-Records", split="test", index=0)
+    assert episode_id and len(images) == 1

@@ -65,6 +65,14 @@ def rescore_trace(
         raise ValueError(f"trace status is {trace.get('status')!r}: only finished episodes "
                          "can be re-scored")
     env = replay_trace(trace)
+    stored = trace.get("task_hash")
+    if stored is not None and env.task.content_hash() != stored:
+        before = ((trace.get("task") or {}).get("metadata") or {}).get("records_sha256")
+        after = env.task.metadata.get("records_sha256")
+        why = (f" (records file sha256 {before} then, {after} now)"
+               if before is not None and before != after else "")
+        raise ValueError(f"task {trace.get('task_id')} changed since the run{why}: its "
+                         "content hash differs from the trace's task_hash")
     size = view_size if view_size is not None else int(env.view_size)
     return score_episode(env.task, trace_from_dict(trace), env.state, view_size=size,
                          m3_weights=m3_weights)

@@ -555,6 +555,7 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
         "question": task.question if task is not None else None,
         "prompt": prompt,
         "task": _json_safe(task.spec_dict()) if task is not None else None,
+        "task_hash": record["task_hash"],
         "answer": record["answer"], "answer_correct": record["answer_correct"],
         "reward": record["reward"], "metrics": metrics,
         "audit": _json_safe(final.get("audit") or {}),
@@ -831,6 +832,15 @@ def read_run_config(path: Path) -> dict[str, Any]:
                                                 what="a JSON object (the run's config)"))
 
 
+def _records_fingerprint(env_args: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``{"records": {"source", "sha256"}}`` for a records env's run, else ``{}``."""
+    if env_args.get("records") is None:
+        return {}
+    from m3gym.records.load import records_fingerprint
+
+    return {"records": records_fingerprint(env_args["records"])}
+
+
 def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> _Prepared:
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder")
@@ -975,7 +985,8 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     (out / "config.json").write_text(json.dumps(
         {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs],
          "versions": run_versions(agent, manifest),
-         "frozen_tasks": frozen.to_dict() if frozen is not None else None},
+         "frozen_tasks": frozen.to_dict() if frozen is not None else None,
+         **_records_fingerprint(cfg.env_args)},
         indent=2, default=str) + "\n")
     # the pool starts before on_start, which may start a display thread
     pool = _start_pool(cfg, len(todo)) if backend is None else None

@@ -115,6 +115,6 @@ class RecordsFamily(FamilyConfig):
         """Build the task of the record ``task_seed`` names (``rng`` is not needed)."""
         records = cached_records(self.records)
         record = record_for_seed(records, self.task_seed, self.split)
-        return record_to_task(record, extra_metadata={
-            "records_source": records.source, "records_sha256": records.sha256,
-            "record_split": self.split})
+        # the records file's path and sha256 stay out of the task (and its content hash): a
+        # task changes only when its own record or images do (the run's config.json keeps both)
+        return record_to_task(record, extra_metadata={"record_split": self.split})

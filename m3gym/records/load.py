@@ -81,9 +81,7 @@ class Records(Sequence[Record]):
         from m3gym.records.task import record_to_task
 
         rec = self.by_id(record) if isinstance(record, str) else record
-        return record_to_task(rec, view_size=view_size,
-                              extra_metadata={"records_source": self.source,
-                                              "records_sha256": self.sha256})
+        return record_to_task(rec, view_size=view_size)
 
 
 def _table_cell(key: str, value: Any, where: str) -> Any:
@@ -272,3 +270,17 @@ def load_records(source: Any, base_dir: str | Path | None = None,
         raise RecordsError(name, ["no records"])
     return Records(records=tuple(result.records), source=name, sha256=sha,
                    warnings=tuple(result.warnings), sizes=dict(result.sizes))
+
+
+def records_fingerprint(source: Any) -> dict[str, str]:
+    """Return ``{"source": name, "sha256": digest}`` of a records source (a run records it).
+
+    A path is hashed as bytes (nothing is validated); Python objects by their canonical JSON.
+    """
+    if isinstance(source, Records):
+        return {"source": source.source, "sha256": source.sha256}
+    if isinstance(source, (str, Path)) and Path(source).expanduser().is_file():
+        path = Path(source).expanduser()
+        return {"source": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    _, _, name, sha = read_source(source)
+    return {"source": name, "sha256": sha}
