@@ -153,6 +153,10 @@ def test_all_problems_of_all_records_are_listed_at_once(tmp_path):
     assert len(p) == 5 and info.value.accepted == 1
     assert p[0] == "line 2 (id a): duplicate id 'a' (first at line 1)"
     assert "empty question" in p[1] and "unknown match type 'fuzzy'" in p[1]
+    bad = base_record(tmp_path, "e", question="", images=["lost.png"])
+    with pytest.raises(RecordsError) as info2:
+        load_records(write_jsonl(tmp_path / "r2.jsonl", [bad]))
+    assert info2.value.problems == ["line 1 (id e): empty question; missing image 'lost.png'"]
     assert p[2].startswith("line 4: invalid JSON")
     assert "missing image 'gone.jpg'" in p[3]
     assert p[4].startswith("line 6 (id d): unreadable image 'broken.png'")

@@ -117,7 +117,8 @@ def validate_rows(rows: Iterable[tuple[str, Any]], base_dir: Path | None,
         try:
             record = parse_record(raw, base_dir, where)
         except RecordProblems as err:
-            out.problems.append(f"{label(where, rid)}: {err}")
+            missing = _missing_images(raw, base_dir) if check_images_ else []
+            out.problems.append(f"{label(where, rid)}: {'; '.join([*err.problems, *missing])}")
             continue
         problems: list[str] = []
         warnings: list[str] = []
@@ -133,4 +134,19 @@ def validate_rows(rows: Iterable[tuple[str, Any]], base_dir: Path | None,
             continue
         out.records.append(record)
         out.warnings += [f"{label(where, record.id)}: {w}" for w in warnings]
+    return out
+
+
+def _missing_images(raw: Any, base_dir: Path | None) -> list[str]:
+    """Return the missing-image problems of a record that did not parse (string paths only)."""
+    images = raw.get("images") if isinstance(raw, dict) else None
+    if not isinstance(images, list):
+        return []
+    base = base_dir if base_dir is not None else Path.cwd()
+    out = []
+    for p in images:
+        if isinstance(p, str) and p.strip():
+            path = Path(p) if Path(p).is_absolute() else base / p
+            if not path.is_file():
+                out.append(f"missing image {p!r}")
     return out
