@@ -87,6 +87,8 @@ class Records(Sequence[Record]):
 def _table_cell(key: str, value: Any, where: str) -> Any:
     """Decode one CSV/parquet cell: JSON columns from their JSON text, arrays to lists."""
     value = _plain(value)
+    if key == "level" and isinstance(value, float) and value.is_integer():
+        return int(value)  # an integer column with gaps reads as floats
     if isinstance(value, str) and key in JSON_COLUMNS:
         text = value.strip()
         if not text:

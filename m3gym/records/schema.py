@@ -342,6 +342,9 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
                                 f"{len(images)} image(s)")
     knowledge = _parse_list(raw.get("knowledge", []), "knowledge", KNOWLEDGE_KEYS,
                             ("title", "text"), problems)
+    for i, k in enumerate(knowledge):
+        if k.get("url") is not None and not _nonempty_str(k.get("url")):
+            problems.append(f"knowledge[{i}].url must be a non-empty string")
     judges = _parse_list(raw.get("judge_checkpoints", []), "judge_checkpoints", JUDGE_KEYS,
                          ("id", "question"), problems)
     for i, j in enumerate(judges):

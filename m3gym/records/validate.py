@@ -58,7 +58,7 @@ def image_size(path: Path, cache: dict[Path, tuple[int, int]]) -> tuple[int, int
     try:
         with Image.open(path) as im:
             size = (int(im.size[0]), int(im.size[1]))
-    except (UnidentifiedImageError, OSError, ValueError) as err:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as err:
         raise ValueError(f"unreadable image {str(path)!r}: {type(err).__name__}") from None
     if size[0] < 1 or size[1] < 1:
         raise ValueError(f"unreadable image {str(path)!r}: empty")
