@@ -430,6 +430,13 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
                                      records=str(fixture_set)))
     assert [r["family"] for r in rows_out] == ["records", "records"]
     assert rows_out[0]["images"][0].shape == (576, 768, 3)  # the view of a 1600 x 1200 photo
+    from m3gym.integrations.export import verl_rows
+
+    records = load_records(fixture_set)
+    for row in verl_rows("M3Bench-Records", 2, split="test", records=str(fixture_set)):
+        task = make_task("records", row["extra_info"]["task_seed"], {"records": str(fixture_set)})
+        assert row["reward_model"]["ground_truth"] == task.answer.value
+        assert records.by_id(task.metadata["record_id"]) in records.split("test")
     table = EpisodeTable(env_args={"records": str(fixture_set)})
     episode_id, data, images = table.start("M3Bench-Records", split="test", index=0)
     assert episode_id and len(images) == 1

@@ -101,7 +101,8 @@ def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
     for index, row in enumerate(iter_prompt_rows(env_id, n, split, seed, images=True,
                                                  rule=TEXT_ANSWER_RULE, tasks=tasks,
                                                  **env_kwargs)):
-        task = make_task(row["family"], row["task_seed"], difficulty=row.get("difficulty"))
+        task = make_task(row["family"], row["task_seed"], family_config(env_kwargs),
+                         difficulty=row.get("difficulty"))
         system, user = row["prompt"]
         marks = "".join("<image>" for _ in row["images"])
         out: dict[str, Any] = {
@@ -121,6 +122,18 @@ def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
                            **({"difficulty": row["difficulty"]} if "difficulty" in row else {})},
         })
         yield out
+
+
+def family_config(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the family config the env built with ``env_kwargs`` gives its tasks.
+
+    ``family_config``, or the records env's ``records``/``split`` (its family's config).
+    """
+    config = dict(env_kwargs.get("family_config") or {})
+    for key in ("records", "split"):
+        if env_kwargs.get(key) is not None:
+            config[key] = env_kwargs[key]
+    return config
 
 
 def row_env_kwargs(extra_info: Mapping[str, Any]) -> dict[str, Any]:
