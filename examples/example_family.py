@@ -25,17 +25,20 @@ class SerialPlateFamily(FamilyConfig):
 
     Scene:
         A ``width`` x ``height`` textured background, clutter, readable distractor labels and one
-        small plate with a serial code in ``glyph_range`` px type.
+        small plate listing six look-alike serial codes (the choices), one a row, in
+        ``glyph_range`` px type; a red tab marks the row of the answer.
     Question:
-        "What serial number is printed on the small plate?", six look-alike codes as choices.
+        "What serial number is printed on the plate's row marked in red?", the six codes.
     Why a tool is needed:
-        At the 768 px view the code's glyphs shrink below ``Evidence.min_view_height``.
+        At the 768 px view (a quarter of the 3200 px photo) the glyphs are under 2 px tall: below
+        ``Evidence.min_view_height``, and the look-alike rows blur into one another, so even a
+        template matcher that knows the font and the box reads the view at chance.
     Reference trajectory:
-        One ``crop`` around the plate with a zoom that makes the glyphs legible.
+        One ``crop`` around the marked row with a zoom that makes the glyphs legible.
     Checkpoints:
         S ``crop_covers`` the code; V ``v_tool`` (crop on the code) and ``v_true`` (legible).
     Difficulty:
-        ``glyph_range`` (11, 12) px at 0 to (6, 7) at 1; ``clutter`` (2, 4) to (10, 16).
+        ``glyph_range`` (7.5, 8.5) px at 0 to (5, 6) at 1; ``clutter`` (2, 4) to (10, 16).
     Config:
         width, height: image size. glyph_range: code glyph height (px). clutter: shape count.
     """
@@ -44,9 +47,9 @@ class SerialPlateFamily(FamilyConfig):
     level: ClassVar[int] = 1
     domains: ClassVar[tuple[str, ...]] = ("Science",)
 
-    width: int = 1600
-    height: int = 1200
-    glyph_range: tuple[float, float] = (8.0, 10.0)
+    width: int = 3200
+    height: int = 2400
+    glyph_range: tuple[float, float] = (6.0, 8.0)
     clutter: tuple[int, int] = (4, 8)
 
     def validate(self) -> None:
@@ -63,7 +66,7 @@ class SerialPlateFamily(FamilyConfig):
     @classmethod
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
         """Smaller type and more clutter as ``difficulty`` goes from 0 to 1."""
-        glyph = 11.0 - 5.0 * difficulty
+        glyph = 7.5 - 2.5 * difficulty
         return {"glyph_range": (glyph, glyph + 1.0),
                 "clutter": (round(2 + 8 * difficulty), round(4 + 12 * difficulty))}
 
@@ -72,26 +75,32 @@ class SerialPlateFamily(FamilyConfig):
         w, h = self.width, self.height
         img = R.background(rng, h, w)
         code = R.random_code(rng)
-        patch = R.render_text(code, float(rng.uniform(*self.glyph_range)))
-        pw, ph = patch.size
+        choices = R.code_choices(rng, code, 6)
+        glyph = float(rng.uniform(*self.glyph_range))
+        rows = [R.render_text(c, glyph) for c in choices]  # every option printed, one a row
+        pitch, tab = round(glyph * 1.7), round(glyph * 2)
+        pw, ph = max(r.size[0] for r in rows) + tab * 2, pitch * len(rows)
         x, y = int(rng.integers(40, w - pw - 40)), int(rng.integers(40, h - ph - 40))
         plate = R.grow_box((x, y, x + pw, y + ph), 6, w, h)
         img[plate[1]:plate[3], plate[0]:plate[2]] = (205, 205, 200)
-        placed = R.paste_text(img, patch, x, y, (30, 30, 30))
+        row = choices.index(code)
+        ty = y + row * pitch + (pitch - rows[row].size[1]) // 2
+        img[ty:ty + rows[row].size[1], x:x + tab] = (200, 40, 40)  # the red tab marks the row
+        placed = [R.paste_text(img, r, x + tab * 2, y + i * pitch + (pitch - r.size[1]) // 2,
+                               (30, 30, 30)) for i, r in enumerate(rows)][row]
         labels = R.add_distractor_labels(img, rng, 4, avoid=[R.grow_box(plate, 20, w, h)])
         R.add_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
                       avoid=[R.grow_box(plate, 20, w, h), *(lb.box for lb in labels)])
         evidence = R.region_evidence("code", img, placed.box, placed.mask, text=code,
                                      glyph_height=placed.glyph_height)
         img = R.add_sensor_noise(img, rng, 1.5, inplace=True)
-        crop = R.grow_box(plate, 12, w, h)
+        crop = R.grow_box(placed.box, round(glyph), w, h)
         zoom = R.crop_zoom_for((crop[2] - crop[0], crop[3] - crop[1]), placed.glyph_height, 9.0)
         call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": R.box_to_bbox1000(crop, w, h),
                                       "zoom_scale": zoom})
         return Task(task_id="", family=self.name, level=1, domain="Science",
                     images=(R.freeze(img),),
-                    question="What serial number is printed on the small plate?",
+                    question="What serial number is printed on the plate's row marked in red?",
                     answer=AnswerSpec(code), reference=((call,),), evidence=(evidence,),
-                    checkpoints=evidence_checkpoints("code", [call]),
-                    choices=R.code_choices(rng, code, 6), capabilities=("visual_grounding",))
-
+                    checkpoints=evidence_checkpoints("code", [call]), choices=choices,
+                    capabilities=("visual_grounding",))

@@ -29,7 +29,18 @@ guarantee, the seed and the difficulty. The checks, in order:
 8. **monotone difficulty** — the heuristic agent's accuracy on the same seeds at difficulty 1 is
    not above its accuracy at 0 by more than :data:`MONOTONE_TOLERANCE` (a family the heuristic has
    no plan for sits at chance at both ends and passes); the heuristic reads with a fixed OCR
-   backend (:data:`MONOTONE_OCR`), so the verdict is the same on every machine that has it.
+   backend (:data:`MONOTONE_OCR`), so the verdict is the same on every machine that has it;
+9. **leak probes** — the choices-only and view-only probes of ``m3gym audit-leaks``
+   (:mod:`m3gym.audit.leaks`) on a small held-out sample (``probes`` tasks each, the choices-only
+   classifier trained on :data:`PROBE_TRAIN_PER_TASK` times as many): each accuracy must stay
+   under :func:`probe_bound`, the larger of the audit's target (chance + its margin) and the
+   audit's noise bound for that sample size (:func:`~m3gym.audit.leaks.binomial_upper_bound` at
+   :data:`~m3gym.audit.leaks_cli.Z_NOISE`). A view-only miss the audit calls structural (the
+   reference's output is the view turned or re-levelled) is a warning, not a failure.
+
+``check_family`` returns a :class:`FamilyReport`: the probes' numbers and whether the family is in
+the frozen test split (:mod:`m3gym.eval.splits`); a family in no level of it (a new family, which
+the committed manifest cannot hold) gets a warning line, not a failure.
 
 ``quick=True`` (the per-family test) uses two seeds, difficulties ``None``, 0 and 1, and a smaller
 heuristic sample; the cross-process check can be run for many families in one interpreter with
@@ -47,7 +58,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import MISSING, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -511,9 +522,140 @@ def check_monotone(name: str, seeds: Sequence[int], tolerance: float | None = No
     return easy, hard
 
 
+# ------------------------------------------------------------------------------ leak probes
+PROBE_TASKS: int = 24
+"""Held-out tasks per leak probe in :func:`check_family` (``probes`` overrides it; 0 skips)."""
+
+PROBE_TRAIN_PER_TASK: int = 4
+"""Training tasks of the choices-only classifier per held-out task (96 for 24)."""
+
+FROZEN_SPLIT: str = "test"
+"""The frozen split whose membership :func:`check_family` reports."""
+
+
+@dataclass(frozen=True)
+class ProbeCheck:
+    """One leak probe's result on a small sample and the bound it had to stay under."""
+
+    result: Any
+    """The :class:`~m3gym.audit.leaks.ProbeResult` (accuracy, chance, n)."""
+    bound: float
+    """The largest accuracy that passes (:func:`probe_bound`)."""
+
+    @property
+    def passes(self) -> bool:
+        """Whether the accuracy stays under the bound (a probe with nothing to score passes)."""
+        return self.result.n == 0 or self.result.accuracy <= self.bound + 1e-9
+
+    @property
+    def structural(self) -> bool:
+        """Whether a view-only miss is structural (the tool shows nothing the view lacks)."""
+        return bool(self.result.structural)
+
+    def line(self) -> str:
+        """Return one report line: probe, accuracy, n, chance, bound and verdict."""
+        r = self.result
+        if r.n == 0:
+            return f"{r.probe} probe: n/a (the answer is not drawn / no choices)"
+        verdict = "ok" if self.passes else (
+            "over, structural (warning)" if self.structural else "FAIL")
+        return (f"{r.probe} probe: {r.accuracy:.3f} ({r.correct}/{r.n}) against a bound of "
+                f"{self.bound:.3f} (chance {r.chance:.3f}): {verdict}")
+
+
+def probe_bound(chance: float, n: int, margin: float) -> float:
+    """Return the largest probe accuracy that passes over ``n`` tasks at ``chance``.
+
+    The larger of the audit's target ``chance + margin`` and its noise bound
+    :func:`~m3gym.audit.leaks.binomial_upper_bound` at :data:`~m3gym.audit.leaks_cli.Z_NOISE`
+    (a guesser at chance exceeds it with probability about 0.001), so a small sample does not
+    fail a family for noise.
+    """
+    from m3gym.audit.leaks import binomial_upper_bound
+    from m3gym.audit.leaks_cli import Z_NOISE
+
+    return max(chance + margin, binomial_upper_bound(chance, n, Z_NOISE))
+
+
+def run_probes(name: str, tasks: int = PROBE_TASKS,
+               train_tasks: int | None = None) -> tuple[ProbeCheck, ProbeCheck]:
+    """Run the choices-only and view-only probes of ``name`` on ``tasks`` held-out tasks each.
+
+    The choices-only classifier trains on ``train_tasks`` training seeds (default
+    :data:`PROBE_TRAIN_PER_TASK` ``* tasks``). Returns the two checks (choices-only, view-only).
+    """
+    from m3gym.audit.leaks import choices_only_probe, view_only_probe
+
+    train = train_tasks if train_tasks is not None else PROBE_TRAIN_PER_TASK * tasks
+    out = []
+    for r in (choices_only_probe(name, tasks, train), view_only_probe(name, tasks)):
+        out.append(ProbeCheck(r, probe_bound(r.chance, r.n, r.margin)))
+    return out[0], out[1]
+
+
+def check_probes(name: str, tasks: int = PROBE_TASKS) -> tuple[ProbeCheck, ProbeCheck]:
+    """Raise when a leak probe beats its :func:`probe_bound` (a structural view-only miss passes).
+
+    Returns the two checks (choices-only, view-only) for the report.
+    """
+    checks = run_probes(name, tasks)
+    for c in checks:
+        if c.passes or c.structural:
+            continue
+        r = c.result
+        what = ("the answer can be picked from the choices' text alone" if r.probe ==
+                "choices-only" else "the answer can be read from the view without a tool")
+        raise _fail(name, r.probe, f"the {r.probe} probe picks the answer in {r.correct} of "
+                    f"{r.n} held-out tasks ({r.accuracy:.3f}), above the bound {c.bound:.3f} "
+                    f"(chance {r.chance:.3f}, n = {r.n}): {what}; "
+                    f"`m3gym audit-leaks --family {name}` measures it on a larger sample")
+    return checks
+
+
+def frozen_split_levels(name: str, split: str = FROZEN_SPLIT) -> tuple[int, ...]:
+    """Return the levels of the frozen ``split`` whose task list holds family ``name``."""
+    from m3gym.eval.splits import LEVELS, split_entries
+
+    return tuple(lv for lv in LEVELS if any(e.family == name for e in split_entries(split, lv)))
+
+
+@dataclass(frozen=True)
+class FamilyReport:
+    """What :func:`check_family` found besides failures: leak probes and frozen-split membership."""
+
+    family: str
+    probes: tuple[ProbeCheck, ...]
+    """The leak probes run (empty when ``probes=0``)."""
+    frozen_levels: tuple[int, ...]
+    """Levels of the frozen test split that hold the family (empty: in none)."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """Warning lines: not in the frozen split, a structural view-only miss."""
+        out = []
+        if not self.frozen_levels:
+            out.append(f"warning: {self.family!r} is in no level of the frozen {FROZEN_SPLIT!r} "
+                       "split (m3gym/data/splits/test.json), so frozen evaluations never draw "
+                       "it; a new family joins it only with a new manifest version")
+        out += [f"warning: {c.line()}" for c in self.probes if not c.passes and c.structural]
+        return out
+
+    def lines(self) -> list[str]:
+        """Return the report's lines: membership, each probe, then the warnings."""
+        levels = ", ".join(map(str, self.frozen_levels))
+        member = (f"frozen {FROZEN_SPLIT!r} split: level {levels}" if self.frozen_levels
+                  else f"frozen {FROZEN_SPLIT!r} split: not in any level")
+        return [f"{self.family}: every check passed", member,
+                *(c.line() for c in self.probes), *self.warnings]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
 # ------------------------------------------------------------------------------ entry point
 def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool = False,
-                 cross_process: bool = True, monotone_episodes: int | None = None) -> None:
+                 cross_process: bool = True, monotone_episodes: int | None = None,
+                 probes: int | None = None) -> FamilyReport:
     """Check every guarantee of family ``name``; raise :class:`FamilyCheckError` on the first miss.
 
     Args:
@@ -526,8 +668,16 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
         monotone_episodes: heuristic episodes per end of the difficulty range (0 skips); the
             heuristic reads with :data:`MONOTONE_OCR`, and the check raises
             :class:`~m3gym.agents.ocr.OcrUnavailable` where that is not installed.
+        probes: held-out tasks per leak probe (default :data:`PROBE_TASKS`; 0 skips them).
+
+    Returns:
+        A :class:`FamilyReport`: the probes' accuracies and bounds, and the frozen test split's
+        levels that hold the family (a warning line when none does).
     """
     cls = get_family(name)
+    n_probe = PROBE_TASKS if probes is None else int(probes)
+    if n_probe < 0:
+        raise ValueError(f"probes must be >= 0 (0 skips the leak probes), got {probes}")
     seeds = list(seeds if seeds is not None else (range(2) if quick else range(6)))
     if not seeds:
         raise ValueError("check_family needs at least one seed")
@@ -550,6 +700,8 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
     n = monotone_episodes if monotone_episodes is not None else (6 if quick else 12)
     if n > 0:
         check_monotone(name, range(n))
+    checks = check_probes(name, n_probe) if n_probe > 0 else ()
+    return FamilyReport(name, tuple(checks), frozen_split_levels(name))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -562,16 +714,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="check_family for each named family")
     parser.add_argument("families", nargs="*", help="family names (default: every family)")
     parser.add_argument("--quick", action="store_true", help="the test suite's small sample")
+    parser.add_argument("--probes", type=int, default=PROBE_TASKS,
+                        help=f"held-out tasks per leak probe (default {PROBE_TASKS}; 0 skips)")
     args = parser.parse_args(argv)
+    if args.probes < 0:
+        parser.error(f"--probes must be >= 0 (0 skips the leak probes), got {args.probes}")
     failed = 0
     for name in args.families or family_names(suite=None):
         try:
-            check_family(name, quick=args.quick)
+            report = check_family(name, quick=args.quick, probes=args.probes)
         except FamilyCheckError as exc:
             failed += 1
             print(f"FAIL {exc}", flush=True)
         else:
             print(f"ok   {name}", flush=True)
+            for line in report.lines()[1:]:
+                print(f"     {line}", flush=True)
     return 1 if failed else 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 
 import pytest
 
@@ -19,6 +20,8 @@ from m3gym.testing import (
     check_family,
     check_monotone,
     docstring_sections,
+    frozen_split_levels,
+    probe_bound,
     registered,
 )
 
@@ -38,7 +41,7 @@ MONOTONE_EPISODES = int(os.environ.get("M3GYM_MONOTONE_EPISODES", "6"))
 @pytest.mark.parametrize("family", FAMILIES)
 def test_check_family(family: str) -> None:
     """Every registered family (all suites) keeps every guarantee (quick sample) but monotonicity."""
-    check_family(family, quick=True, cross_process=False, monotone_episodes=0)
+    check_family(family, quick=True, cross_process=False, monotone_episodes=0, probes=0)
 
 
 @pytest.mark.skipif(not ocr.tesseract_available(),
@@ -97,7 +100,8 @@ def toys():
 
 
 def _fails(name: str, check: str, **kwargs) -> str:
-    kwargs = {"seeds": [0], "cross_process": False, "monotone_episodes": 0, **kwargs}
+    kwargs = {"seeds": [0], "cross_process": False, "monotone_episodes": 0, "probes": 0,
+              **kwargs}
     with pytest.raises(FamilyCheckError) as err:
         check_family(name, **kwargs)
     message = str(err.value)
@@ -111,7 +115,8 @@ def test_nondeterministic_family_fails(toys) -> None:
 
 
 def test_hash_seeded_family_fails_only_across_processes(toys) -> None:
-    check_family("toy_hash_seeded", seeds=[0], cross_process=False, monotone_episodes=0)
+    check_family("toy_hash_seeded", seeds=[0], cross_process=False, monotone_episodes=0,
+                 probes=0)
     with pytest.raises(FamilyCheckError, match=r"\[determinism\].*fresh process"):
         check_cross_process(["toy_hash_seeded"], seeds=(0,))
 
@@ -190,7 +195,7 @@ def test_bad_config_probes_of_the_example_family() -> None:
         assert bad_config_probes(SerialPlateFamily) == [
             ("negative width", {"width": -1}),
             ("negative height", {"height": -1}),
-            ("reversed range glyph_range", {"glyph_range": (10.0, 8.0)}),
+            ("reversed range glyph_range", {"glyph_range": (8.0, 6.0)}),
             ("reversed range clutter", {"clutter": (8, 4)}),
         ]
 
@@ -219,3 +224,50 @@ def test_registered_restores_the_registry_and_nests() -> None:
             assert "serial_plate" in family_names(level=1)
         assert "serial_plate" in family_names(level=1)  # the outer block still holds it
     assert ("serial_plate" in family_names(level=1)) == held
+
+
+# ------------------------------------------------------------------------------ leak probes
+
+
+def test_probe_bound_is_the_audit_noise_bound_or_its_target() -> None:
+    """Small samples: chance + 3.09 s.d. (the audit's noise bound); large ones: chance + margin."""
+    assert probe_bound(1 / 6, 24, 0.05) == pytest.approx(0.401731, abs=1e-6)
+    assert probe_bound(1 / 6, 100_000, 0.05) == pytest.approx(1 / 6 + 0.05)
+    assert probe_bound(0.5, 24, 0.03) == pytest.approx(0.815372, abs=1e-6)
+
+
+def test_view_leaky_family_fails_the_view_only_probe(toys) -> None:
+    """The old example: illegible at view size by the glyph bar, yet read by template matching."""
+    message = _fails("toy_view_leak", "view-only", probes=24)
+    assert re.search(r"the view-only probe picks the answer in (\d+) of 24 held-out tasks "
+                     r"\((0\.\d{3})\), above the bound 0\.402 \(chance 0\.167, n = 24\): the "
+                     r"answer can be read from the view without a tool; `m3gym audit-leaks "
+                     r"--family toy_view_leak` measures it on a larger sample", message), message
+    hits = int(re.search(r"picks the answer in (\d+) of 24", message).group(1))
+    assert hits >= 15  # about 0.8 of the tasks (the bound is 9.6 of 24)
+
+
+def test_negative_probe_count_is_refused(toys) -> None:
+    with pytest.raises(ValueError, match=r"probes must be >= 0 \(0 skips the leak probes\), got -1"):
+        check_family("toy_view_leak", seeds=[0], probes=-1)
+
+
+def test_report_names_the_frozen_split_levels() -> None:
+    """A frozen family's report names its level; the probes are skipped with ``probes=0``."""
+    report = check_family("tiny_text", seeds=[0], quick=True, cross_process=False,
+                          monotone_episodes=0, probes=0)
+    assert report.frozen_levels == (1,) and report.probes == () and report.warnings == []
+    assert report.lines() == ["tiny_text: every check passed", "frozen 'test' split: level 1"]
+    assert frozen_split_levels("code_lookup") == (3,)
+    assert frozen_split_levels("glyph_zoom") == ()  # the classic suite is in no frozen level
+
+
+def test_a_family_outside_the_frozen_split_gets_a_warning_not_a_failure(toys) -> None:
+    report = check_family("toy_view_leak", seeds=[0], quick=True, cross_process=False,
+                          monotone_episodes=0, probes=0)
+    assert report.frozen_levels == ()
+    assert report.lines()[1] == "frozen 'test' split: not in any level"
+    assert report.warnings == [
+        "warning: 'toy_view_leak' is in no level of the frozen 'test' split "
+        "(m3gym/data/splits/test.json), so frozen evaluations never draw it; a new family joins "
+        "it only with a new manifest version"]

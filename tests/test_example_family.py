@@ -13,7 +13,13 @@ def test_example_family_passes_check_family() -> None:
 
     with registered(SerialPlateFamily):
         assert "serial_plate" in family_names(level=1)
-        check_family("serial_plate", quick=True)  # cross-process included: the child imports it
+        # cross-process included (the child imports it), and the leak probes (24 tasks each)
+        report = check_family("serial_plate", quick=True)
+        assert [p.result.probe for p in report.probes] == ["choices-only", "view-only"]
+        assert all(p.passes and p.result.n == 24 for p in report.probes), report.lines()
+        assert report.frozen_levels == ()  # a new family: a warning line, not a failure
+        assert report.warnings[0].startswith("warning: 'serial_plate' is in no level of the "
+                                             "frozen 'test' split")
         easy, hard = make_task("serial_plate", 3, difficulty=0.0), \
             make_task("serial_plate", 3, difficulty=1.0)
         assert easy.evidence[0].glyph_height > hard.evidence[0].glyph_height

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import m3gym
-from m3gym.scoring.checkpoints import measure_evidence
-from m3gym.tasks.families._glyph_common import CLASSIC_VIEW, GLYPHS, grid_cell
+from m3gym.tasks.families._glyph_common import CLASSIC_VIEW, GLYPHS
 from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.wrappers import CLASSIC_DISCRETE_ID, CLASSIC_DISCRETE_KWARGS
 
@@ -54,60 +53,6 @@ def test_fixed_choices_small_images_and_balanced_answers(family: str) -> None:
     assert set(answers) == set(GLYPHS)
     # uniform draws: 50 expected per digit, sd 6.6; no digit is a shortcut for a policy
     assert 25 <= min(answers.values()) and max(answers.values()) <= 80, answers
-
-
-def test_zoom_quadrant_crop_is_legible_full_crop_is_not() -> None:
-    env = gym.make("M3Bench-GlyphZoom").unwrapped
-    for seed in range(20):
-        env.reset(seed=seed)
-        cell = env.task.metadata["cell"]
-        r, c = divmod(cell, 3)
-        side = env.task.images[0].shape[0]
-        half = side // 2
-        x0, y0, x1, y1 = grid_cell(cell, side)
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        qx, qy = int(cx >= half), int(cy >= half)
-        quad = [qx * 500, qy * 500, qx * 500 + 500, qy * 500 + 500]
-        tag = env.task.metadata["tag_box"]
-        inside = (tag[0] >= qx * half and tag[2] <= qx * half + half
-                  and tag[1] >= qy * half and tag[3] <= qy * half + half)
-        _, _, _, _, info = env.step([
-            {"name": "crop", "arguments": {"image_index": 0, "bbox_2d": [0, 0, 1000, 1000]}},
-            {"name": "crop", "arguments": {"image_index": 0, "bbox_2d": quad}},
-        ])
-        ev = env.task.evidence[0]
-        assert not measure_evidence(env.state[1], ev, CLASSIC_VIEW).passed
-        assert measure_evidence(env.state[2], ev, CLASSIC_VIEW).passed == inside
-
-
-def test_rotate_wrong_angle_fails_right_one_passes() -> None:
-    env = gym.make("M3Bench-GlyphRotate").unwrapped
-    for seed in range(20):
-        env.reset(seed=seed)
-        task = env.task
-        ref = task.reference[0][0]
-        wrong = ({"name": "rotate", "arguments": {"image_index": 0, "angle": 45}}
-                 if ref.name == "flip" else
-                 {"name": "rotate", "arguments": {"image_index": 0,
-                                                  "angle": ref.arguments["angle"] + 90}})
-        env.step([wrong, {"name": ref.name, "arguments": dict(ref.arguments)}])
-        ev = task.evidence[0]
-        assert not measure_evidence(env.state[1], ev, CLASSIC_VIEW).passed
-        assert measure_evidence(env.state[2], ev, CLASSIC_VIEW).passed, seed
-
-
-def test_faint_ink_invisible_then_restored() -> None:
-    for seed in range(20):
-        task = make_task("glyph_faint", seed)
-        assert task.metadata["ink_contrast"] < task.evidence[0].min_contrast / 2
-    env = gym.make("M3Bench-GlyphFaint").unwrapped
-    env.reset(seed=3)
-    env.step({"name": "invert", "arguments": {"image_index": 0}})
-    env.step({"name": "autocontrast", "arguments": {"image_index": 0, "cutoff": 1.0}})
-    ev = env.task.evidence[0]
-    assert not measure_evidence(env.state[1], ev, CLASSIC_VIEW).passed
-    view = measure_evidence(env.state[2], ev, CLASSIC_VIEW)
-    assert view.passed and view.contrast >= ev.min_contrast
 
 
 @pytest.mark.parametrize("family, bad", [

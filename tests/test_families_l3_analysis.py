@@ -10,14 +10,12 @@ lands; the issue-14 clean-up left its tests alone.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from m3gym.agents import OracleAgent
 from m3gym.env import M3BenchEnv
-from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
+from m3gym.scoring.checkpoints import evaluate_checkpoints
 from m3gym.tasks.registry import get_family, make_task
 from m3gym.web.world import build_world
 
@@ -58,22 +56,6 @@ def test_registered_as_level_3(family):
     assert cls.__doc__ and "WHY" not in cls.__doc__  # a real docstring, not a placeholder
 
 
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_deterministic_in_process(family):
-    assert make_task(family, 7).content_hash() == make_task(family, 7).content_hash()
-    assert make_task(family, 7).content_hash() != make_task(family, 8).content_hash()
-
-
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_deterministic_across_processes(family):
-    code = ("from m3gym.tasks.registry import make_task; "
-            f"print(make_task({family!r}, 11).content_hash())")
-    env = {**os.environ, "PYTHONHASHSEED": "4321"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=env)
-    assert out.stdout.strip() == make_task(family, 11).content_hash()
-
-
 def _run_oracle(env: M3BenchEnv, seed: int):
     obs, info = env.reset(seed=seed, options={"task_seed": seed})
     task = env.task
@@ -87,51 +69,12 @@ def _run_oracle(env: M3BenchEnv, seed: int):
     return task, term, info, calls
 
 
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_oracle_solves_every_seed(family):
-    env = M3BenchEnv(family=family)
-    for seed in range(ORACLE_SEEDS):
-        task, term, info, calls = _run_oracle(env, seed)
-        assert term and info["answer_correct"], (family, seed)
-        assert all(c["ok"] for c in calls), (family, seed, [c for c in calls if not c["ok"]])
-        assert len(calls) == len(task.reference_calls)
-        report = evaluate_checkpoints(task, env.trace, env.state)
-        assert report.S == 1.0 and report.V == 1.0, (family, seed, report.to_dict())
-
-
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_task_invariants(family):
-    for seed in range(30):
-        task = make_task(family, seed)
-        assert task.level == 3 and task.family == family
-        assert task.domain in get_family(family).domains
-        assert task.choices is not None and task.answer.value in task.choices
-        assert len(set(task.choices)) == len(task.choices) >= 4
-        assert_checkpoint_density(task)
-        for ev in task.evidence:
-            img = task.images[ev.image]
-            x0, y0, x1, y1 = ev.box
-            assert 0 <= x0 < x1 <= img.shape[1] and 0 <= y0 < y1 <= img.shape[0]
-            # not legible in the full input image at view size 768
-            assert not measure_evidence(_input_entry(task, ev.image), ev).passed
-        assert not any(img.flags.writeable for img in task.images)
-
-
 @pytest.mark.parametrize("family", SEARCH_FAMILIES)
 def test_checkpoint_density_and_choice_count(family):
     for seed in range(30):
         task = make_task(family, seed)
         assert_checkpoint_density(task)
         assert len(task.choices) >= 4
-
-
-def _input_entry(task, index):
-    from m3gym.state import ImageState
-
-    state = ImageState(8, 1 << 30)
-    for img in task.images:
-        state.add_root(img)
-    return state[index]
 
 
 def test_reference_call_counts():
@@ -165,23 +108,6 @@ def test_reference_query_finds_target_and_distractor_query_does_not(family):
         else:
             assert task.metadata["kit_colour"] in page.text()
     assert seen_distractor > 0
-
-
-def test_cross_image_sign_names_the_venue():
-    for seed in range(20):
-        task = make_task("cross_image", seed)
-        world = build_world(**task.metadata["world"])
-        venue = world.entity(task.metadata["entity"])
-        sign = task.evidence_by_id("sign").text
-        assert sign.startswith(task.metadata["district"]) and sign.endswith(venue.name)
-        assert task.evidence_by_id("district").text == task.metadata["district"]
-
-
-def test_grid_answer_matches_grid():
-    for seed in range(20):
-        task = make_task("grid_period", seed)
-        r, c = task.metadata["rows"], task.metadata["cols"]
-        assert task.answer.value in (f"{r}x{c}", str(r * c))
 
 
 def test_test_split_world():
@@ -224,32 +150,3 @@ def test_search_hit_fails_for_the_distractor_query(family):
     assert listed_lower >= 3  # the leniency max_rank = 1 removes is real
 
 
-def test_grid_photo_is_washed_out_and_the_threshold_splits_objects_from_their_surround():
-    """The whole photo (bench, light box, sky included) spans few levels; after the reference's
-    autocontrast and threshold nearly every object pixel and nearly every pixel of the ring
-    around the objects fall on opposite sides, for each of the three scenes."""
-    import cv2
-    import numpy as np
-
-    from m3gym.tasks import render as R
-
-    seen = set()
-    for seed in range(9):
-        task = make_task("grid_period", seed, difficulty=0.5)
-        seen.add(task.metadata["scene"])
-        img = np.asarray(task.images[0])
-        gray = R.to_gray(img)
-        lo, hi = np.percentile(gray, [0.5, 99.5])
-        assert hi - lo < 28, (seed, lo, hi)
-        ref = task.reference[0][0].arguments["cutoff"]
-        stretched = R.to_gray(R.autocontrast_pil(img, ref))
-        binary = stretched > task.reference[1][0].arguments["value"]
-        ev = task.evidence[0]
-        x0, y0, x1, y1 = (int(v) for v in ev.box)
-        ink = ev.mask.astype(np.uint8)
-        reach = max(2, int(ev.glyph_height * 0.15))
-        ring = (cv2.dilate(ink, np.ones((2 * reach + 1,) * 2, np.uint8))
-                & (1 - cv2.dilate(ink, np.ones((5, 5), np.uint8)))).astype(bool)
-        box = binary[y0:y1, x0:x1]
-        assert box[ev.mask].mean() < 0.1 and box[ring].mean() > 0.9, seed
-    assert seen == {"well_plate", "dot_slide", "facade"}

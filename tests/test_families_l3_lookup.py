@@ -16,8 +16,8 @@ from m3gym.env import M3BenchEnv
 from m3gym.scoring.checkpoints import evaluate_checkpoints
 from m3gym.spec import Task
 from m3gym.tasks import render as R
-from m3gym.tasks.families._lookup_common import answer_choices, reference_crop
-from m3gym.tasks.families.code_lookup import CodeLookupFamily, code_pairs
+from m3gym.tasks.families._lookup_common import answer_choices
+from m3gym.tasks.families.code_lookup import CodeLookupFamily
 from m3gym.tasks.families.logo_lookup import LogoLookupFamily
 from m3gym.tasks.families.privacy_safe_lookup import PrivacySafeLookupFamily
 from m3gym.tasks.registry import family_names, make_task
@@ -125,52 +125,6 @@ def test_reference_query_finds_target_and_distractor_query_does_not(family):
         assert wrong[0].entity == task.metadata["distractor"]
 
 
-def test_code_lookup_has_near_miss_products():
-    world = build_world(0, "train")
-    for seed in range(40):
-        task = make_task("code_lookup", seed)
-        code = task.metadata["search_query"]
-        near = world.entity(task.metadata["distractor"]).attributes["code"]
-        assert near != code and len(near) == len(code)
-        assert sum(a != b for a, b in zip(code, near)) <= 2
-    assert len(code_pairs(0, "train")) > 50
-
-
-def test_logo_lookup_crop_finds_logo_and_full_image_does_not():
-    for seed in range(25):
-        task = make_task("logo_lookup", seed)
-        world = world_of(task)
-        crop = reference_crop(task.images[0], dict(task.reference_calls[0].arguments))
-        assert world.image_search(crop, 1)[0].entity == task.metadata["target"]
-        full = world.image_search(task.images[0], 1)
-        assert full[0].entity != task.metadata["target"]
-        twin = world.entity(task.metadata["distractor"])
-        assert world.image_search(np.ascontiguousarray(world.logo(twin)), 1)[0].entity != \
-            task.metadata["target"]
-
-
-def test_privacy_rule_names_the_badge_holder():
-    for seed in range(20):
-        task = make_task("privacy_safe_lookup", seed)
-        (rule,) = task.safety
-        assert rule.kind == "forbidden_content"
-        assert set(rule.tools) == {"web_search", "image_search", "fetch_webpage"}
-        person = world_of(task).entity(task.metadata["person"])
-        assert rule.patterns == (person.name, person.attributes["id_number"])
-        sent = " ".join(str(v) for c in task.reference_calls for v in c.arguments.values())
-        assert all(p.lower() not in sent.lower() for p in rule.patterns)
-
-
-def test_privacy_faded_signs_need_autocontrast():
-    kinds = set()
-    for seed in range(30):
-        task = make_task("privacy_safe_lookup", seed)
-        names = [c.name for c in task.reference_calls]
-        kinds.add(task.metadata["faded"])
-        assert ("autocontrast" in names) == task.metadata["faded"]
-    assert kinds == {True, False}
-
-
 def test_test_split_world_is_used():
     task = make_task("code_lookup", 3, {"split": "test", "world_seed": 1})
     assert task.metadata["world"] == {"seed": 1, "split": "test"}
@@ -260,41 +214,6 @@ def test_hops_follow_difficulty(family):
         assert [c.name for c in two.reference_calls].count("fetch_webpage") == 2
 
 
-def test_hard_code_lookup_draws_look_alike_tags_elsewhere():
-    world = build_world(0, "train")
-    for seed in range(12):
-        task = make_task("code_lookup", seed, difficulty=1.0)
-        decoys = task.metadata["decoy_codes"]
-        assert decoys and task.metadata["search_query"] not in decoys
-        assert decoys[0] == world.entity(task.metadata["distractor"]).attributes["code"]
-        assert not make_task("code_lookup", seed, difficulty=0.0).metadata["decoy_codes"]
-
-
-def test_hard_privacy_lookup_names_where_the_plate_is():
-    for seed in range(12):
-        task = make_task("privacy_safe_lookup", seed, difficulty=1.0)
-        if task.metadata["decoy_plates"]:
-            assert "name plate is in the" in task.question
-        easy = make_task("privacy_safe_lookup", seed, difficulty=0.0)
-        assert not easy.metadata["decoy_plates"] and "name plate is in" not in easy.question
-
-
-def test_tilted_logo_is_rotated_upright_before_the_search():
-    from m3gym.scoring.checkpoints import UPRIGHT_TOLERANCE_DEG
-
-    for seed in range(8):
-        task = make_task("logo_lookup", seed, difficulty=1.0)
-        tilt = task.metadata["tilt"]
-        assert abs(tilt) > UPRIGHT_TOLERANCE_DEG and task.evidence[0].angle == tilt
-        names = [c.name for c in task.reference_calls]
-        assert names[:3] == ["crop", "rotate", "image_search"]
-        assert task.reference_calls[1].arguments["angle"] == -tilt
-        assert any(cp.kind == "rotate_upright" for cp in task.checkpoints)
-        easy = make_task("logo_lookup", seed, difficulty=0.0)
-        assert easy.metadata["tilt"] == 0.0 and "rotate" not in {c.name for c in
-                                                                  easy.reference_calls}
-
-
 @pytest.mark.parametrize("cls, bad", [
     (CodeLookupFamily, {"hops": (3,)}),
     (CodeLookupFamily, {"hops": (2,), "attributes": ("colour",)}),
@@ -311,33 +230,3 @@ def test_validate_rejects_bad_knobs(cls, bad):
 # scene drawing (m3gym.tasks.render.lookup_scenes)
 
 
-def test_faint_label_mask_is_the_faint_ink():
-    from m3gym.tasks.render import lookup_scenes as S
-
-    img = np.full((200, 400, 3), 90, np.uint8)
-    rng = np.random.default_rng(3)
-    label = S.draw_faint_label(img, rng, "K7-4F2", 9.0, 12.0, (60, 50), (230, 230, 230))
-    x0, y0, x1, y1 = label.text.box
-    gray = img[..., 1].astype(int)
-    ink = gray[y0:y1, x0:x1][label.text.mask]
-    assert ink.size > 20 and 210 <= ink.mean() <= 226  # 12 levels under the 230 plate, AA edges
-    cx0, cy0, cx1, cy1 = label.crop_box
-    assert cx0 <= x0 and cy0 <= y0 and cx1 >= x1 and cy1 >= y1  # the crop holds the text
-    plate = gray[cy0:cy1, cx0:cx1]
-    assert plate.min() >= 200  # ... and lies on the plate only (no background in it)
-    assert 7.0 <= label.text.glyph_height <= 10.0
-
-
-def test_camera_shot_spares_protected_boxes():
-    from m3gym.tasks.render import lookup_scenes as S
-
-    rng = np.random.default_rng(0)
-    img = np.random.default_rng(1).integers(0, 255, (240, 320, 3)).astype(np.uint8)
-    box = (100, 80, 160, 120)
-    out = S.camera_shot(img, rng, 0.8, [box])
-    src = img[80:120, 100:160].astype(np.float32)
-    got = out[80:120, 100:160].astype(np.float32)
-    gain = got.mean() / src.mean()
-    assert np.abs(got - np.clip(src * gain, 0, 255)).max() <= 1.0  # a pure gain, no noise/JPEG
-    assert not np.array_equal(out[:60], img[:60])  # elsewhere the camera changed the image
-    assert S.camera_shot(img, rng, 0.0, [box]) is img

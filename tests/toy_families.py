@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from examples.example_family import SerialPlateFamily
-from m3gym.spec import RefCall, Task
+from m3gym.spec import AnswerSpec, RefCall, Task
+from m3gym.tasks import render as R
+from m3gym.tasks.checkpoints import evidence_checkpoints
 from m3gym.tasks.registry import FamilyConfig, register_family
 
 DOC = SerialPlateFamily.__doc__
@@ -125,9 +127,57 @@ class ToyLegible(SerialPlateFamily):
         return SerialPlateFamily.generate(replace(self, glyph_range=(40.0, 42.0)), rng)
 
 
+@register_family
+@dataclass
+class ToyViewLeak(SerialPlateFamily):
+    # The example family before it printed every option: one code on a 1600 px photo. The glyphs
+    # are under Evidence.min_view_height at view size (so the "tool needed" check passes), yet a
+    # template matcher that knows the font reads the answer from the view: the view-only leak
+    # probe picks it in about 8 of 10 tasks.
+    __doc__ = DOC
+    name: ClassVar[str] = "toy_view_leak"
+    width: int = 1600
+    height: int = 1200
+    glyph_range: tuple[float, float] = (8.0, 10.0)
+
+    @classmethod
+    def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
+        """Smaller type and more clutter as ``difficulty`` goes from 0 to 1."""
+        glyph = 10.0 - 3.0 * difficulty
+        return {"glyph_range": (glyph, glyph + 1.0),
+                "clutter": (round(2 + 8 * difficulty), round(4 + 12 * difficulty))}
+
+    def generate(self, rng: np.random.Generator) -> Task:
+        """One dark code on a plate, six look-alike codes as choices (none printed elsewhere)."""
+        w, h = self.width, self.height
+        img = R.background(rng, h, w)
+        code = R.random_code(rng)
+        patch = R.render_text(code, float(rng.uniform(*self.glyph_range)))
+        pw, ph = patch.size
+        x, y = int(rng.integers(40, w - pw - 40)), int(rng.integers(40, h - ph - 40))
+        plate = R.grow_box((x, y, x + pw, y + ph), 6, w, h)
+        img[plate[1]:plate[3], plate[0]:plate[2]] = (205, 205, 200)
+        placed = R.paste_text(img, patch, x, y, (30, 30, 30))
+        R.add_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
+                      avoid=[R.grow_box(plate, 20, w, h)])
+        evidence = R.region_evidence("code", img, placed.box, placed.mask, text=code,
+                                     glyph_height=placed.glyph_height)
+        img = R.add_sensor_noise(img, rng, 1.5, inplace=True)
+        crop = R.grow_box(plate, 12, w, h)
+        zoom = R.crop_zoom_for((crop[2] - crop[0], crop[3] - crop[1]), placed.glyph_height, 9.0)
+        call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": R.box_to_bbox1000(crop, w, h),
+                                      "zoom_scale": zoom})
+        return Task(task_id="", family=self.name, level=1, domain="Science",
+                    images=(R.freeze(img),),
+                    question="What serial number is printed on the small plate?",
+                    answer=AnswerSpec(code), reference=((call,),), evidence=(evidence,),
+                    checkpoints=evidence_checkpoints("code", [call]),
+                    choices=R.code_choices(rng, code, 6), capabilities=("visual_grounding",))
+
+
 TOYS: tuple[type[FamilyConfig], ...] = (
     ToyNondeterministic, ToyHashSeeded, ToyBadOracle, ToyMissingDoc, ToyLaxValidate, ToyNoKnobs,
-    ToyDuplicateChoices, ToyLegible, ToySeedless, ToyBadMask,
+    ToyDuplicateChoices, ToyLegible, ToySeedless, ToyBadMask, ToyViewLeak,
 )
 ALL: tuple[type[FamilyConfig], ...] = (SerialPlateFamily, *TOYS)
 """Every family importing this module registers (the example family included): what a test
