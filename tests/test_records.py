@@ -407,6 +407,13 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
     digest = __import__("hashlib").sha256(fixture_set.read_bytes()).hexdigest()
     assert config["records"] == {"source": str(fixture_set), "sha256": digest}
 
+    # a resumed run with an edited records file is refused
+    original = fixture_set.read_text()
+    write_jsonl(fixture_set, [json.loads(x) for x in original.splitlines()][:-1])
+    with pytest.raises(ValueError, match="the records file changed since the run"):
+        run_eval(cfg, tmp_path / "run", resume=True)
+    fixture_set.write_text(original)
+
     # re-scoring replays the stored calls on the rebuilt task; a changed record is refused
     from m3gym.eval.rescore import rescore_trace
 

@@ -860,6 +860,11 @@ def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> _Prepared:
         if diff:
             k = diff[0]
             raise ValueError(f"cannot resume {out}: {k} was {old.get(k)!r}, now {new[k]!r}")
+        then = (old.get("records") or {}).get("sha256")
+        now = (_records_fingerprint(cfg.env_args).get("records") or {}).get("sha256")
+        if then is not None and then != now:
+            raise ValueError(f"cannot resume {out}: the records file changed since the run "
+                             f"(sha256 {then[:16]} then, {str(now)[:16]} now)")
         prepared.removed, prepared.backup = drop_unreadable_lines(out / "episodes.jsonl")
         prepared.records = read_records_checked(out / "episodes.jsonl")[0]
     (out / "traces").mkdir(parents=True, exist_ok=True)
