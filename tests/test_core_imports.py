@@ -68,3 +68,41 @@ def test_cli_eval_without_rich_is_one_error_line(monkeypatch, capsys) -> None:
     assert err == ("m3gym: error: m3gym eval needs rich, which is not installed: it comes with "
                    "the 'eval' extra, pip install \"m3gym[eval]\" (or pip install -e \".[eval]\" "
                    "in a checkout)\n")
+
+
+def test_report_templates_are_package_data() -> None:
+    import fnmatch
+    import tomllib
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["m3gym"]
+    names = sorted(p.relative_to(ROOT / "m3gym").as_posix()
+                   for p in (ROOT / "m3gym" / "eval" / "templates").iterdir())
+    assert names == ["eval/templates/episode.html.j2", "eval/templates/macros.html.j2",
+                     "eval/templates/report.css", "eval/templates/report.html.j2",
+                     "eval/templates/report.js"]
+    assert all(any(fnmatch.fnmatch(n, g) for g in globs) for n in names)
+
+
+def test_report_without_jinja2_names_the_extra(monkeypatch) -> None:
+    from m3gym.eval import report
+
+    report.template_env.cache_clear()
+    monkeypatch.setitem(sys.modules, "jinja2", None)
+    try:
+        with pytest.raises(MissingExtraError, match=r'the HTML report needs jinja2.*m3gym\[eval\]'):
+            report.html_table((["a"], [["1"]]))
+    finally:
+        report.template_env.cache_clear()
+
+
+def test_report_templates_escape_every_value() -> None:
+    from m3gym.eval.report import html_table
+
+    page = html_table((["<h>"], [["<b>'x' & \"y\""], ["0.5 [0.1, <0.9]"], ["1.0 [0.5, 1.5]"]]),
+                      "c")
+    assert page == (
+        '<table class="c"><thead><tr><th>&lt;h&gt;</th></tr></thead><tbody>'
+        '<tr><td class="">&lt;b&gt;&#x27;x&#x27; &amp; &quot;y&quot;</td></tr>'
+        '<tr><td class="num">0.5 <span class="ci">[0.1, &lt;0.9]</span></td></tr>'
+        '<tr><td class="num">1.0 <span class="ci">[0.5, 1.5]</span></td></tr></tbody></table>')

@@ -11,11 +11,15 @@ episodes, spread over runs and families.
 (:mod:`m3gym.eval.report_images`): lazy-loaded JPEG thumbnails, each linking to the
 full-resolution PNG re-created by replaying the episode (opened on click). The bootstrap is
 seeded (:data:`BOOTSTRAP_SEED`), so the same run folders give byte-identical reports.
+
+The page's markup lives in jinja2 templates (``templates/``, :func:`template_env`); this module
+computes what they show. Plots and templates need the ``eval`` extra (matplotlib, jinja2).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import json
@@ -44,6 +48,7 @@ from m3gym.eval.summary import (
     stat_value,
     summarize,
 )
+from m3gym.extras import require_extra
 
 LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
     ("Acc", "acc"), ("S", "S"), ("V", "V"), ("V_true", "V_true"), ("OT", "OT"), ("M3", "m3"),
@@ -214,24 +219,29 @@ def html_table(table: Table, css: str = "") -> str:
     """Return a table as HTML (cells escaped; numeric cells right-aligned).
 
     A cell ``mean [lo, hi]`` keeps its interval on one line (``<span class="ci">``), so a narrow
-    column wraps between the mean and its interval only.
+    column wraps between the mean and its interval only. The markup is the ``table`` macro of
+    ``templates/macros.html.j2``.
     """
-    header, rows = table
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = []
-    for row in rows:
-        cells = "".join(
-            f'<td class="{"num" if _is_num(c) else ""}">{_cell_html(c)}</td>' for c in row)
-        body.append(f"<tr>{cells}</tr>")
-    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>' \
-           "</table>"
+    header, _ = table
+    macro = template_env().get_template("macros.html.j2").module.table
+    return str(macro(header, table_cells(table), css))
 
 
-def _cell_html(cell: str) -> str:
+def table_cells(table: Table) -> list[list[dict[str, Any]]]:
+    """Return a table's rows as the templates' cells: ``{"num", "text", "ci"}``.
+
+    ``num`` says the cell is numeric (right-aligned); a cell ``mean [lo, hi]`` has ``text`` the
+    mean and ``ci`` the bracketed interval without its opening bracket, every other ``ci`` is
+    ``None``.
+    """
+    return [[_cell(c) for c in row] for row in table[1]]
+
+
+def _cell(cell: str) -> dict[str, Any]:
     mean, sep, bounds = cell.partition(" [")
     if sep and bounds.endswith("]") and _is_num(mean):
-        return f'{html.escape(mean)} <span class="ci">[{html.escape(bounds)}</span>'
-    return html.escape(cell)
+        return {"num": _is_num(cell), "text": mean, "ci": bounds}
+    return {"num": _is_num(cell), "text": cell, "ci": None}
 
 
 def _is_num(cell: str) -> bool:
@@ -377,9 +387,7 @@ def render_markdown(runs: Sequence[Run]) -> str:
 def _png_data_url(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    require_extra("matplotlib.pyplot", "eval", "the report's plots").close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -403,10 +411,8 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
 
     Accuracy and OT carry 95 % bootstrap error bars (:func:`interval`).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    require_extra("matplotlib", "eval", "the report's plots").use("Agg")
+    plt = require_extra("matplotlib.pyplot", "eval", "the report's plots")
 
     out: dict[str, str] = {}
     levels = sorted({lv for r in runs for lv in r.summary["by_level"]})
@@ -494,14 +500,37 @@ def _alternate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value))
-
-
 def _args_text(args: Any) -> str:
     if isinstance(args, Mapping):
         return ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in args.items())
     return json.dumps(args, default=str)
+
+
+# --------------------------------------------------------------------------- HTML templates
+TEMPLATES_DIR: str = "templates"
+"""Folder of :mod:`m3gym.eval` (package data) holding the jinja2 templates of ``report.html``:
+``report.html.j2`` (the page), ``episode.html.j2`` (one episode of the viewer),
+``macros.html.j2`` (tables, images), ``report.css`` and ``report.js``."""
+
+
+@functools.cache
+def template_env() -> Any:
+    """Return the ``jinja2.Environment`` of the report's templates.
+
+    Autoescaping is on; every value is escaped with :func:`html.escape` (the entities the report
+    has always written), markup built by the templates passes through. Undefined names fail.
+    Needs the ``eval`` extra (:class:`~m3gym.extras.MissingExtraError` otherwise).
+    """
+    jinja2 = require_extra("jinja2", "eval", "the HTML report")
+    markup = require_extra("markupsafe", "eval", "the HTML report").Markup
+
+    def finalize(value: Any) -> Any:
+        return value if hasattr(value, "__html__") else markup(html.escape(str(value)))
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("m3gym.eval", TEMPLATES_DIR), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, finalize=finalize)
 
 
 @dataclass
@@ -532,36 +561,27 @@ def thumb_size_of(shape: Sequence[int], size: int) -> tuple[int, int]:
     return (max(1, round(w * scale)), max(1, round(h * scale))) if scale < 1.0 else (w, h)
 
 
-def _img_tag(run: Run, trace: Mapping[str, Any], images: Mapping[int, Mapping[str, Any]],
-             index: Any, caption: str, source: ImageSource) -> str:
+def _image(run: Run, trace: Mapping[str, Any], images: Mapping[int, Mapping[str, Any]],
+           index: Any, caption: str, source: ImageSource) -> dict[str, Any] | None:
+    """Return one viewer image for the ``image`` macro (``None``: nothing to show)."""
     entry = images.get(index) if isinstance(index, int) else None
     shown = source.shown(run, trace, entry) if entry else None
     if entry is None or shown is None:
-        return ""
+        return None
     dims = list(entry.get("shape") or [])[:2]
     shape = "x".join(str(s) for s in dims[::-1])
-    title = f"Image {index} ({shape}) ← {entry.get('op')}"
-    size = ""
-    if len(dims) == 2:
-        w, h = thumb_size_of(dims, int(run.config.get("thumb_size") or 256))
-        size = f' width="{w}" height="{h}"'
-    img = (f'<img class="thumb" loading="lazy" src="{_esc(shown.thumb)}"{size} '
-           f'alt="{_esc(title)}" title="{_esc(title)}"')
-    if shown.full is None:
-        tag = img + ' onclick="zoom(this)">'
-        note = ""
-    else:
-        tag = (f'<a class="full" href="{_esc(shown.full)}" target="_blank" '
-               f'onclick="return zoom(this)">{img}></a>')
-        note = f' · <a href="{_esc(shown.full)}" target="_blank">{_esc(shape)} full size</a>'
-        if shown.view is not None and shown.view != tuple(dims[::-1]):
-            note += f" · agent's view {shown.view[0]}x{shown.view[1]}"
-    return (f'<figure class="img">{tag}<figcaption>{_esc(caption)}{note}'
-            "</figcaption></figure>")
+    size = (thumb_size_of(dims, int(run.config.get("thumb_size") or 256))
+            if len(dims) == 2 else None)
+    view = (shown.view if shown.full is not None and shown.view is not None
+            and shown.view != tuple(dims[::-1]) else None)
+    return {"thumb": shown.thumb, "full": shown.full, "size": size, "shape": shape,
+            "title": f"Image {index} ({shape}) ← {entry.get('op')}", "caption": caption,
+            "view": view}
 
 
-def _checkpoint_rows(trace: Mapping[str, Any]) -> tuple[str, dict[str, list[str]]]:
-    """Return the checkpoint table HTML and, per call id, the checkpoints it passed."""
+def _checkpoint_results(trace: Mapping[str, Any]
+                        ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """Return the checkpoint table's rows and, per call id, the checkpoints it passed."""
     results = ((trace.get("audit") or {}).get("checkpoints") or {}).get("results") or []
     specs = {c["id"]: c for c in ((trace.get("task") or {}).get("checkpoints") or [])}
     by_call: dict[str, list[str]] = {}
@@ -570,144 +590,101 @@ def _checkpoint_rows(trace: Mapping[str, Any]) -> tuple[str, dict[str, list[str]
         cid = res.get("checkpoint_id")
         if res.get("passed") and res.get("call_id"):
             by_call.setdefault(str(res["call_id"]), []).append(str(cid))
-        mark = "✓" if res.get("passed") else "✗"
         desc = specs.get(cid, {}).get("description", "")
         by = res.get("call_id") or (f"Image {res['image_index']}"
                                     if res.get("image_index") is not None else "")
-        rows.append(f'<tr class="{"pass" if res.get("passed") else "fail"}"><td>{mark}</td>'
-                    f"<td>{_esc(cid)}</td><td>{_esc(res.get('axis', ''))}</td>"
-                    f"<td>{_esc(res.get('kind', ''))}</td><td>{_esc(by)}</td>"
-                    f"<td>{_esc(desc or res.get('reason', ''))}</td></tr>")
-    if not rows:
-        return "", by_call
-    table = ('<table class="cps"><thead><tr><th></th><th>checkpoint</th><th>axis</th>'
-             "<th>kind</th><th>passed by</th><th>detail</th></tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table>")
-    return table, by_call
+        rows.append({"passed": bool(res.get("passed")), "id": cid, "axis": res.get("axis", ""),
+                     "kind": res.get("kind", ""), "by": by,
+                     "detail": desc or res.get("reason", "")})
+    return rows, by_call
+
+
+def episode_context(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any] | None,
+                    number: int, source: ImageSource | None = None) -> dict[str, Any]:
+    """Return what ``episode.html.j2`` shows of one episode (images from ``source``)."""
+    source = source or ImageSource()
+    status = record.get("status")
+    correct = record.get("answer_correct")
+    ep: dict[str, Any] = {
+        "number": number, "open": number == 0, "status": status,
+        "mark": "✓" if correct else ("✗" if status == "ok" else "⚠"),
+        "task_id": record.get("task_id"), "run": run.name, "answer": repr(record.get("answer")),
+        "calls": record.get("calls"), "reward": round(float(record.get("reward") or 0.0), 3),
+        "failure_mode": record.get("failure_mode"), "trace": None,
+    }
+    if trace is None:
+        return ep
+    task = trace.get("task") or {}
+    images = {int(im["index"]): im for im in trace.get("images", [])}
+    inputs = [i for i, im in images.items() if im.get("parent") is None and
+              im.get("op") == "input"]
+    reference = task.get("reference") or []
+    checkpoints, by_call = _checkpoint_results(trace)
+    metrics = trace.get("metrics") or {}
+    ep["trace"] = {
+        "question": trace.get("question") or "",
+        "gold": (task.get("answer") or {}).get("value"), "given": trace.get("answer"),
+        "error": trace.get("error"),
+        "inputs": [_image(run, trace, images, i, f"input Image {i}", source) for i in inputs],
+        "reference": "\n".join(f"step {i}: " + " ‖ ".join(
+            f"{c.get('name')}({_args_text(c.get('arguments'))})" for c in step)
+            for i, step in enumerate(reference)) if reference else None,
+        "steps": [_step_context(run, trace, step, images, by_call, source)
+                  for step in trace.get("steps", [])],
+        "checkpoints": checkpoints,
+        "metrics": [(k, round(v, 3) if isinstance(v, float) else v)
+                    for k, v in metrics.items() if v is not None and k != "failure_mode"],
+    }
+    return ep
 
 
 def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any] | None,
                    number: int, source: ImageSource | None = None) -> str:
     """Return the viewer section of one episode (images from ``source``; default: inlined)."""
-    source = source or ImageSource()
-    status = record.get("status")
-    correct = record.get("answer_correct")
-    mark = "✓" if correct else ("✗" if status == "ok" else "⚠")
-    head = (f"{mark} <b>{_esc(record.get('task_id'))}</b> · {_esc(run.name)} · "
-            f"answer {_esc(repr(record.get('answer')))} · calls {_esc(record.get('calls'))} · "
-            f"reward {_esc(round(float(record.get('reward') or 0.0), 3))}")
-    if record.get("failure_mode"):
-        head += f" · <i>{_esc(record['failure_mode'])}</i>"
-    if status != "ok":
-        head += f" · <span class='err'>{_esc(status)}</span>"
-    body: list[str] = []
-    if trace is None:
-        body.append("<p>(trace missing)</p>")
-    else:
-        task = trace.get("task") or {}
-        gold = (task.get("answer") or {}).get("value")
-        body.append(f"<p class='q'><b>Question.</b> {_esc(trace.get('question') or '')}</p>")
-        body.append(f"<p><b>Gold answer:</b> {_esc(gold)} · <b>given:</b> "
-                    f"{_esc(trace.get('answer'))}</p>")
-        if trace.get("error"):
-            body.append(f"<pre class='err'>{_esc(trace['error'])}</pre>")
-        images = {int(im["index"]): im for im in trace.get("images", [])}
-        inputs = [i for i, im in images.items() if im.get("parent") is None and
-                  im.get("op") == "input"]
-        body.append("<div class='imgs'>" + "".join(
-            _img_tag(run, trace, images, i, f"input Image {i}", source) for i in inputs)
-            + "</div>")
-        reference = task.get("reference") or []
-        if reference:
-            ref_lines = [f"step {i}: " + " ‖ ".join(
-                f"{c.get('name')}({_args_text(c.get('arguments'))})" for c in step)
-                for i, step in enumerate(reference)]
-            body.append("<details class='raw'><summary>reference trajectory</summary><pre>"
-                        + _esc("\n".join(ref_lines)) + "</pre></details>")
-        cp_table, by_call = _checkpoint_rows(trace)
-        for step in trace.get("steps", []):
-            body.append(_render_step(run, trace, step, images, by_call, source))
-        if cp_table:
-            body.append("<h4>Checkpoints</h4>" + cp_table)
-        metrics = trace.get("metrics") or {}
-        shown = {k: v for k, v in metrics.items() if v is not None and k != "failure_mode"}
-        if shown:
-            body.append("<p class='metrics'>" + " · ".join(
-                f"{_esc(k)}={_esc(round(v, 3) if isinstance(v, float) else v)}"
-                for k, v in shown.items()) + "</p>")
-    opened = " open" if number == 0 else ""
-    return (f'<section class="episode" id="ep-{number}" data-status="{_esc(status)}">'
-            f"<details{opened}><summary>{head}</summary>{''.join(body)}</details></section>")
+    return template_env().get_template("episode.html.j2").render(
+        ep=episode_context(run, record, trace, number, source))
 
 
-def _render_step(run: Run, trace: Mapping[str, Any], step: Mapping[str, Any],
-                 images: Mapping[int, Mapping[str, Any]], by_call: Mapping[str, list[str]],
-                 source: ImageSource) -> str:
+def _step_context(run: Run, trace: Mapping[str, Any], step: Mapping[str, Any],
+                  images: Mapping[int, Mapping[str, Any]], by_call: Mapping[str, list[str]],
+                  source: ImageSource) -> dict[str, Any]:
     comps = step.get("reward_components") or {}
-    comp_text = ", ".join(f"{k} {v:+.3f}" for k, v in comps.items()
-                          if isinstance(v, (int, float)) and v)
     passed = step.get("checkpoints_passed") or []
-    head = (f"Step {step.get('step')} · reward {step.get('reward', 0):+.3f}"
-            + (f" ({_esc(comp_text)})" if comp_text else "")
-            + (f" · checkpoints passed: {_esc(', '.join(passed))}" if passed else ""))
     calls = []
     for call in step.get("calls", []):
-        ok = call.get("ok")
         text = str(call.get("result_text") or call.get("error") or "")
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + " …"
-        badges = "".join(f"<span class='cp'>✓ {_esc(c)}</span>"
-                         for c in by_call.get(str(call.get("call_id")), []))
-        img = _img_tag(run, trace, images, call.get("output_index"),
-                       f"→ Image {call['output_index']}", source) \
-            if call.get("output_index") is not None else ""
-        calls.append(
-            f'<div class="call {"ok" if ok else "bad"}"><div class="sig"><code>'
-            f"[{_esc(call.get('call_id'))}] {_esc(call.get('name'))}"
-            f"({_esc(_args_text(call.get('arguments')))})</code> {badges}</div>"
-            f"<div class='res'>{_esc(text)}</div>{img}</div>")
-    if not step.get("calls") and step.get("observation_text"):
-        calls.append(f"<div class='call'>{_esc(step['observation_text'])}</div>")
-    for err in step.get("parse_errors", []):
-        calls.append(f"<div class='call bad'>parse error: {_esc(err)}</div>")
-    if step.get("action"):
-        calls.append(f"<details class='raw'><summary>model output</summary><pre>"
-                     f"{_esc(str(step['action'])[:4000])}</pre></details>")
-    return f"<div class='step'><h4>{head}</h4>{''.join(calls)}</div>"
+        calls.append({
+            "ok": call.get("ok"), "call_id": call.get("call_id"), "name": call.get("name"),
+            "args": _args_text(call.get("arguments")), "text": text,
+            "badges": by_call.get(str(call.get("call_id")), []),
+            "image": _image(run, trace, images, call.get("output_index"),
+                            f"→ Image {call['output_index']}", source)
+            if call.get("output_index") is not None else None,
+        })
+    return {
+        "step": step.get("step"), "reward": f"{step.get('reward', 0):+.3f}",
+        "components": ", ".join(f"{k} {v:+.3f}" for k, v in comps.items()
+                                if isinstance(v, (int, float)) and v),
+        "passed": ", ".join(passed) if passed else None, "calls": calls,
+        "observation": step["observation_text"]
+        if not step.get("calls") and step.get("observation_text") else None,
+        "parse_errors": step.get("parse_errors", []),
+        "action": str(step["action"])[:4000] if step.get("action") else None,
+    }
 
 
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:24px;color:#222;background:#fafafa}
-h1{margin-top:0} table{border-collapse:collapse;margin:8px 0 18px;font-size:13px;background:#fff}
-th,td{border:1px solid #ccc;padding:3px 8px} th{background:#eef} td.num{text-align:right;
-font-variant-numeric:tabular-nums} .ci{white-space:nowrap;color:#666;font-size:11px}
-.note{font-size:12px;color:#555}
-.plots img{max-width:32%;margin-right:1%;background:#fff}
-section.episode{border:1px solid #ccc;border-radius:6px;margin:8px 0;padding:6px 10px;
-background:#fff} summary{cursor:pointer} .step{border-left:3px solid #99c;margin:8px 0;
-padding-left:10px} .step h4{margin:4px 0;font-size:13px;color:#335}
-.call{margin:4px 0;padding:4px 6px;border-radius:4px;background:#f4f8f4;font-size:13px}
-.call.bad{background:#fbeeee} .res{white-space:pre-wrap;color:#444;font-size:12px}
-.cp{background:#2a7;color:#fff;border-radius:3px;padding:0 4px;margin-left:4px;font-size:11px}
-figure.img{display:inline-block;margin:4px 8px 4px 0;vertical-align:top}
-figure.img img{max-width:220px;max-height:220px;border:1px solid #999;cursor:zoom-in}
-figcaption{font-size:11px;color:#555} .err{color:#b00} tr.pass td{background:#eef8ee}
-tr.fail td{background:#fbf0f0} #lightbox{display:none;position:fixed;inset:0;
-background:rgba(0,0,0,.85);align-items:center;justify-content:center;z-index:9}
-#lightbox img{max-width:95vw;max-height:95vh;image-rendering:auto} .metrics{font-size:12px;
-color:#555}
-"""
-
-_JS = """
-function zoom(el){var lb=document.getElementById('lightbox');
-document.getElementById('lightbox-img').src=el.getAttribute('href')||el.src;
-lb.style.display='flex';return false;}
-"""
+def _section(title: str, table: Table, css: str = "",
+             note: str | None = None) -> dict[str, Any]:
+    """Return one titled table of the page for ``report.html.j2``."""
+    return {"title": title, "header": table[0], "rows": table_cells(table), "css": css,
+            "note": note}
 
 
 def render_html(runs: Sequence[Run], max_episodes: int = 60,
                 images: ReportImages | None = None) -> str:
-    """Return the ``report.html`` text.
+    """Return the ``report.html`` text (``templates/report.html.j2``).
 
     With ``images`` the viewer's thumbnails and full-resolution images are written as files
     there and linked (lazy-loaded); without, thumbnails are inlined and there is no full size.
@@ -716,39 +693,27 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
     chosen = select_episodes(runs, max_episodes)
     source = ImageSource(images)
     try:
-        episodes = [render_episode(run, rec, run.trace(rec["episode_id"]), i, source)
+        episodes = [episode_context(run, rec, run.trace(rec["episode_id"]), i, source)
                     for i, (run, rec) in enumerate(chosen)]
     finally:
         if images is not None:
             images.close()
-    total = sum(len(r.records) for r in runs)
     warnings = report_warnings(runs) + (images.problems if images is not None else [])
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>m3gym report</title>",
-        f"<style>{_CSS}</style><script>{_JS}</script></head><body>",
-        "<h1>m3gym evaluation report</h1>",
-        *(["<h2>Warnings</h2><ul class='warnings'>"
-           + "".join(f"<li>{_esc(w)}</li>" for w in warnings) + "</ul>"] if warnings else []),
-        "<h2>Runs</h2>", html_table(_runs_table(runs)),
-        "<h2>Versions</h2>", html_table(versions_table(runs)),
-        "<h2>Leaderboard</h2>", html_table(leaderboard_table(runs), "leaderboard"),
-        f"<p class='note'>{_esc(INTERVAL_NOTE)}</p>",
-        "<h2>Plots</h2><div class='plots'>" + "".join(
-            f"<img class='plot' alt='{k}' src='{v}'>" for k, v in plots.items()) + "</div>",
-        "<h2>Per level</h2>", html_table(level_table(runs, LEADERBOARD_COLUMNS)),
-        "<h2>M3-Bench metrics per level</h2>", html_table(level_table(runs, M3BENCH_COLUMNS)),
-        "<h2>Accuracy per family</h2>", html_table(family_table(runs, "acc")),
-        "<h2>Failure modes</h2>", html_table(failure_table(runs)),
-        *(s for title, t, note in peer_tables(runs) for s in (
-            f"<h2>{_esc(title)}</h2>", html_table(t), f"<p class='note'>{_esc(note)}</p>")),
-        f"<h2>Trajectories</h2><p>{len(chosen)} of {total} episodes (spread over runs and "
-        "families; click a header to expand, an image to see it at full resolution).</p>",
-        *episodes,
-        "<div id='lightbox' onclick=\"this.style.display='none'\"><img id='lightbox-img' "
-        "alt='enlarged image'></div>",
-        "</body></html>",
+    head_tables = [
+        _section("Runs", _runs_table(runs)),
+        _section("Versions", versions_table(runs)),
+        _section("Leaderboard", leaderboard_table(runs), "leaderboard", INTERVAL_NOTE),
     ]
-    return "\n".join(parts)
+    tables = [
+        _section("Per level", level_table(runs, LEADERBOARD_COLUMNS)),
+        _section("M3-Bench metrics per level", level_table(runs, M3BENCH_COLUMNS)),
+        _section("Accuracy per family", family_table(runs, "acc")),
+        _section("Failure modes", failure_table(runs)),
+        *(_section(title, t, note=note) for title, t, note in peer_tables(runs)),
+    ]
+    return template_env().get_template("report.html.j2").render(
+        warnings=warnings, head_tables=head_tables, plots=list(plots.items()), tables=tables,
+        shown=len(chosen), total=sum(len(r.records) for r in runs), episodes=episodes)
 
 
 def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
