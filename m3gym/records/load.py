@@ -54,6 +54,8 @@ class Records(Sequence[Record]):
     sha256: str
     warnings: tuple[str, ...] = ()
     sizes: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
+    _splits: dict[str, tuple[Record, ...]] = field(default_factory=dict, compare=False,
+                                                   repr=False)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -74,7 +76,9 @@ class Records(Sequence[Record]):
             raise ValueError(f"unknown records split {name!r} (known: {', '.join(SPLITS)})")
         if name == "all":
             return self.records
-        return tuple(r for r in self.records if record_split(r.id) == name)
+        if name not in self._splits:  # cached: a seed's record is looked up per task
+            self._splits[name] = tuple(r for r in self.records if record_split(r.id) == name)
+        return self._splits[name]
 
     def task(self, record: Record | str, view_size: int = VIEW_SIZE) -> Task:
         """Return the task of ``record`` (or of the record with that id); decodes its images."""
