@@ -705,7 +705,10 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m m3gym.testing FAMILY [FAMILY ...] [--quick]``: check families, report each."""
+    """``python -m m3gym.testing FAMILY [...] [--quick] [--probes N] [--import MODULE]``.
+
+    Checks each family (default: every registered one) and prints its report.
+    """
     import argparse
 
     from m3gym.tasks.registry import family_names
@@ -716,11 +719,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the test suite's small sample")
     parser.add_argument("--probes", type=int, default=PROBE_TASKS,
                         help=f"held-out tasks per leak probe (default {PROBE_TASKS}; 0 skips)")
+    parser.add_argument("--import", dest="modules", action="append", default=[],
+                        metavar="MODULE", help="import MODULE first (a family defined outside "
+                        "m3gym, e.g. examples.example_family); repeatable")
     args = parser.parse_args(argv)
     if args.probes < 0:
         parser.error(f"--probes must be >= 0 (0 skips the leak probes), got {args.probes}")
+    import importlib
+
+    if args.modules and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a module of the project being checked
+    for module in args.modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            parser.error(f"--import {module}: {exc}")
+    known = family_names(suite=None)
+    unknown = [n for n in args.families if n not in known]
+    if unknown:
+        parser.error(f"unknown family {', '.join(map(repr, unknown))}; known: {', '.join(known)}"
+                     " (a family outside m3gym needs --import MODULE)")
     failed = 0
-    for name in args.families or family_names(suite=None):
+    for name in args.families or known:
         try:
             report = check_family(name, quick=args.quick, probes=args.probes)
         except FamilyCheckError as exc:

@@ -271,3 +271,23 @@ def test_a_family_outside_the_frozen_split_gets_a_warning_not_a_failure(toys) ->
         "warning: 'toy_view_leak' is in no level of the frozen 'test' split "
         "(m3gym/data/splits/test.json), so frozen evaluations never draw it; a new family joins "
         "it only with a new manifest version"]
+
+
+def test_cli_refuses_unknown_families_and_modules(capsys) -> None:
+    from m3gym.testing import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["no_such_family", "--probes", "0"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: unknown family 'no_such_family'; known: chart_value, " in err
+    assert "(a family outside m3gym needs --import MODULE)" in err
+    with pytest.raises(SystemExit):
+        main(["tiny_text", "--import", "examples.no_such_module"])
+    assert "error: --import examples.no_such_module: No module named 'examples.no_such_module'" \
+        in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["tiny_text", "--probes", "-3"])
+    assert "error: --probes must be >= 0 (0 skips the leak probes), got -3" in \
+        capsys.readouterr().err
+
