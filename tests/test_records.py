@@ -217,6 +217,12 @@ def test_parquet_loads(tmp_path, fixture_set):
     assert [r.id for r in load_records(tmp_path / "r.parquet")] == [r["id"] for r in rows]
 
 
+def test_deeply_nested_json_is_a_problem_not_a_traceback(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(RecordsError, match=r"line 1: invalid JSON \(nested too deeply\)"):
+        load_records(write_jsonl(tmp_path / "r.jsonl", [deep]))
+
+
 def test_unreadable_sources_raise_records_error(tmp_path):
     with pytest.raises(RecordsError, match="no such records file"):
         load_records(tmp_path / "none.jsonl")
@@ -447,3 +453,40 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
     table = EpisodeTable(env_args={"records": str(fixture_set)})
     episode_id, data, images = table.start("M3Bench-Records", split="test", index=0)
     assert episode_id and len(images) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the CLI
+
+
+def test_records_check_cli_prints_counts_rejections_and_warnings(tmp_path, capsys):
+    from m3gym.cli import main
+
+    big = base_record(tmp_path, "big")
+    big["evidence"] = [{"box": text_image(tmp_path / "big.png", "BIG-1", (100, 100), scale=2.0)}]
+    big["images"] = ["big.png"]
+    good = write_jsonl(tmp_path / "good.jsonl", [base_record(tmp_path, "a"), big])
+    assert main(["records", "check", str(good)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{good}: 2 accepted, 0 rejected, 1 warning(s) (sha256 ")
+    assert out[1:] == ["warning line 2 (id big): needs_no_tool: the evidence is already legible "
+                       "at view size (768 px longest side)"]
+    bad = write_jsonl(tmp_path / "bad.jsonl", [base_record(tmp_path, "a"),
+                                               base_record(tmp_path, "b", question="")])
+    assert main(["records", "check", str(bad)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{bad}: 1 accepted, 1 rejected, 0 warning(s)")
+    assert out[1:] == ["rejected line 2 (id b): empty question"]
+    assert main(["records", "check", str(tmp_path / "none.jsonl")]) == 1
+    assert "no such records file" in capsys.readouterr().err
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(st.text(max_size=40), max_size=5), suffix=st.sampled_from(
+    [".jsonl", ".csv", ".json"]))
+def test_random_files_never_traceback(tmp_path_factory, lines, suffix):
+    path = tmp_path_factory.mktemp("f") / f"r{suffix}"
+    path.write_text("\n".join(lines), encoding="utf-8", errors="surrogatepass")
+    with pytest.raises(RecordsError) as info:
+        load_records(path)
+    assert info.value.problems

@@ -103,6 +103,8 @@ def _table_cell(key: str, value: Any, where: str) -> Any:
             return json.loads(text)
         except json.JSONDecodeError as err:
             raise RecordProblems([f"column {key!r} is not valid JSON ({err.msg})"]) from None
+        except RecursionError:
+            raise RecordProblems([f"column {key!r} is nested too deeply"]) from None
     return value
 
 
@@ -141,12 +143,20 @@ def _jsonl_rows(text: str) -> Iterator[tuple[str, Any]]:
             yield f"line {n}", json.loads(line)
         except json.JSONDecodeError as err:
             yield f"line {n}", RecordProblems([f"invalid JSON ({err.msg}, column {err.colno})"])
+        except RecursionError:
+            yield f"line {n}", RecordProblems(["invalid JSON (nested too deeply)"])
 
 
-def _csv_rows(text: str) -> Iterator[tuple[str, Any]]:
-    reader = csv.DictReader(io.StringIO(text))
-    for n, row in enumerate(reader, start=2):
-        yield f"line {n}", _table_row(row, f"line {n}")
+def _csv_rows(text: str, name: str) -> list[tuple[str, Any]]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        rows = [(f"line {reader.line_num}", _table_row(row, f"line {reader.line_num}"))
+                for row in reader]
+    except csv.Error as err:
+        raise RecordsError(name, [f"line {reader.line_num}: malformed CSV ({err})"]) from None
+    if reader.fieldnames is not None and any(not f for f in reader.fieldnames):
+        raise RecordsError(name, ["the CSV header has an empty column name"])
+    return rows
 
 
 def _frame_rows(frame: Any) -> Iterator[tuple[str, Any]]:
@@ -212,13 +222,15 @@ def read_source(source: Any, base_dir: str | Path | None = None
             raise RecordsError(str(path), [f"not UTF-8 text ({err.reason} at byte "
                                            f"{err.start})"]) from None
         if suffix == ".csv":
-            return list(_csv_rows(text)), base, str(path), sha
+            return _csv_rows(text, str(path)), base, str(path), sha
         if suffix == ".json":
             try:
                 items = json.loads(text)
             except json.JSONDecodeError as err:
                 raise RecordsError(str(path), [f"invalid JSON ({err.msg}, line {err.lineno})"]
                                    ) from None
+            except RecursionError:
+                raise RecordsError(str(path), ["invalid JSON (nested too deeply)"]) from None
             if not isinstance(items, list):
                 raise RecordsError(str(path), ["a .json records file must hold a list"])
             return [(f"item {i}", r) for i, r in enumerate(items)], base, str(path), sha
