@@ -338,13 +338,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _config_args(config: Mapping[str, Any]) -> dict[str, Any]:
-    args = dict(config)
-    if "band" in args:
-        args["band"] = tuple(args["band"])
-    return args
-
-
 def make_curriculum(spec: Curriculum | Mapping[str, Any] | str | Path,
                     families: Sequence[str], source: str | None = None) -> Curriculum:
     """Return a :class:`Curriculum` from an instance, a dict of its arguments, or a state file.

@@ -37,12 +37,6 @@ def compose_affine(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     return out
 
 
-def invert_affine(affine: np.ndarray) -> np.ndarray:
-    """Return the inverse of a 2x3 affine map."""
-    full = np.vstack([affine, [0.0, 0.0, 1.0]])
-    return np.linalg.inv(full)[:2]
-
-
 def apply_affine(affine: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Map an ``(N, 2)`` array of ``(x, y)`` points through a 2x3 affine map."""
     pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -341,9 +340,3 @@ def build_world(seed: int = 0, split: str = "train") -> World:
     entities = tuple(finalize(rng, draft_entities(rng, split)))
     pages = build_pages(rng, entities)
     return World(seed, split, entities, pages)
-
-
-def iter_facts(world: World) -> Iterable[Fact]:
-    """Yield every fact of the world, entity by entity."""
-    for e in world.entities:
-        yield from e.facts

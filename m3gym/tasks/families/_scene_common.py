@@ -1,9 +1,8 @@
-"""Shared helpers of the procedural families of every level (scenes, labels, reference calls).
+"""Shared helpers of the procedural families of every level (scenes, reference calls, knobs).
 
-Scene sizing, labelled plates with (optionally faint, optionally quarter-turned) text, the dial
-drawing of :mod:`m3gym.tasks.render.dials` (re-exported), reference-call builders whose zoom is
-computed from the crop tool's own pixel rounding, difficulty-knob interpolation and small choice
-helpers.
+Scene sizing, the dial drawing of :mod:`m3gym.tasks.render.dials` (re-exported), reference-call
+builders whose zoom is computed from the crop tool's own pixel rounding, difficulty-knob
+interpolation and small choice helpers.
 
 Every helper draws its randomness from the ``np.random.Generator`` it is given.
 """
@@ -12,10 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import cv2
 import numpy as np
 
 from m3gym.spec import Checkpoint, Evidence, RefCall
@@ -74,12 +71,6 @@ def full_view_scale(width: int, height: int) -> float:
     return render.view_scale(height, width)
 
 
-def shrink_box(box: Sequence[float], by: int) -> Box:
-    """Return ``box`` shrunk by ``by`` pixels on every side (rounded inward)."""
-    x0, y0, x1, y1 = box
-    return (math.ceil(x0) + by, math.ceil(y0) + by, math.floor(x1) - by, math.floor(y1) - by)
-
-
 def box_union(a: Sequence[float], b: Sequence[float]) -> Box:
     """Return the smallest integer box covering boxes ``a`` and ``b``."""
     return (int(min(a[0], b[0])), int(min(a[1], b[1])), int(math.ceil(max(a[2], b[2]))),
@@ -123,76 +114,6 @@ def l2_metadata(family: str, domain: str, scene: str, evidence: tuple[Evidence, 
     area = float(image.shape[0] * image.shape[1])
     return {"level": 2, "family": family, "domain": domain, "scene": scene,
             "evidence_area_fraction": sum(e.area for e in evidence) / area, **extra}
-
-
-# --------------------------------------------------------------------------------------------
-# text on plates
-
-
-@dataclass(frozen=True)
-class PlacedLabel:
-    """Text drawn on a plate: the ink box (evidence box), ink mask, clean gray region, plate box.
-
-    ``quarter`` is the number of counter-clockwise quarter turns applied to the text, so the
-    evidence angle is ``90 * quarter`` degrees.
-    """
-
-    text: str
-    ink_box: Box
-    mask: np.ndarray
-    clean: np.ndarray
-    plate_box: Box
-    glyph_height: float
-    quarter: int
-
-    def evidence(self, evidence_id: str, image: int = 0) -> Evidence:
-        """Return the :class:`Evidence` of this label (angle from its quarter turns)."""
-        ev = render.region_evidence(evidence_id, self.clean, self.ink_box, self.mask,
-                                    text=self.text, glyph_height=self.glyph_height, image=image,
-                                    clean_is_region=True)
-        angle = float(90 * (self.quarter % 4))
-        if angle == 0.0:
-            return ev
-        return Evidence(id=ev.id, image=ev.image, box=ev.box, text=ev.text,
-                        glyph_height=ev.glyph_height, clean=ev.clean, mask=ev.mask,
-                        angle=angle if angle <= 180.0 else angle - 360.0)
-
-
-def text_patch(text: str, glyph_height: float, face: int, thickness: int,
-               quarter: int = 0) -> render.TextPatch:
-    """Return a rendered text patch turned ``quarter`` times counter-clockwise (lossless)."""
-    patch = render.render_text(text, glyph_height, face, thickness)
-    k = quarter % 4
-    if k == 0:
-        return patch
-    return render.TextPatch(text=patch.text, alpha=np.ascontiguousarray(np.rot90(patch.alpha, k)),
-                            mask=np.ascontiguousarray(np.rot90(patch.mask, k)),
-                            glyph_height=patch.glyph_height)
-
-
-def draw_label(img: np.ndarray, patch: render.TextPatch, at: tuple[int, int], pad: int,
-               plate: Color, ink: Color, extra_left: int = 0, extra_top: int = 0,
-               extra_right: int = 0) -> PlacedLabel:
-    """Draw a plate of colour ``plate`` with ``patch`` in ``ink`` at ``at`` (plate top-left).
-
-    ``extra_left``/``extra_top``/``extra_right`` widen the plate (room for a tab, a dot or a
-    line of small print). The clean render shows the same text in full-contrast ink on the same
-    plate, so V_true fidelity is judged against the legible version while visibility is judged
-    on the pixels.
-    """
-    pw, ph = patch.size
-    x, y = at
-    plate_box = (x, y, x + extra_left + pw + 2 * pad + extra_right, y + extra_top + ph + 2 * pad)
-    cv2.rectangle(img, (plate_box[0], plate_box[1]), (plate_box[2] - 1, plate_box[3] - 1),
-                  plate, -1)
-    tx, ty = x + extra_left + pad, y + pad + extra_top
-    placed = render.paste_text(img, patch, tx, ty, ink)
-    a = patch.alpha.astype(np.float32)[..., None] * (1.0 / 255.0)
-    strong = np.asarray(render.ink_for(plate), np.float32)
-    clean_rgb = np.asarray(plate, np.float32) * (1.0 - a) + strong * a
-    clean = render.to_gray((clean_rgb + 0.5).astype(np.uint8))
-    return PlacedLabel(text=patch.text, ink_box=placed.box, mask=patch.mask, clean=clean,
-                       plate_box=plate_box, glyph_height=patch.glyph_height, quarter=0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -52,16 +52,6 @@ def shade(color: Sequence[int], factor: float) -> Color:
     return tuple(min(255, max(0, int(round(c * factor)))) for c in color)  # type: ignore[return-value]
 
 
-def blend_rect(img: np.ndarray, box: Box, color: Sequence[int], alpha: float) -> None:
-    """Blend ``color`` over ``box`` of ``img`` with opacity ``alpha`` (in place)."""
-    h, w = img.shape[:2]
-    x0, y0, x1, y1 = max(0, box[0]), max(0, box[1]), min(w, box[2]), min(h, box[3])
-    if x1 <= x0 or y1 <= y0:
-        return
-    region = img[y0:y1, x0:x1]
-    cv2.addWeighted(region, 1.0 - alpha, np.full_like(region, color), alpha, 0.0, dst=region)
-
-
 def _crowd_tile(rng: np.random.Generator, rows: int, row_h: int, pitch_x: int, width: int,
                 concrete: np.ndarray) -> np.ndarray:
     """Return ``rows`` terrace steps of seated spectators, ``width`` px wide (wraps around)."""
