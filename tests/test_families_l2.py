@@ -3,8 +3,8 @@
 The generic guarantees (determinism in and across processes, task and choice sanity, oracle
 Acc = S = V = 1, evidence illegible at view size and legible after the reference, validate()
 probes) are m3gym.testing.check_family's (tests/test_check_family.py, every family).
-price_sum keeps its copies of those generic tests (``UNCLEANED``) until its scene rewrite
-lands; the issue-14 clean-up left its tests alone.
+price_sum keeps its own copies of those generic tests until its scene rewrite lands
+(tests/families/test_price_sum.py, with what else is specific to it); ``UNCLEANED`` names it here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from m3gym.trace import Trace
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
 UNCLEANED = ("price_sum",)
-"""Families whose generic tests below are still run here (left for their own rewrite)."""
-ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
+"""Families that keep copies of the generic tests (tests/families/test_<name>.py) until
+their own rewrite."""
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 

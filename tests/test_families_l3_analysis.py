@@ -3,27 +3,21 @@
 The generic guarantees (determinism in and across processes, task and choice sanity, oracle
 Acc = S = V = 1, evidence illegible at view size and legible after the reference, validate()
 probes) are m3gym.testing.check_family's (tests/test_check_family.py, every family).
-grid_period keeps its copies of those generic tests (``UNCLEANED``) until its scene rewrite
-lands; the issue-14 clean-up left its tests alone.
+grid_period keeps its own copies of those generic tests until its scene rewrite lands
+(tests/families/test_grid_period.py, with what else is specific to it).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from m3gym.agents import OracleAgent
 from m3gym.env import M3BenchEnv
 from m3gym.scoring.checkpoints import evaluate_checkpoints
 from m3gym.tasks.registry import get_family, make_task
 from m3gym.web.world import build_world
 
 FAMILIES = ("cross_image", "knowledge_count", "grid_period")
-ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
 SEARCH_FAMILIES = ("cross_image", "knowledge_count")
-UNCLEANED = ("grid_period",)
-"""Families whose generic tests below are still run here (left for their own rewrite)."""
 
 
 VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
@@ -54,19 +48,6 @@ def test_registered_as_level_3(family):
     cls = get_family(family)
     assert cls.level == 3
     assert cls.__doc__ and "WHY" not in cls.__doc__  # a real docstring, not a placeholder
-
-
-def _run_oracle(env: M3BenchEnv, seed: int):
-    obs, info = env.reset(seed=seed, options={"task_seed": seed})
-    task = env.task
-    agent = OracleAgent(task)
-    agent.reset(obs, info)
-    done, calls = False, []
-    while not done:
-        obs, _, term, trunc, info = env.step(agent.act(obs, info))
-        calls += info["calls"]
-        done = term or trunc
-    return task, term, info, calls
 
 
 @pytest.mark.parametrize("family", SEARCH_FAMILIES)
