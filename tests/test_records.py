@@ -397,7 +397,6 @@ def test_env_with_records_runs_an_oracle_episode(fixture_set):
         gym.make(RECORDS_ENV_ID, records=[{"id": "x"}], disable_env_checker=True)
 
 
-@pytest.mark.slow
 def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
     from m3gym.eval.runner import EvalConfig, run_eval
 
