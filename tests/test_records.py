@@ -223,6 +223,27 @@ def test_deeply_nested_json_is_a_problem_not_a_traceback(tmp_path):
         load_records(write_jsonl(tmp_path / "r.jsonl", [deep]))
 
 
+def test_parquet_style_rows_load(tmp_path):
+    """Rows as pandas reads them from parquet: arrays for lists, NaN for gaps, float levels."""
+    pd = pytest.importorskip("pandas")
+    from m3gym.records.load import _frame_rows
+    from m3gym.records.validate import validate_rows
+
+    rec = base_record(tmp_path, "p1")
+    ev = {**rec["evidence"][0], "box": np.asarray(rec["evidence"][0]["box"]), "id": None}
+    frame = pd.DataFrame([
+        {**rec, "choices": np.asarray(rec["choices"], dtype=object), "evidence": np.asarray(
+            [ev], dtype=object), "images": np.asarray(rec["images"], dtype=object),
+         "level": 2.0},
+        {**base_record(tmp_path, "p2"), "level": float("nan"), "choices": None,
+         "answer": {"value": "QX-4817", "match": "exact", "tolerance": float("nan")}},
+    ])
+    out = validate_rows(list(_frame_rows(frame)), tmp_path)
+    assert out.problems == [] and [r.id for r in out.records] == ["p1", "p2"]
+    assert out.records[0].level == 2 and out.records[1].level is None
+    assert out.records[0].evidence[0].box == tuple(float(v) for v in rec["evidence"][0]["box"])
+
+
 def test_unreadable_sources_raise_records_error(tmp_path):
     with pytest.raises(RecordsError, match="no such records file"):
         load_records(tmp_path / "none.jsonl")
