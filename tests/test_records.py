@@ -347,6 +347,20 @@ def test_wrong_region_and_unzoomed_crops_fail_v(fixture_set):
     assert half.V == 0.0
 
 
+def test_tiny_box_needs_a_zoomed_crop(tmp_path):
+    rec = base_record(tmp_path, "tiny")
+    rec["evidence"][0]["glyph_height"] = 5  # 5 px details: 2.4 px in the 768 px view
+    task = load_records([rec], base_dir=tmp_path).task("tiny")
+    ref = task.reference[0][0].arguments
+    assert ref["zoom_scale"] == 3.0  # 5 px x 3 = 15 px >= 1.5 x 9
+    bbox = ref["bbox_2d"]
+    assert _scores(task, _crop(task, bbox, 1.0)).V == 0.0  # tight but not zoomed: 5 px
+    assert _scores(task, _crop(task, bbox, 1.5)).V == 0.0  # 7.5 px
+    assert _scores(task, _crop(task, bbox, 2.0)).V == 1.0  # 10 px: legible
+    x0, y0, x1, y1 = bbox
+    assert _scores(task, _crop(task, [x0, y0, x1, (y0 + y1) // 2], 4.0)).V == 0.0  # half of it
+
+
 # ---------------------------------------------------------------------------------------------
 # split, family, env, eval, export, MCP
 
