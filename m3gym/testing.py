@@ -59,13 +59,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from m3gym.spec import Task
 from m3gym.tasks import registry
 from m3gym.tasks.registry import FamilyConfig, get_family, make_task, register_family
+
+if TYPE_CHECKING:
+    from m3gym.audit.leaks import ProbeResult
 
 DOCSTRING_SECTIONS: tuple[str, ...] = (
     "Scene", "Question", "Why a tool is needed", "Reference trajectory", "Checkpoints",
@@ -537,8 +540,8 @@ FROZEN_SPLIT: str = "test"
 class ProbeCheck:
     """One leak probe's result on a small sample and the bound it had to stay under."""
 
-    result: Any
-    """The :class:`~m3gym.audit.leaks.ProbeResult` (accuracy, chance, n)."""
+    result: ProbeResult
+    """The probe's accuracy, chance level and sample size."""
     bound: float
     """The largest accuracy that passes (:func:`probe_bound`)."""
 
