@@ -35,8 +35,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("env", "render_frame", "vector"),
     # 7: what runs envs: evaluation, integrations, wrappers, audits, servers
     ("eval", "integrations", "wrappers", "rollout", "distributed", "audit", "mcp", "testing"),
-    # 8: entry points
-    ("cli", "cli_export", "__init__"),
+    # 8: entry points (the command line of a unit counts as one)
+    ("cli", "cli_export", "__init__", "records.cli", "records.amme_cli"),
 )
 """The layers, lowest first. A unit may import its own layer (without cycles) or lower ones."""
 
@@ -50,8 +50,13 @@ def module_name(path: Path) -> str:
 
 
 def unit_of(module: str) -> str:
-    """Return the unit of a module: ``m3gym.tasks.render.text`` → ``tasks``; the root → ``__init__``."""
+    """Return the unit of a module: ``m3gym.tasks.render.text`` → ``tasks``; the root → ``__init__``.
+
+    A dotted unit listed in :data:`LAYERS` (``records.cli``) names a module of its own.
+    """
     parts = module.split(".")
+    if len(parts) > 2 and ".".join(parts[1:3]) in LAYER_OF:
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else "__init__"
 
 

@@ -32,7 +32,6 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _env_tasks(env_id: str, seeds: int, seed_start: int) -> list:
     import gymnasium as gym
 
-    import m3gym  # noqa: F401  (registers the env ids)
     from m3gym.registration import resolve_env_id
 
     resolved = resolve_env_id(env_id)
