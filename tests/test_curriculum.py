@@ -144,7 +144,8 @@ def test_env_difficulty_sets_the_knobs(example) -> None:
         _, info = env.reset(seed=4)
         assert info["difficulty"] == d
         glyphs[d] = env.task.evidence[0].glyph_height
-    assert 6.0 <= glyphs[1.0] <= 7.5 and 10.5 <= glyphs[0.0] <= 12.5 and 7.5 <= glyphs[None] <= 10.5
+    # the example's knobs: glyph_range (7.5, 8.5) at 0, (5.0, 6.0) at 1, default (6.0, 8.0)
+    assert 5.0 <= glyphs[1.0] <= 6.0 and 7.5 <= glyphs[0.0] <= 8.5 and 6.0 <= glyphs[None] <= 8.0
     with pytest.raises(ValueError, match="difficulty must lie in"):
         M3BenchEnv(family="serial_plate", difficulty=1.2)
     with pytest.raises(ValueError, match="declare none: toy_no_knobs"):
