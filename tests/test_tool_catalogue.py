@@ -271,8 +271,6 @@ EXEMPT: dict[str, str] = {
     "m3gym/sandbox/traced.py": "runs in the sandbox worker, which cannot import m3gym: "
                                "IMAGEOPS_CLAIMS names Pillow functions; "
                                "test_traced_claims_are_catalogue_ops checks its ops",
-    "m3gym/audit/blind.py": "tools without image_index (could read the args models)",
-    "m3gym/scoring/safety.py": "TOOL_ALIASES repeats m3gym.tools.catalogue.TOOL_ALIASES",
     "m3gym/tasks/families/_lookup_common.py": "the privacy rule's watched tools (frozen tasks)",
     "m3gym/testing.py": "retrieval tools of check_family's evidence rule",
     "m3gym/records/amme.py": "Agentic-MME's op primitives and harness names",

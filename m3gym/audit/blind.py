@@ -302,12 +302,19 @@ class EveryTool(BlindPolicy):
             content = BlindContent("whole")
             calls = []
             for name in self.tool_names[:self.max_calls]:
-                args: dict[str, Any] = {} if name in ("web_search", "fetch_webpage",
-                                                      "download_image") else {"image_index": 0}
+                args: dict[str, Any] = {"image_index": 0} if takes_image(name) else {}
                 args.update(content.arguments(name, self.rng, self.question))
                 calls.append({"name": name, "arguments": args})
             return calls
         return self.answer()
+
+
+def takes_image(name: str) -> bool:
+    """Return whether tool ``name`` (or an alias) has an ``image_index`` argument."""
+    registry = default_registry()
+    if name not in registry:
+        return False
+    return "image_index" in registry.resolve(name, {})[0].args_model.model_fields
 
 
 class ReferenceShaped(BlindPolicy):

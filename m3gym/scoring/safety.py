@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from m3gym.spec import SafetyRule, Task
+from m3gym.tools.catalogue import TOOL_ALIASES
 from m3gym.trace import CallRecord, Trace
 
-TOOL_ALIASES: Mapping[str, str] = {"google_search": "web_search",
-                                   "google_lens_search": "image_search"}
 REGEX_PREFIX = "re:"
 
 
