@@ -102,7 +102,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                                **({"sandbox": {"isolation": args.code_isolation}}
                                   if args.code_isolation else {})},
                      max_consecutive_infra=args.max_infra_errors, samples=args.samples,
-                     manifest=args.manifest, allow_changed_tasks=args.allow_changed_tasks)
+                     manifest=args.manifest, allow_changed_tasks=args.allow_changed_tasks,
+                     judge_endpoint=args.judge_endpoint, judge_model=args.judge_model)
+    if args.judge_model and not args.judge_endpoint:
+        print("m3gym: error: --judge-model needs --judge-endpoint", file=sys.stderr)
+        return 2
+    if args.judge_endpoint:
+        require_extra("openai", "eval", "m3gym eval --judge-endpoint")
     backend = None
     if args.backend == "ray":
         try:
@@ -293,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="metric families in the summary and report: m3gym (default), amme "
                         "(Agentic-MME's scoring), m3bench (M3-Bench's call-weighted "
                         "aggregation); repeatable or comma-separated")
+    p.add_argument("--judge-endpoint", default=None, metavar="URL",
+                   help="OpenAI-compatible endpoint that scores records' judge checkpoints "
+                        "after each episode (its own metric, judge; never part of S or V). "
+                        "Off by default: such checkpoints are reported as not judged")
+    p.add_argument("--judge-model", default=None, metavar="MODEL",
+                   help="the judge's model (default: the first the endpoint lists)")
     p.set_defaults(func=_cmd_eval)
     p = sub.add_parser("report", help="write report.md and report.html for run folders")
     p.add_argument("runs", nargs="+", help="run folders written by m3gym eval")

@@ -92,6 +92,8 @@ class Run:
     records: list[dict[str, Any]]
     summary: dict[str, Any]
     unreadable: list[UnreadableLine] = field(default_factory=list)
+    records_check: list[str] | None = field(default=None, repr=False, compare=False)
+    """The records-file warnings, once computed (:func:`records_warnings`)."""
 
     def trace(self, episode_id: str) -> dict[str, Any] | None:
         """Return the stored trace of an episode, or ``None`` when it is missing.
@@ -337,9 +339,125 @@ def isolation_warnings(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def changed_record_tasks(run: Run) -> list[str]:
+    """Return ``"episode: reason"`` for each of a records run's tasks that no longer matches.
+
+    Each distinct (env, family, task seed) of the run's records is rebuilt from the run's
+    ``env_args`` (its records file as it is now) and its content hash compared with the
+    ``task_hash`` the episode recorded; a task that cannot be built any more counts too.
+    """
+    import gymnasium as gym
+
+    from m3gym import registration
+    from m3gym.tasks.registry import make_task
+
+    env_args = dict(run.config.get("env_args") or {})
+    envs: dict[str, Any] = {}
+    seen: set[tuple[str, str, int]] = set()
+    out: list[str] = []
+    try:
+        for rec in run.records:
+            want, family, seed = rec.get("task_hash"), rec.get("family"), rec.get("task_seed")
+            env_id = str(rec.get("env") or "")
+            if not want or not isinstance(family, str) or not isinstance(seed, int):
+                continue
+            if (env_id, family, seed) in seen:
+                continue
+            seen.add((env_id, family, seed))
+            try:
+                if env_id not in envs:
+                    envs[env_id] = gym.make(registration.resolve_env_id(env_id),
+                                            disable_env_checker=True, **env_args)
+                base = envs[env_id].unwrapped
+                config = base.family_config if family in base.families else {}
+                got = make_task(family, seed, config).content_hash()
+            except Exception as exc:  # a record gone or broken: the task cannot be rebuilt
+                out.append(f"{rec.get('episode_id')}: cannot be rebuilt "
+                           f"({type(exc).__name__}: {exc})")
+                continue
+            if got != want:
+                out.append(f"{rec.get('episode_id')}: task_hash {str(want)[:12]} in the run, "
+                           f"{got[:12]} now")
+    finally:
+        for env in envs.values():
+            env.close()
+    return out
+
+
+def records_warnings(runs: Sequence[Run]) -> list[str]:
+    """Return a warning per records run whose records file or tasks changed since it ran.
+
+    A run of the records env keeps its file's path and sha256 (``config.json["records"]``):
+    the file is warned about when it is missing or its sha256 differs, and each of the run's
+    tasks is rebuilt from it (:func:`changed_record_tasks`) and warned about when its hash no
+    longer matches the episode's ``task_hash``: the scores are then for records that are gone.
+    """
+    out: list[str] = []
+    for r in runs:
+        if r.records_check is None:
+            r.records_check = _run_records_warnings(r)
+        out += r.records_check
+    return out
+
+
+def _run_records_warnings(r: Run) -> list[str]:
+    import hashlib
+
+    info = r.config.get("records")
+    if not isinstance(info, Mapping) or not info.get("sha256"):
+        return []
+    source, sha = str(info.get("source")), str(info["sha256"])
+    if source.startswith("<"):  # records given as Python objects: nothing on disk to check
+        return []
+    path = Path(source).expanduser()
+    if not path.is_file():
+        return [f"run {r.name}: its records file {source} is missing (sha256 {sha[:12]} at the "
+                "run): its tasks cannot be checked"]
+    out = []
+    now = hashlib.sha256(path.read_bytes()).hexdigest()
+    if now != sha:
+        out.append(f"run {r.name}: the records file {source} changed since the run (sha256 "
+                   f"{sha[:12]} at the run, {now[:12]} now): its scores are for the records "
+                   "as they were")
+    changed = changed_record_tasks(r)
+    if changed:
+        out.append(f"run {r.name}: {len(changed)} task(s) built from {source} no longer match "
+                   f"the run's task_hash, e.g. {changed[0]}")
+    return out
+
+
+def judge_table(runs: Sequence[Run]) -> Table | None:
+    """Return the judge-checkpoint row of each run (``None`` when no run has any).
+
+    Judge checkpoints (records imported from Agentic-MME) are scored by an optional VLM judge
+    (``m3gym eval --judge-endpoint``), reported here on their own, never in S or V.
+    """
+    stats = [(r, r.summary["overall"].get("judge")) for r in runs]
+    if not any(st for _, st in stats):
+        return None
+    header = ["run", "episodes", "judge checkpoints", "judged", "passed", "judge pass rate",
+              "request errors", "not judged"]
+    rows = [[r.name, str(st["episodes"]), str(st["checkpoints"]), str(st["judged"]),
+             str(st["passed"]), fmt(st.get("rate")), str(st["errors"]), str(st["not_judged"])]
+            for r, st in stats if st]
+    return header, rows
+
+
+JUDGE_NOTE: str = (
+    "Judge checkpoints are the checkpoints m3gym cannot verify exactly (Agentic-MME's visual "
+    "checks and search requirements), scored only by an OpenAI-compatible judge (m3gym eval "
+    "--judge-endpoint): pass rate = passed / judged over all of them. They are never part of "
+    "S or V; without a judge they are counted as not judged.")
+"""The sentence under the judge table."""
+
+
 def report_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return every warning the report shows: unreadable lines, unisolated code, comparability."""
-    return unreadable_warnings(runs) + isolation_warnings(runs) + comparability_warnings(runs)
+    """Return every warning the report shows.
+
+    Unreadable lines, unisolated code, changed records files or tasks, comparability.
+    """
+    return (unreadable_warnings(runs) + isolation_warnings(runs) + records_warnings(runs)
+            + comparability_warnings(runs))
 
 
 INTERVAL_NOTE: str = (
@@ -359,6 +477,7 @@ def _md_text(text: str) -> str:
 def render_markdown(runs: Sequence[Run]) -> str:
     """Return ``report.md``: runs, leaderboard, per-level, per-family and failure-mode tables."""
     warnings = report_warnings(runs)
+    judge = judge_table(runs)
     parts = [
         "# m3gym evaluation report", "",
         *(["## Warnings", "", *(f"- **{_md_text(w)}**" for w in warnings), ""]
@@ -372,6 +491,8 @@ def render_markdown(runs: Sequence[Run]) -> str:
         "",
         "## Accuracy per family", "", markdown_table(family_table(runs, "acc")), "",
         "## Failure modes", "", markdown_table(failure_table(runs)), "",
+        *(["## Judge checkpoints", "", markdown_table(judge), "", JUDGE_NOTE, ""]
+          if judge is not None else []),
         *(s for title, t, note in peer_tables(runs)
           for s in (f"## {title}", "", markdown_table(t), "", note, "")),
         "Acc = answer accuracy; S / V = strategy / visual-evidence checkpoints passed (V_true: "
@@ -699,6 +820,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
         if images is not None:
             images.close()
     warnings = report_warnings(runs) + (images.problems if images is not None else [])
+    judge = judge_table(runs)
     head_tables = [
         _section("Runs", _runs_table(runs)),
         _section("Versions", versions_table(runs)),
@@ -709,6 +831,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
         _section("M3-Bench metrics per level", level_table(runs, M3BENCH_COLUMNS)),
         _section("Accuracy per family", family_table(runs, "acc")),
         _section("Failure modes", failure_table(runs)),
+        *([_section("Judge checkpoints", judge, note=JUDGE_NOTE)] if judge is not None else []),
         *(_section(title, t, note=note) for title, t, note in peer_tables(runs)),
     ]
     return template_env().get_template("report.html.j2").render(

@@ -88,6 +88,9 @@ class EvalConfig:
         manifest: a manifest file to take the frozen split's tasks and hashes from (default:
             the one inside the package).
         allow_changed_tasks: run even when frozen tasks differ from the manifest (recorded).
+        judge_endpoint / judge_model: an OpenAI-compatible endpoint (and model; ``None``: the
+            first it lists) that scores records' judge checkpoints after each episode
+            (:func:`judge_block`); ``None`` (the default) leaves them "not judged".
     """
 
     envs: tuple[str, ...]
@@ -105,13 +108,17 @@ class EvalConfig:
     samples: int = 1
     manifest: str | None = None
     allow_changed_tasks: bool = False
+    judge_endpoint: str | None = None
+    judge_model: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """Return the settings that must not change when a run is resumed."""
         return {"agent": self.agent, "agent_args": dict(self.agent_args), "split": self.split,
                 "seed": self.seed, "reward": self.reward, "env_args": dict(self.env_args),
                 **({"samples": self.samples} if self.samples != 1 else {}),
-                **({"manifest": self.manifest} if self.manifest else {})}
+                **({"manifest": self.manifest} if self.manifest else {}),
+                **({"judge": {"endpoint": self.judge_endpoint, "model": self.judge_model}}
+                   if self.judge_endpoint else {})}
 
     def manifest_data(self) -> dict[str, Any] | None:
         """Return the manifest of the run's frozen split (``None``: none, or not a frozen split)."""
@@ -512,7 +519,52 @@ def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
                       seed=spec.seed,
                       options={"family": spec.family, "task_seed": spec.task_seed})
     rec.started = started
-    return assemble_outcome(spec, cfg, rec)
+    outcome = assemble_outcome(spec, cfg, rec)
+    judged = judge_block(env, rec, cfg)
+    if judged is not None:  # a records task with judge checkpoints: its own metric, never S/V
+        outcome.trace["judge"] = judged
+        outcome.record["judge"] = {k: v for k, v in judged.items() if k != "verdicts"}
+    return outcome
+
+
+_JUDGES: dict[tuple[str, str | None], Any] = {}
+
+
+def judge_block(env: gym.Env, rec: EpisodeRecorder, cfg: EvalConfig) -> dict[str, Any] | None:
+    """Return the ``judge`` entry of a finished episode (``None``: no judge checkpoints).
+
+    ``checkpoints`` counts the task's judge checkpoints (``metadata["judge_checkpoints"]`` of a
+    records task). Without ``cfg.judge_endpoint`` they are all ``not_judged`` and ``judge`` is
+    ``None``; with it they are scored by :func:`m3gym.records.judge.score_env_judges`:
+    ``judge`` = passed / judged, ``errors`` the checkpoints whose request failed (counted as not
+    passed) and ``verdicts`` each checkpoint's replies (the trace keeps them, the record not).
+    An episode that did not end ``ok`` is not judged; a judge that cannot be reached at all
+    leaves the checkpoints not judged, with ``error`` set.
+    """
+    task = rec.task
+    cps = list((getattr(task, "metadata", None) or {}).get("judge_checkpoints") or ())
+    if task is None or not cps:
+        return None
+    out: dict[str, Any] = {"judge": None, "checkpoints": len(cps), "judged": 0, "passed": 0,
+                           "errors": 0, "not_judged": len(cps)}
+    if cfg.judge_endpoint is None or rec.status != "ok":
+        return out
+    from m3gym.records.judge import openai_judge, score_env_judges
+
+    key = (cfg.judge_endpoint, cfg.judge_model)
+    try:
+        if key not in _JUDGES:
+            _JUDGES[key] = openai_judge(cfg.judge_endpoint, cfg.judge_model)
+        report = score_env_judges(env, _JUDGES[key])
+    except Exception as exc:  # the judge never fails the episode: its checkpoints stay unjudged
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        return out
+    verdicts = report.as_dict()["checkpoints"]
+    out.update(judge=None if report.judge is None else round(report.judge, 6),
+               judged=len(report.verdicts), passed=sum(v.passed for v in report.verdicts),
+               errors=sum(v.error is not None for v in report.verdicts),
+               not_judged=len(cps) - len(report.verdicts), verdicts=verdicts)
+    return out
 
 
 def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -> EpisodeOutcome:

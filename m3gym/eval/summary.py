@@ -59,8 +59,27 @@ def metric_value(record: Mapping[str, Any], key: str) -> float | None:
     return value
 
 
+def judge_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Return the judge-checkpoint totals of scored episodes (``None``: none has any).
+
+    ``rate`` = passed / judged over all judge checkpoints (``None`` when none was judged);
+    ``not_judged`` counts those left unscored (no ``--judge-endpoint``). Never part of S or V.
+    """
+    blocks = [r["judge"] for r in records
+              if r.get("status") == "ok" and isinstance(r.get("judge"), Mapping)]
+    if not blocks:
+        return None
+    totals = {k: sum(int(b.get(k) or 0) for b in blocks)
+              for k in ("checkpoints", "judged", "passed", "errors", "not_judged")}
+    rate = round(totals["passed"] / totals["judged"], 6) if totals["judged"] else None
+    return {"episodes": len(blocks), **totals, "rate": rate}
+
+
 def group_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Return counts, metric means (``None`` when no episode reported one) and failure modes."""
+    """Return counts, metric means (``None`` when no episode reported one) and failure modes.
+
+    Runs with judge checkpoints add ``judge`` (:func:`judge_stats`), apart from the metrics.
+    """
     scored = [r for r in records if r.get("status") == "ok"]
     means: dict[str, float | None] = {}
     counts: dict[str, int] = {}
@@ -71,6 +90,7 @@ def group_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     rewards = [float(r["reward"]) for r in scored if _number(r.get("reward")) is not None]
     modes = Counter(str(r["failure_mode"]) for r in scored if r.get("failure_mode"))
     status = Counter(str(r.get("status")) for r in records)
+    judge = judge_stats(records)
     return {
         "episodes": len(records), "scored": len(scored),
         "infra_errors": status.get("infra_error", 0),
@@ -79,6 +99,7 @@ def group_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "metrics": means, "metric_counts": counts,
         "mean_reward": round(sum(rewards) / len(rewards), 6) if rewards else None,
         "failure_modes": {m: modes.get(m, 0) for m in sorted(modes)},
+        **({"judge": judge} if judge is not None else {}),
     }
 
 
@@ -167,10 +188,27 @@ def print_summary(summary: Mapping[str, Any], console: Any = None,
         for mode, count in sorted(modes.items(), key=lambda kv: (-kv[1], kv[0])):
             mt.add_row(mode, str(count))
         console.print(mt)
+    line = judge_line(overall.get("judge"))
+    if line:
+        console.print(line, markup=False, highlight=False)
     errors = {k: overall[k] for k in ("infra_errors", "agent_errors", "env_errors") if overall[k]}
     if errors:
         console.print("[yellow]not scored: " + ", ".join(f"{v} {k}" for k, v in errors.items())
                       + " (rerun with --resume)[/yellow]")
+
+
+def judge_line(judge: Mapping[str, Any] | None) -> str:
+    """Return the summary's judge row (``""`` without judge checkpoints): rate and counts."""
+    if not judge:
+        return ""
+    parts = [f"judge (VLM-judged checkpoints, not in S/V): {fmt(judge.get('rate'))} = "
+             f"{judge['passed']}/{judge['judged']} passed"]
+    if judge.get("errors"):
+        parts.append(f"{judge['errors']} judge request(s) failed")
+    if judge.get("not_judged"):
+        parts.append(f"{judge['not_judged']} not judged"
+                     + ("" if judge.get("judged") else " (no --judge-endpoint)"))
+    return "; ".join(parts) + f" [{judge['episodes']} episode(s)]"
 
 
 def stat_samples(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[str]]:

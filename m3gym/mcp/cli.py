@@ -27,6 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="image encoding in replies: auto = PNG when it fits, else JPEG")
     p.add_argument("--image-quality", type=int, default=85,
                    help="first JPEG/WebP quality tried, 1-100 (lower ones follow to fit)")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of every env the server makes, value parsed as JSON "
+                        "when it parses (repeatable; as m3gym eval), e.g. records=data.jsonl "
+                        "for M3Bench-Records episodes")
     p.set_defaults(func=run)
 
 
@@ -41,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"m3gym mcp needs the mcp extra (pip install 'm3gym[mcp]'): {exc}", file=sys.stderr)
         return 2
+    from m3gym.eval.runner import parse_key_values
     from m3gym.mcp.episodes import EpisodeTable, McpLimits
 
     try:
         limits = McpLimits(max_episodes=args.max_episodes, idle_s=args.idle_s,
                            max_response_bytes=args.max_response_bytes,
                            image_format=args.image_format, image_quality=args.image_quality)
-        table = EpisodeTable(limits, record=args.record)
+        table = EpisodeTable(limits, record=args.record,
+                             env_args=parse_key_values(getattr(args, "env_arg", None) or []))
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

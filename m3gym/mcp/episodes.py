@@ -393,6 +393,40 @@ class _Ended:
     reason: str
 
 
+SERVER_ENV_KEYS: tuple[str, ...] = ("reward", "max_images", "max_bytes", "disable_env_checker")
+"""``gym.make`` arguments the server sets itself (per episode, or from its limits)."""
+
+RECORDS_ENV_KEYS: tuple[str, ...] = ("records", "split")
+"""Env arguments of the records env (``M3Bench-Records``) on top of every env's."""
+
+
+def check_server_env_args(env_args: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the key when the server's envs cannot take ``env_args``.
+
+    The keys are checked against the env constructor (plus ``records`` / ``split`` of the
+    records env), and a ``records`` source is loaded once, so a bad key or records file stops
+    the server at start-up rather than failing every episode.
+    """
+    from m3gym.config_errors import ConfigSource
+    from m3gym.eval.runner import check_env_args
+    from m3gym.registration import level_env_id
+
+    src = ConfigSource("--env-arg")
+    for key in SERVER_ENV_KEYS:
+        if key in env_args:
+            raise src.error("set by the server (per episode, or by its --max-* flags), not an "
+                            "env argument", key)
+    check_env_args(level_env_id(1), {k: v for k, v in env_args.items()
+                                     if k not in RECORDS_ENV_KEYS})
+    if "records" in env_args:
+        from m3gym.records.family import cached_records
+
+        try:
+            cached_records(env_args["records"])
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--env-arg records={env_args['records']!r}: {exc}") from None
+
+
 class EpisodeTable:
     """The server-side table of MCP episodes (thread-safe; see the module docstring).
 
@@ -400,7 +434,8 @@ class EpisodeTable:
         limits: the server's bounds.
         record: a run folder to record every finished (or evicted) episode into.
         clock: seconds, monotonic (injectable for tests).
-        env_args: extra ``gym.make`` keyword arguments of every env.
+        env_args: extra ``gym.make`` keyword arguments of every env (checked here:
+            :func:`check_server_env_args`).
     """
 
     def __init__(self, limits: McpLimits | None = None, record: str | Path | None = None,
@@ -411,6 +446,7 @@ class EpisodeTable:
         self.folder = RunFolder(record) if record is not None else None
         self.clock = clock
         self.env_args = dict(env_args or {})
+        check_server_env_args(self.env_args)
         self._live: dict[str, _Live] = {}
         self._ended: OrderedDict[str, _Ended] = OrderedDict()
         self._free_envs: dict[str, list[gym.Env]] = {}
