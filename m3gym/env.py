@@ -531,7 +531,18 @@ class LazyWorld:
         return getattr(self.resolve(), name)
 
 
-def task_world(task: Task) -> LazyWorld:
-    """Return the world a task's retrieval tools search: ``metadata["world"]`` or the default."""
+def task_world(task: Task) -> Any:
+    """Return the world a task's retrieval tools search: ``metadata["world"]`` or the default.
+
+    A task with ``metadata["knowledge"]`` (a record's pages) gets an
+    :class:`~m3gym.web.overlay.OverlayWorld` that adds them to that world.
+    """
     spec = task.metadata.get("world") or {}
-    return LazyWorld(int(spec.get("seed", 0)), str(spec.get("split", "train")))
+    world = LazyWorld(int(spec.get("seed", 0)), str(spec.get("split", "train")))
+    knowledge = task.metadata.get("knowledge")
+    if not knowledge:
+        return world
+    from m3gym.web.overlay import OverlayWorld, knowledge_pages
+
+    record_id = str(task.metadata.get("record_id", task.task_id))
+    return OverlayWorld(world, knowledge_pages(knowledge, record_id))

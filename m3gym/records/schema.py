@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from m3gym.spec import DOMAINS
+from m3gym.urls import normalize_url
 
 MATCH_TYPES: tuple[str, ...] = ("exact", "number", "choice")
 """How an answer is matched: m3gym's normalised exact match, a number within ``tolerance``, or
@@ -342,9 +343,15 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
                                 f"{len(images)} image(s)")
     knowledge = _parse_list(raw.get("knowledge", []), "knowledge", KNOWLEDGE_KEYS,
                             ("title", "text"), problems)
+    seen_urls: dict[str, int] = {}
     for i, k in enumerate(knowledge):
         if k.get("url") is not None and not _nonempty_str(k.get("url")):
             problems.append(f"knowledge[{i}].url must be a non-empty string")
+        elif k.get("url") is not None:
+            key = normalize_url(k["url"])
+            if key in seen_urls:
+                problems.append(f"knowledge[{i}].url repeats knowledge[{seen_urls[key]}].url")
+            seen_urls.setdefault(key, i)
     judges = _parse_list(raw.get("judge_checkpoints", []), "judge_checkpoints", JUDGE_KEYS,
                          ("id", "question"), problems)
     for i, j in enumerate(judges):

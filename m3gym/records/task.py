@@ -14,7 +14,13 @@ The rules are the procedural families' (:mod:`m3gym.tasks.families._scene_common
   that depends on it;
 * checkpoints per evidence chain (:func:`~m3gym.tasks.families._scene_common.chain_checkpoints`):
   ``crop_covers`` (+ ``rotate_upright`` / ``contrast_op``) on S, ``v_tool`` on the chain's last
-  tool and ``v_true`` on V. Judge checkpoints stay in ``metadata["judge_checkpoints"]``.
+  tool and ``v_true`` on V. Judge checkpoints stay in ``metadata["judge_checkpoints"]``;
+* each ``knowledge`` entry becomes a page of the task's corpus (the env's
+  :func:`m3gym.env.task_world` overlays them on the offline world, :mod:`m3gym.web.overlay`;
+  an entry without a url gets :func:`~m3gym.web.overlay.knowledge_url`). The reference adds a
+  ``web_search`` per entry (its title; title and text when the title alone does not rank it
+  within ``max_rank``), parallel with the crops in the first step, and a ``fetch_webpage`` of its
+  url in the second step, depending on the search; S gets ``search_hit`` and ``fetch``.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ import cv2
 import numpy as np
 
 from m3gym.records.schema import EvidenceRecord, Record, answer_text
-from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
+from m3gym.scoring.checkpoints import DEFAULT_MAX_RANK
+from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
+from m3gym.tasks.checkpoints import fetch_checkpoint, search_hit_checkpoint
 from m3gym.tasks.families._scene_common import (
     MIN_VIEW_HEIGHT,
     chain_checkpoints,
@@ -37,6 +45,8 @@ from m3gym.tasks.families._scene_common import (
 )
 from m3gym.tools.visual import check_output_size, rotated_size
 from m3gym.view import VIEW_SIZE, view_scale
+from m3gym.web.overlay import KnowledgePage, OverlayWorld, knowledge_pages
+from m3gym.web.world import build_world
 
 FAMILY = "records"
 """Family name of record tasks (their ``Task.family``)."""
@@ -134,6 +144,75 @@ def read_image(path: Path) -> np.ndarray:
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
+MAX_QUERY_CHARS = 500
+"""Longest reference search query (``web_search``'s limit)."""
+
+
+def knowledge_entries(record: Record) -> list[dict[str, Any]]:
+    """Return the record's knowledge entries as ``{"title", "text", "url"}`` (urls filled in)."""
+    raw = [{"title": k.title, "text": k.text, "url": k.url} for k in record.knowledge]
+    pages = knowledge_pages(raw, record.id)
+    return [{**r, "url": p.url} for r, p in zip(raw, pages)]
+
+
+def knowledge_world(pages: tuple[KnowledgePage, ...],
+                    world: dict[str, Any] | None = None) -> OverlayWorld:
+    """Return the corpus a record task searches: its pages over the offline world.
+
+    ``world`` is the task's ``metadata["world"]`` (``seed``, ``split``; default seed 0, train),
+    as :func:`m3gym.env.task_world` reads it.
+    """
+    spec = world or {}
+    return OverlayWorld(build_world(int(spec.get("seed", 0)), str(spec.get("split", "train"))),
+                        pages)
+
+
+def search_query(corpus: OverlayWorld, page: KnowledgePage, index: int,
+                 max_rank: int = DEFAULT_MAX_RANK) -> str:
+    """Return the reference query that ranks ``page`` within ``max_rank`` of ``corpus``.
+
+    The title, else the title and the text (cut at a word to 500 characters). Raises
+    ``ValueError`` when neither does (another page with the same words ranks above it).
+    """
+    words = f"{page.title} {page.body}".split()
+    long_query = ""
+    for w in words:
+        if len(long_query) + len(w) + 1 > MAX_QUERY_CHARS:
+            break
+        long_query = f"{long_query} {w}".strip()
+    for query in (page.title, long_query):
+        urls = [h.url for h in corpus.search(query, max_rank)]
+        if page.url in urls:
+            return query
+    raise ValueError(f"knowledge[{index}] ({page.title!r}) does not rank within the top "
+                     f"{max_rank} results of a search for its title or text: another page "
+                     "has the same words")
+
+
+def knowledge_plan(record: Record, entries: list[dict[str, Any]],
+                   world: dict[str, Any] | None = None
+                   ) -> tuple[list[RefCall], list[RefCall], list[Checkpoint]]:
+    """Return the knowledge entries' searches (step 1), fetches (step 2) and S checkpoints."""
+    if not entries:
+        return [], [], []
+    pages = knowledge_pages(entries, record.id)
+    corpus = knowledge_world(pages, world)
+    searches, fetches, checkpoints = [], [], []
+    for i, page in enumerate(pages):
+        search = RefCall(f"w{i + 1}", "web_search",
+                         {"query": search_query(corpus, page, i), "top_k": 5})
+        fetch = RefCall(f"u{i + 1}", "fetch_webpage", {"url": page.url}, (search.id,))
+        searches.append(search)
+        fetches.append(fetch)
+        checkpoints.append(search_hit_checkpoint("web_search", page.url, f"s_search_{search.id}",
+                                                 DEFAULT_MAX_RANK,
+                                                 f"web_search ranks {page.title!r} within the "
+                                                 f"top {DEFAULT_MAX_RANK}"))
+        checkpoints.append(fetch_checkpoint(page.url, f"s_fetch_{fetch.id}",
+                                            f"fetch the page {page.title!r}"))
+    return searches, fetches, checkpoints
+
+
 def default_level(record: Record) -> int:
     """Return the record's level: as given, else 3 / 2 / 1.
 
@@ -188,9 +267,15 @@ def record_to_task(record: Record, images: tuple[np.ndarray, ...] | None = None,
                                                      "direction": ev.op.direction}, (crop.id,)))
         else:
             ops.append(RefCall(f"k{i + 1}", ev.op.tool, {"image_index": src}, (crop.id,)))
-    steps = (tuple(crops), tuple(ops)) if ops else (tuple(crops),)
+    visual_steps = (tuple(crops), tuple(ops)) if ops else (tuple(crops),)
     evidence = tuple(p.evidence for p in plans)
-    checkpoints = chain_checkpoints(evidence, steps)
+    checkpoints = chain_checkpoints(evidence, visual_steps)
+    entries = knowledge_entries(record)
+    world_spec = (extra_metadata or {}).get("world")
+    searches, fetches, k_checkpoints = knowledge_plan(record, entries, world_spec)
+    checkpoints = checkpoints + tuple(k_checkpoints)
+    first, second = tuple(crops) + tuple(searches), tuple(ops) + tuple(fetches)
+    steps = (first, second) if second else (first,)
     caps = ["visual_grounding"]
     if len(evidence) > 1:
         caps.append("parallelism")
@@ -209,8 +294,7 @@ def record_to_task(record: Record, images: tuple[np.ndarray, ...] | None = None,
         "judge_checkpoints": [{"id": j.id, "axis": j.axis, "question": j.question,
                                "image": j.image, "needs_judge": True}
                               for j in record.judge_checkpoints],
-        "knowledge": [{"title": k.title, "text": k.text, "url": k.url}
-                      for k in record.knowledge],
+        "knowledge": entries,
         "source": dict(record.source), "record_metadata": dict(record.metadata),
         **(extra_metadata or {}),
     }
