@@ -237,3 +237,14 @@ def test_repeated_knowledge_urls_are_rejected(tmp_path):
     path.write_text(json.dumps(rec) + "\n")
     with pytest.raises(RecordsError, match=r"knowledge\[1\].url repeats knowledge\[0\].url"):
         load_records(path)
+
+
+def test_an_entry_no_search_can_rank_is_refused_with_the_reason(tmp_path):
+    same = [{"title": "Velmora tide gauge", "text": GAUGE_TEXT, "url": f"https://x.example/{i}"}
+            for i in range(4)]
+    path = tmp_path / "same.jsonl"
+    path.write_text(json.dumps(knowledge_record(tmp_path, knowledge=same)) + "\n")
+    records = load_records(path)
+    with pytest.raises(ValueError, match=r"knowledge\[3\] \('Velmora tide gauge'\) does not rank "
+                                         r"within the top 3 results"):
+        records.task("k1")
