@@ -78,12 +78,31 @@ def test_mcp_cli_parses_env_args() -> None:
 
 
 def test_mcp_cli_bad_env_arg_is_an_error_at_start_up(capsys: Any) -> None:
-    pytest.importorskip("mcp", reason="m3gym mcp needs the mcp extra to start at all")
     from m3gym.cli import main
 
-    assert main(["mcp", "--env-arg", "max_tool_call=4"]) == 2
+    assert main(["mcp", "--env-arg", "max_tool_call=4"]) == 2  # before the mcp extra is needed
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "max_tool_call" in err
+    assert main(["mcp", "--env-arg", "novalue"]) == 2
+    assert "expected key=value, got 'novalue'" in capsys.readouterr().err
+
+
+def test_mcp_recorded_records_run_is_checked_by_the_report(judged_records: Path,
+                                                            tmp_path: Path) -> None:
+    from m3gym.eval.report import load_runs, records_warnings
+    from m3gym.mcp.episodes import EpisodeTable
+
+    env_args = {"records": str(judged_records), "split": "all"}
+    table = EpisodeTable(record=tmp_path / "mcp", env_args=env_args)
+    eid, _, _ = table.start("M3Bench-Records", seed=0)
+    table.answer(eid, "12.50")
+    table.close()
+    config = json.loads((tmp_path / "mcp" / "config.json").read_text())
+    assert config["env_args"] == env_args
+    assert config["records"]["source"] == str(judged_records)
+    assert records_warnings(load_runs([tmp_path / "mcp"])) == []
+    judged_records.write_text(judged_records.read_text().replace(QUESTION_3, "Price?"))
+    assert len(records_warnings(load_runs([tmp_path / "mcp"]))) == 2
 
 
 # ------------------------------------------------------------------------------- judge

@@ -40,20 +40,25 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server until its transport closes, SIGINT or SIGTERM; then record what is live."""
+    from m3gym.eval.runner import parse_key_values
+    from m3gym.mcp.episodes import EpisodeTable, McpLimits, check_server_env_args
+
+    try:  # a bad --env-arg stops the server here, not every episode
+        env_args = parse_key_values(getattr(args, "env_arg", None) or [])
+        check_server_env_args(env_args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         from m3gym.mcp.server import build_server
     except ImportError as exc:
         print(f"m3gym mcp needs the mcp extra (pip install 'm3gym[mcp]'): {exc}", file=sys.stderr)
         return 2
-    from m3gym.eval.runner import parse_key_values
-    from m3gym.mcp.episodes import EpisodeTable, McpLimits
-
     try:
         limits = McpLimits(max_episodes=args.max_episodes, idle_s=args.idle_s,
                            max_response_bytes=args.max_response_bytes,
                            image_format=args.image_format, image_quality=args.image_quality)
-        table = EpisodeTable(limits, record=args.record,
-                             env_args=parse_key_values(getattr(args, "env_arg", None) or []))
+        table = EpisodeTable(limits, record=args.record, env_args=env_args)
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -322,7 +322,7 @@ class RunFolder:
     non-empty folder is refused.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, env_args: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise FileExistsError(f"{self.path} exists and is not a folder")
@@ -346,12 +346,15 @@ class RunFolder:
         self._ids = {r["episode_id"] for r in self.records}
         self._lock = threading.Lock()
         if not cfg_path.is_file():
-            from m3gym.eval.runner import run_versions
+            from m3gym.eval.runner import _records_fingerprint, run_versions
             from m3gym.eval.splits import load_manifest
 
+            # env_args and the records file's fingerprint: m3gym report checks the records
+            extra = ({"env_args": dict(env_args), **_records_fingerprint(env_args)}
+                     if env_args else {})
             cfg_path.write_text(json.dumps(
                 {"agent": "mcp", "envs": [], "split": "mcp", "seed": 0, "reward": None,
-                 "versions": run_versions(None, load_manifest("test"))},
+                 "versions": run_versions(None, load_manifest("test")), **extra},
                 indent=2, default=str) + "\n")
 
     def next_index(self) -> int:
@@ -443,10 +446,10 @@ class EpisodeTable:
                  env_args: Mapping[str, Any] | None = None) -> None:
         self.limits = limits or McpLimits()
         self.limits.validate()
-        self.folder = RunFolder(record) if record is not None else None
-        self.clock = clock
         self.env_args = dict(env_args or {})
         check_server_env_args(self.env_args)
+        self.folder = RunFolder(record, self.env_args) if record is not None else None
+        self.clock = clock
         self._live: dict[str, _Live] = {}
         self._ended: OrderedDict[str, _Ended] = OrderedDict()
         self._free_envs: dict[str, list[gym.Env]] = {}
