@@ -214,7 +214,9 @@ def test_report_warns_when_the_records_file_or_a_task_changed(
     assert f"m3gym: warning: run run: the records file {judged_records} changed" in err
     md = (run / "report.md").read_text()
     assert "changed since the run" in md and "no longer match" in md
-    assert "changed since the run" in (run / "report.html").read_text()
+    page = (run / "report.html").read_text()
+    assert "changed since the run" in page
+    assert "Judge checkpoints" in page and "counted as not judged" in page
 
     judged_records.unlink()
     (missing,) = records_warnings(load_runs([run]))
