@@ -109,7 +109,16 @@ REJECTIONS: dict[str, tuple[dict[str, Any], str]] = {
     "unknown evidence key": ({"evidence": [{"box": [1, 1, 9, 9], "bx": 1}]},
                              "unknown key 'bx' in evidence[0]"),
     "empty box": ({"evidence": [{"box": [10, 10, 10, 20]}]}, "is empty"),
-    "no evidence": ({"evidence": []}, "evidence must be a non-empty list"),
+    "no evidence": ({"evidence": []}, "nothing to verify in the process: give evidence boxes, "
+                    "required_ops or judge_checkpoints"),
+    "evidence not a list": ({"evidence": {"box": [1, 1, 9, 9]}}, "evidence must be a list"),
+    "required op unknown": ({"required_ops": [{"op": "resize"}]},
+                            "required_ops[0] has unknown op 'resize' (known: crop, rotate, "
+                            "flip, enhance)"),
+    "required op image": ({"evidence": [], "required_ops": [{"op": "crop", "image": 2}]},
+                          "required_ops[0].image 2 but the record has 1 image(s)"),
+    "required op key": ({"required_ops": [{"op": "crop", "box": [1, 1, 2, 2]}]},
+                        "unknown key 'box' in required_ops[0] (allowed: op, image)"),
     "bad op": ({"evidence": [{"box": [1, 1, 9, 9], "op": {"op": "blur"}}]}, "unknown op 'blur'"),
     "enhance tool": ({"evidence": [{"box": [1, 1, 9, 9], "op": {"op": "enhance", "tool": "crop"}}]},
                      "needs a contrast tool"),

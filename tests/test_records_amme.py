@@ -100,7 +100,7 @@ TASK_3: dict[str, Any] = {  # L3: a judge-only visual check, ordering constraint
                        "max_tool_calls": 6},
     },
 }
-TASK_4: dict[str, Any] = {  # names ops only: nothing m3gym can verify exactly
+TASK_4: dict[str, Any] = {  # names an op only: a required op, no region
     "input": {"prompt": "Which way does the arrow point?"},
     "golden_answer": {"value": "left"},
     "process_evaluation": {"checkpoints": [
@@ -161,6 +161,7 @@ EXPECTED_3 = {
     "question": "What is the price after the discount?",
     "answer": {"value": "12.50", "match": "exact"},
     "evidence": [REGION_3],
+    "required_ops": [{"op": "crop"}, {"op": "flip"}],
     "judge_checkpoints": [{"id": "v_judge", "axis": "V",
                            "question": "Is the discount sticker readable?"}],
     "level": 3, "domain": "Society",
@@ -168,8 +169,15 @@ EXPECTED_3 = {
     "metadata": {"amme": {
         "match_type": "exact", "judge_expected": {"v_judge": "Yes"},
         "unverified_checkpoints": {
-            "s_lens": "a search requirement (records have no search checkpoints)",
-            "v_flip": "needs op flip but names no region"}}},
+            "s_lens": "a search requirement (records have no search checkpoints)"}}},
+}
+EXPECTED_4 = {  # names an op but no region: a required op
+    "id": "0004", "images": ["image/image_0004.png"],
+    "question": "Which way does the arrow point?",
+    "answer": {"value": "left", "match": "exact"},
+    "required_ops": [{"op": "crop"}], "domain": "Life",
+    "source": {"format": "agentic-mme", "id": "0004", "task": _source(TASK_4)},
+    "metadata": {"amme": {"match_type": "contains"}},
 }
 
 
@@ -185,11 +193,10 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def test_import_gives_exact_records_and_lists_every_skipped_task(dataset: Path) -> None:
     out = dataset / "records.jsonl"
     result = import_amme(dataset, out)
-    assert result.records == [EXPECTED_1, EXPECTED_2, EXPECTED_3]
+    assert result.records == [EXPECTED_1, EXPECTED_2, EXPECTED_3, EXPECTED_4]
     assert _read_jsonl(out) == result.records
-    assert [name for name, _ in result.skipped] == ["0004.json", "0005.json"]
-    assert "task 0004: no checkpoint carries an evidence region" in result.skipped[0][1]
-    assert result.skipped[1][1].startswith("not readable JSON: ")
+    assert [name for name, _ in result.skipped] == ["0005.json"]
+    assert result.skipped[0][1].startswith("not readable JSON: ")
 
 
 def test_import_skips_a_task_the_records_validator_rejects(dataset: Path) -> None:
@@ -198,7 +205,7 @@ def test_import_skips_a_task_the_records_validator_rejects(dataset: Path) -> Non
     (dataset / "json" / "0006.json").write_text(json.dumps(bad))
     cv2.imwrite(str(dataset / "image" / "image_0006.png"), _image(300, 400, 90))
     result = import_amme(dataset, dataset / "r.jsonl")
-    assert [r["id"] for r in result.records] == ["0001", "0002", "0003"]
+    assert [r["id"] for r in result.records] == ["0001", "0002", "0003", "0004"]
     assert result.skipped[-1][0] == "0006.json"
     assert result.skipped[-1][1].startswith("task 0006 (id 0006): evidence[0].box")
 
@@ -207,9 +214,11 @@ def test_imported_records_pass_the_records_validator(dataset: Path) -> None:
     out = dataset / "records.jsonl"
     import_amme(dataset, out)
     records = load_records(out)
-    assert [r.id for r in records] == ["0001", "0002", "0003"]
+    assert [r.id for r in records] == ["0001", "0002", "0003", "0004"]
     assert records.by_id("0002").answer.match == "number"
-    assert [len(r.image_paths) for r in records] == [1, 2, 1]
+    assert [len(r.image_paths) for r in records] == [1, 2, 1, 1]
+    assert records.by_id("0004").evidence == ()
+    assert [(o.op, o.image) for o in records.by_id("0004").required_ops] == [("crop", 0)]
 
 
 def test_round_trip_import_export_reimport(dataset: Path, tmp_path: Path) -> None:
@@ -218,12 +227,13 @@ def test_round_trip_import_export_reimport(dataset: Path, tmp_path: Path) -> Non
     records = load_records(out)
     back = tmp_path / "back"
     files = export_amme([records.task(r) for r in records], back)
-    assert [f.name for f in files] == ["0001.json", "0002.json", "0003.json"]
+    assert [f.name for f in files] == ["0001.json", "0002.json", "0003.json", "0004.json"]
     # Agentic-MME's own task files come back as they were (question stripped of nothing here)
-    for n, task in ((1, TASK_1), (2, TASK_2), (3, TASK_3)):
+    for n, task in ((1, TASK_1), (2, TASK_2), (3, TASK_3), (4, TASK_4)):
         assert json.loads((back / "json" / f"{n:04d}.json").read_text()) == task
     assert sorted(p.name for p in (back / "image").iterdir()) == [
-        "image_0001.png", "image_0002_1.png", "image_0002_2.png", "image_0003.png"]
+        "image_0001.png", "image_0002_1.png", "image_0002_2.png", "image_0003.png",
+        "image_0004.png"]
     np.testing.assert_array_equal(cv2.imread(str(back / "image" / "image_0002_2.png")),
                                   cv2.imread(str(dataset / "image" / "image_0002_2.png")))
     again = import_amme(back, back / "records.jsonl")
@@ -470,10 +480,9 @@ def test_cli_import_lists_skipped_tasks_and_exits_1(dataset: Path, capsys: Any) 
     out = dataset / "r.jsonl"
     assert _run_cli(["import-amme", str(dataset), str(out)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == (f"{out}: 3 record(s) written, 2 task(s) skipped, 2 judge checkpoint(s) "
+    assert lines[0] == (f"{out}: 4 record(s) written, 1 task(s) skipped, 2 judge checkpoint(s) "
                         "(scored only with a judge endpoint)")
-    assert [line.split(":")[0] for line in lines[1:]] == ["skipped 0004.json",
-                                                          "skipped 0005.json"]
+    assert [line.split(":")[0] for line in lines[1:]] == ["skipped 0005.json"]
 
 
 def test_cli_export_env_seeds_and_records(tmp_path: Path, capsys: Any) -> None:
@@ -530,7 +539,8 @@ def test_any_malformed_task_is_a_record_or_an_amme_error(task: Any) -> None:
     except AmmeError as exc:
         assert str(exc).startswith("task 0007: ")
         return
-    assert record["evidence"] and record["question"].strip()
+    assert record.get("evidence") or record.get("required_ops") or record.get("judge_checkpoints")
+    assert record["question"].strip()
     json.dumps(record)
 
 
@@ -558,3 +568,99 @@ def test_env_judges_see_the_agents_artifacts(dataset: Path) -> None:
     assert report.judge == 1.0 and seen == [(100, 100, 3)]  # the crop, not the input
     assert score_env_judges(env).judge is None
     env.close()
+
+
+TASK_RELEASED: dict[str, Any] = {  # strictly Agentic-MME's released schema: no region anywhere
+    "task_id": "0008",
+    "input": {"prompt": "The photo is sideways and dark. What word is on the sign?"},
+    "meta": {"level": 2, "domain": "Life"},
+    "golden_answer": {"value": "EXIT", "match_type": "contains"},
+    "process_evaluation": {
+        "checkpoints": [
+            {"id": "c1", "axis": "V", "tools": ["rotate"], "description": "turn it upright",
+             "code_check": {"verifier": "require_op:rotate"}},
+            {"id": "c2", "axis": "V", "tools": ["crop"], "description": "zoom on the sign",
+             "code_check": {"verifier": "verify_crop_ast"},
+             "visual_check": {"question": "Is the sign's word readable?",
+                              "expected_answer": "yes"}},
+            {"id": "c3", "axis": "V", "tools": ["enhance"],
+             "code_check": {"verifier": "require_op:enhance"}},
+            {"id": "c4", "axis": "V", "answer_check": {"match_type": "contains",
+                                                       "target": "EXIT"}},
+        ],
+        "ordering_constraints": [{"id": "o1", "sequence": ["c1", "c2"], "max_gap": 2}],
+        "efficiency": {"reference_tool_calls": 3, "penalty_per_extra_call": 0.1,
+                       "max_tool_calls": 8},
+    },
+}
+
+
+def test_released_schema_task_without_region_imports_checks_and_plays(tmp_path: Path,
+                                                                     capsys: Any) -> None:
+    import gymnasium as gym
+
+    from m3gym.agents.base import OracleAgent
+    from m3gym.eval.episode import record_episode
+
+    root = tmp_path / "released"
+    (root / "json").mkdir(parents=True)
+    (root / "image").mkdir()
+    (root / "json" / "0008.json").write_text(json.dumps(TASK_RELEASED), encoding="utf-8")
+    cv2.imwrite(str(root / "image" / "image_0008.png"), _image(240, 320, 40))
+    out = root / "records.jsonl"
+    result = import_amme(root, out)
+    assert result.skipped == []
+    assert result.records == [{
+        "id": "0008", "images": ["image/image_0008.png"],
+        "question": "The photo is sideways and dark. What word is on the sign?",
+        "answer": {"value": "EXIT", "match": "exact"},
+        "required_ops": [{"op": "rotate"}, {"op": "crop"}, {"op": "enhance"}],
+        "judge_checkpoints": [{"id": "c2", "axis": "V",
+                               "question": "Is the sign's word readable?"}],
+        "level": 2, "domain": "Life",
+        "source": {"format": "agentic-mme", "id": "0008", "task": _source(TASK_RELEASED)},
+        "metadata": {"amme": {"match_type": "contains", "judge_expected": {"c2": "yes"}}}}]
+    assert _run_cli(["check", str(out)]) == 0
+    capsys.readouterr()
+    records = load_records(out)
+    task = records.task(records.by_id("0008"))
+    assert [(c.id, c.axis, c.kind, c.params["tools"][0]) for c in task.checkpoints] == [
+        ("s_global_g1", "S", "global_op", "rotate"), ("s_global_g2", "S", "global_op", "crop"),
+        ("s_global_g3", "S", "global_op", "autocontrast")]
+    assert [c.name for c in task.reference_calls] == ["rotate", "crop", "autocontrast"]
+    assert task.metadata["needs_no_tool"] is False
+    assert reference_checkpoints_pass(task)
+    # round trip: the original JSON comes back, and re-imports to the same record
+    back = tmp_path / "back"
+    export_amme([task], back)
+    assert json.loads((back / "json" / "0008.json").read_text()) == TASK_RELEASED
+    assert import_amme(back, back / "r.jsonl").records == result.records
+    env = gym.make("M3Bench-Records-v3", records=str(out), disable_env_checker=True)
+    rec = record_episode(env.unwrapped, OracleAgent(), options={"task": task}, catch=False)
+    m = rec.final.get("metrics") or {}
+    assert {k: m.get(k) for k in ("acc", "S", "V")} == {"acc": 1.0, "S": 1.0, "V": 1.0}
+    env.close()
+
+
+def test_released_task_with_nothing_to_verify_is_skipped() -> None:
+    task = {"input": {"prompt": "What?"}, "golden_answer": {"value": "x"},
+            "process_evaluation": {"checkpoints": [
+                {"id": "r", "axis": "V", "answer_check": {"target": "x"}},
+                {"id": "z", "axis": "V", "code_check": {"verifier": "require_op:resize"}}]}}
+    with pytest.raises(AmmeError, match="task 0009: nothing to verify in the process"):
+        amme_to_record(task, "0009", ["image/image_0009.png"])
+
+
+def test_user_record_with_required_ops_round_trips_through_the_export(tmp_path: Path) -> None:
+    cv2.imwrite(str(tmp_path / "a.png"), _image(200, 300, 80))
+    row = {"id": "ops-1", "images": ["a.png"], "question": "Which way?",
+           "answer": {"value": "up", "match": "exact"},
+           "required_ops": [{"op": "rotate"}, {"op": "enhance"}, {"op": "crop"}]}
+    (tmp_path / "r.jsonl").write_text(json.dumps(row) + "\n")
+    records = load_records(tmp_path / "r.jsonl")
+    task = records.task(records.by_id("ops-1"))
+    assert task.level == 2 and task.evidence == ()
+    export_amme([task], tmp_path / "out")
+    again = import_amme(tmp_path / "out", tmp_path / "out" / "r.jsonl").records
+    assert again[0]["required_ops"] == row["required_ops"]
+    assert "evidence" not in again[0] and again[0]["id"] == "ops-1"

@@ -7,7 +7,9 @@ An Agentic-MME dataset is a folder ``json/NNNN.json`` (one task each) with its i
 (``checkpoints``, ``ordering_constraints``, ``efficiency``).
 
 * :func:`amme_to_record` (pure) turns one task dict into one m3gym record dict: checkpoints that
-  m3gym can verify exactly (a ``region`` box, with the op it needs) become ``evidence``;
+  m3gym can verify exactly (a ``region`` box, with the op it needs) become ``evidence``; a
+  checkpoint without a region whose ``code_check`` verifier names an op (``require_op:rotate``,
+  ``verify_crop_ast``) becomes one of ``required_ops`` (the op applied to a full input image);
   ``visual_check`` questions without a region and ``google_search`` strategy checkpoints become
   ``judge_checkpoints`` (scored only by :mod:`m3gym.records.judge`, never in S/V); everything
   else is kept in ``source["task"]`` so :func:`export_amme` writes the task back unchanged.
@@ -15,8 +17,9 @@ An Agentic-MME dataset is a folder ``json/NNNN.json`` (one task each) with its i
 * :func:`task_to_amme` / :func:`export_amme` write m3gym tasks (a procedural family's or a
   record's) as such a folder, with checkpoints Agentic-MME's own evaluator reads.
 
-Agentic-MME's released checkpoints name operations, not regions. ``region`` (an m3gym evidence
-object on a checkpoint) is the one key m3gym adds; the Agentic-MME harness ignores it.
+Agentic-MME's released checkpoints name operations, not regions: such a task imports with
+``required_ops`` and judge checkpoints. ``region`` (an m3gym evidence object on a checkpoint) is
+the one key m3gym adds to verify a region exactly; the Agentic-MME harness ignores it.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ EXPORT_GAP_SLACK = 2
 """Ordering constraints allow this many extra calls between two dependent reference calls."""
 
 _OP_PRIMITIVES: tuple[str, ...] = ("crop", "rotate", "flip", "resize", "enhance")
+_REQUIRED_PRIMITIVES: tuple[str, ...] = ("crop", "rotate", "flip", "enhance")
+"""Primitives a region-less checkpoint turns into a record's ``required_ops`` (no ``resize``)."""
 
 
 class AmmeError(ValueError):
@@ -91,6 +96,8 @@ def _checkpoint_op(cp: Mapping[str, Any]) -> str | None:
     """Return the primitive a checkpoint's ``code_check`` verifier names (as Agentic-MME)."""
     check = cp.get("code_check")
     verifier = str(check.get("verifier") or "").lower() if isinstance(check, Mapping) else ""
+    if any(t in verifier for t in ("autocontrast", "equalize", "threshold")):
+        return "enhance"  # m3gym's export names the contrast tool its reference uses
     return next((p for p in _OP_PRIMITIVES if p in verifier), None)
 
 
@@ -172,8 +179,8 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
     """Return the m3gym record of Agentic-MME task dict ``task`` (file ``json/<number>.json``).
 
     ``images`` are the record's image paths (in Agentic-MME's order: ``image_NNNN_1``, ...).
-    Raises :class:`AmmeError` when the task has no question or answer, or no checkpoint with
-    an evidence ``region`` (m3gym's episodes need one region to verify exactly).
+    Raises :class:`AmmeError` when the task has no question or answer, or nothing to verify in
+    the process (no region, no op a checkpoint requires, no visual or search check).
     """
     where = f"task {number}"
     if not isinstance(task, Mapping):
@@ -197,6 +204,7 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
         raise AmmeError(f"{where}: process_evaluation.checkpoints must be a list")
     evidence: list[dict[str, Any]] = []
     judges: list[dict[str, Any]] = []
+    required: list[dict[str, Any]] = []
     expected: dict[str, str] = {}
     unverified: dict[str, str] = {}
     for i, cp in enumerate(checkpoints):
@@ -219,7 +227,11 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
         raw_tools = cp.get("tools") or []
         tools = {str(t).lower() for t in raw_tools} if isinstance(raw_tools, list) else set()
         vc = cp.get("visual_check")
-        image = (cp.get("m3gym") or {}).get("image")
+        m3 = cp.get("m3gym") if isinstance(cp.get("m3gym"), Mapping) else {}
+        image = m3.get("image")
+        op = _checkpoint_op(cp)
+        if op in _REQUIRED_PRIMITIVES and not m3.get("judge") and {"op": op} not in required:
+            required.append({"op": op})  # a judge written by judge_to_amme names crop for show
         if axis == "V" and isinstance(vc, Mapping) and vc.get("question"):
             judges.append({"id": cid, "axis": "V", "question": str(vc["question"])}
                           | ({} if image is None else {"image": image}))
@@ -229,12 +241,14 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
             expected[cid] = "yes"
         elif "answer_check" in cp:
             continue  # the final-answer checkpoint: m3gym scores the answer itself
+        elif op in _REQUIRED_PRIMITIVES and not m3.get("judge"):
+            continue  # a required op
         else:
             unverified[cid] = _why_unverified(cp)
-    if not evidence:
-        raise AmmeError(f"{where}: no checkpoint carries an evidence region (m3gym verifies "
-                        "regions exactly; add a \"region\": {\"image\", \"box\", \"units\"} "
-                        "object to the checkpoint that needs it)")
+    if not evidence and not required and not judges:
+        raise AmmeError(f"{where}: nothing to verify in the process: no checkpoint carries an "
+                        "evidence region, an op verifier (require_op:<op>, verify_<op>_ast) or "
+                        "a visual_check / google_search requirement")
 
     source_task = copy.deepcopy(dict(task))
     source_task.pop("m3gym", None)
@@ -243,7 +257,10 @@ def amme_to_record(task: Mapping[str, Any], number: str, images: Sequence[str]) 
                               "question": question, "answer": answer}
     if choices is not None:
         record["choices"] = choices
-    record["evidence"] = evidence
+    if evidence:
+        record["evidence"] = evidence
+    if required:
+        record["required_ops"] = required
     if judges:
         record["judge_checkpoints"] = judges
     meta = task.get("meta") if isinstance(task.get("meta"), Mapping) else {}

@@ -27,6 +27,13 @@ UNITS: tuple[str, ...] = ("px", "norm1000")
 OPS: tuple[str, ...] = ("rotate", "flip", "enhance")
 """Operations an evidence may need besides its crop."""
 
+REQUIRED_OPS: tuple[str, ...] = ("crop", "rotate", "flip", "enhance")
+"""Operations a record's ``required_ops`` may name: ops without a region, that the process must
+apply to a full input image (Agentic-MME's ``require_op:<op>``)."""
+
+REQUIRED_OP_KEYS: tuple[str, ...] = ("op", "image")
+"""Keys of one ``required_ops`` item (``image``: the input image, default 0)."""
+
 FLIP_DIRECTIONS: tuple[str, ...] = ("horizontal", "vertical")
 """Directions of a ``flip`` op."""
 
@@ -35,7 +42,7 @@ ENHANCE_TOOLS: tuple[str, ...] = ("autocontrast", "equalize", "threshold", "enha
 
 TOP_KEYS: tuple[str, ...] = (
     "id", "images", "question", "answer", "choices", "evidence", "knowledge", "level", "domain",
-    "metadata", "source", "judge_checkpoints",
+    "metadata", "source", "judge_checkpoints", "required_ops",
 )
 """Every top-level key a record may have (any other key is rejected: typos never pass)."""
 
@@ -113,6 +120,14 @@ class JudgeCheckpoint:
 
 
 @dataclass(frozen=True)
+class RequiredOp:
+    """An op the process must apply to input image ``image`` (no region: any part of it)."""
+
+    op: str
+    image: int = 0
+
+
+@dataclass(frozen=True)
 class Record:
     """One validated record: one task.
 
@@ -133,6 +148,7 @@ class Record:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     source: Mapping[str, Any] = field(default_factory=dict)
     judge_checkpoints: tuple[JudgeCheckpoint, ...] = ()
+    required_ops: tuple[RequiredOp, ...] = ()
     where: str = ""
 
 
@@ -223,6 +239,35 @@ def _parse_evidence(raw: Any, i: int, problems: list[str]) -> EvidenceRecord | N
     return EvidenceRecord(box=tuple(float(v) for v in box), image=int(image), units=str(units),
                           id=eid, text=text, glyph_height=None if glyph is None else float(glyph),
                           op=op)
+
+
+def _parse_required_ops(raw: Any, problems: list[str]) -> list[RequiredOp]:
+    """Parse ``required_ops``: a list of ``{"op": <one of REQUIRED_OPS>, "image": k}``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, (list, tuple)):
+        problems.append('required_ops must be a list like [{"op": "rotate"}, {"op": "crop"}]')
+        return []
+    out = []
+    for i, item in enumerate(raw):
+        where = f"required_ops[{i}]"
+        if not isinstance(item, Mapping):
+            problems.append(f'{where} must be an object like {{"op": "crop"}}')
+            continue
+        bad = _unknown(item, REQUIRED_OP_KEYS, where)
+        problems += bad
+        name = item.get("op")
+        image = item.get("image", 0)
+        ok = not bad
+        if name not in REQUIRED_OPS:
+            problems.append(f"{where} has unknown op {name!r} (known: {', '.join(REQUIRED_OPS)})")
+            ok = False
+        if not isinstance(image, int) or isinstance(image, bool) or image < 0:
+            problems.append(f"{where}.image must be a non-negative integer, got {image!r}")
+            ok = False
+        if ok:
+            out.append(RequiredOp(str(name), int(image)))
+    return out
 
 
 def _parse_answer(raw: Any, problems: list[str]) -> AnswerRecord | None:
@@ -324,10 +369,12 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
     if answer is not None and answer.match == "choice" and choices is None \
             and raw.get("choices") is None:
         problems.append("match 'choice' needs choices")
-    raw_ev = raw.get("evidence")
+    raw_ev = raw.get("evidence", [])
     evidence: list[EvidenceRecord] = []
-    if not isinstance(raw_ev, (list, tuple)) or not raw_ev:
-        problems.append("evidence must be a non-empty list of boxes")
+    if raw_ev is None:
+        raw_ev = []
+    if not isinstance(raw_ev, (list, tuple)):
+        problems.append("evidence must be a list of boxes")
     else:
         for i, item in enumerate(raw_ev):
             ev = _parse_evidence(item, i, problems)
@@ -340,6 +387,12 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
         for i, ev in enumerate(evidence):
             if ev.image >= len(images):
                 problems.append(f"evidence[{i}].image {ev.image} but the record has "
+                                f"{len(images)} image(s)")
+    required = _parse_required_ops(raw.get("required_ops", []), problems)
+    if images is not None:
+        for i, rop in enumerate(required):
+            if rop.image >= len(images):
+                problems.append(f"required_ops[{i}].image {rop.image} but the record has "
                                 f"{len(images)} image(s)")
     knowledge = _parse_list(raw.get("knowledge", []), "knowledge", KNOWLEDGE_KEYS,
                             ("title", "text"), problems)
@@ -360,6 +413,10 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
         img = j.get("image")
         if img is not None and (not isinstance(img, int) or isinstance(img, bool) or img < 0):
             problems.append(f"judge_checkpoints[{i}].image must be a non-negative integer")
+    if (isinstance(raw_ev, (list, tuple)) and not raw_ev and not raw.get("required_ops")
+            and not raw.get("judge_checkpoints")):
+        problems.append("nothing to verify in the process: give evidence boxes, required_ops "
+                        "or judge_checkpoints")
     level = raw.get("level")
     if level is not None and (not isinstance(level, int) or isinstance(level, bool)
                               or level not in (1, 2, 3)):
@@ -387,5 +444,5 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
         judge_checkpoints=tuple(JudgeCheckpoint(str(j["id"]), str(j["axis"]),
                                                 str(j["question"]), j.get("image"))
                                 for j in judges),
-        where=where,
+        required_ops=tuple(required), where=where,
     )

@@ -32,10 +32,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from m3gym.records.schema import EvidenceRecord, Record, answer_text
+from m3gym.records.schema import EvidenceRecord, Record, RequiredOp, answer_text
 from m3gym.scoring.checkpoints import DEFAULT_MAX_RANK
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
-from m3gym.tasks.checkpoints import fetch_checkpoint, search_hit_checkpoint
+from m3gym.tasks.checkpoints import fetch_checkpoint, search_hit_checkpoint, step_checkpoint
 from m3gym.tasks.families._scene_common import (
     MIN_VIEW_HEIGHT,
     chain_checkpoints,
@@ -213,6 +213,39 @@ def knowledge_plan(record: Record, entries: list[dict[str, Any]],
     return searches, fetches, checkpoints
 
 
+REQUIRED_OP_CROP_BBOX: tuple[int, int, int, int] = (250, 250, 750, 750)
+"""The reference's crop for a ``crop`` required op (0-1000 scale: the image's central half)."""
+
+
+def required_op_call(rop: RequiredOp, index: int) -> RefCall:
+    """Return the reference call ``g<index + 1>`` of a required op (on its full input image).
+
+    ``crop``: the central half (:data:`REQUIRED_OP_CROP_BBOX`; any crop of the image passes),
+    ``rotate``: 90°, ``flip``: horizontal, ``enhance``: ``autocontrast``.
+    """
+    cid = f"g{index + 1}"
+    if rop.op == "crop":
+        return RefCall(cid, "crop", {"image_index": rop.image,
+                                     "bbox_2d": list(REQUIRED_OP_CROP_BBOX)})
+    if rop.op == "rotate":
+        return RefCall(cid, "rotate", {"image_index": rop.image, "angle": 90})
+    if rop.op == "flip":
+        return RefCall(cid, "flip", {"image_index": rop.image, "direction": "horizontal"})
+    return RefCall(cid, "autocontrast", {"image_index": rop.image})
+
+
+def required_op_checkpoint(call: RefCall, rop: RequiredOp) -> Checkpoint:
+    """Return the S ``global_op`` checkpoint of a required op's reference ``call``.
+
+    ``global_op`` passes when one of the op's equivalent tools is applied to a full input
+    image: for ``crop``, a crop (of any region) was made from the input image itself.
+    """
+    cp = step_checkpoint(call)
+    what = "crop a part of" if rop.op == "crop" else f"apply {rop.op} to"
+    return Checkpoint(cp.id, cp.axis, cp.kind, cp.params,
+                      f"{what} input image {rop.image} ({' / '.join(cp.params['tools'])})")
+
+
 def default_level(record: Record) -> int:
     """Return the record's level: as given, else 3 / 2 / 1.
 
@@ -222,7 +255,8 @@ def default_level(record: Record) -> int:
         return int(record.level)
     if record.knowledge:
         return 3
-    if len(record.evidence) > 1 or any(e.op is not None for e in record.evidence):
+    if (len(record.evidence) > 1 or any(e.op is not None for e in record.evidence)
+            or len(record.required_ops) > 1):
         return 2
     return 1
 
@@ -269,15 +303,19 @@ def record_to_task(record: Record, images: tuple[np.ndarray, ...] | None = None,
             ops.append(RefCall(f"k{i + 1}", ev.op.tool, {"image_index": src}, (crop.id,)))
     visual_steps = (tuple(crops), tuple(ops)) if ops else (tuple(crops),)
     evidence = tuple(p.evidence for p in plans)
-    checkpoints = chain_checkpoints(evidence, visual_steps)
+    checkpoints = chain_checkpoints(evidence, visual_steps) if evidence else ()
+    globals_ = [required_op_call(r, i) for i, r in enumerate(record.required_ops)]
+    checkpoints = checkpoints + tuple(required_op_checkpoint(c, r)
+                                      for c, r in zip(globals_, record.required_ops))
     entries = knowledge_entries(record)
     world_spec = (extra_metadata or {}).get("world")
     searches, fetches, k_checkpoints = knowledge_plan(record, entries, world_spec)
     checkpoints = checkpoints + tuple(k_checkpoints)
-    first, second = tuple(crops) + tuple(searches), tuple(ops) + tuple(fetches)
+    first = tuple(crops) + tuple(globals_) + tuple(searches)
+    second = tuple(ops) + tuple(fetches)
     steps = (first, second) if second else (first,)
     caps = ["visual_grounding"]
-    if len(evidence) > 1:
+    if len(evidence) + len(globals_) > 1:
         caps.append("parallelism")
     if ops:
         caps.append("multi_hop")
@@ -289,7 +327,8 @@ def record_to_task(record: Record, images: tuple[np.ndarray, ...] | None = None,
         "images": list(record.images), "image_size": [[i.shape[1], i.shape[0]] for i in frozen],
         "view_size": view_size,
         "evidence_area_fraction": sum(e.area for e in evidence) / total if total else 0.0,
-        "needs_no_tool": all(p.needs_no_tool for p in plans),
+        "needs_no_tool": bool(plans) and not globals_ and all(p.needs_no_tool for p in plans),
+        "required_ops": [{"op": r.op, "image": r.image} for r in record.required_ops],
         "answer_match": record.answer.match,
         "judge_checkpoints": [{"id": j.id, "axis": j.axis, "question": j.question,
                                "image": j.image, "needs_judge": True}

@@ -4,7 +4,8 @@
 what needs the images: each image exists and its header is readable (``PIL.Image.open(...).size``
 reads only the header, never the pixels), every evidence box lies inside its image, a reference
 crop can make it legible, and ids are unique. Records whose evidence is already legible at view
-size are accepted with a ``needs_no_tool`` warning.
+size (and that require no op) are accepted with a ``needs_no_tool`` warning; a record without
+evidence gets none.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def check_images(record: Record, cache: dict[Path, tuple[int, int]],
             continue
         legible.append(plan.needs_no_tool)
     warnings = []
-    if not problems and legible and all(legible):
+    if not problems and legible and all(legible) and not record.required_ops:
         warnings.append("needs_no_tool: the evidence is already legible at view size "
                         f"({view_size} px longest side)")
     return problems, warnings
