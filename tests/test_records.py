@@ -183,6 +183,26 @@ def test_needs_no_tool_is_a_warning_not_a_rejection(tmp_path):
     assert records.task("big").metadata["needs_no_tool"] is True
 
 
+def test_required_ops_silence_needs_no_tool_and_a_record_may_have_no_evidence(tmp_path):
+    big = base_record(tmp_path, "big")
+    box = text_image(tmp_path / "big.png", "BIG-1", (100, 100), scale=2.0)
+    big["evidence"] = [{"box": box}]
+    big["required_ops"] = [{"op": "rotate"}]
+    bare = base_record(tmp_path, "bare", required_ops=[{"op": "flip"}])
+    del bare["evidence"]
+    records = load_records(write_jsonl(tmp_path / "r.jsonl", [big, bare]))
+    assert records.warnings == ()
+    task = records.task("big")
+    assert task.metadata["needs_no_tool"] is False
+    assert [(c.id, c.kind) for c in task.checkpoints if c.kind == "global_op"] == [
+        ("s_global_g1", "global_op")]
+    task = records.task("bare")
+    assert task.evidence == () and task.metadata["needs_no_tool"] is False
+    assert [(c.axis, c.kind, c.params["tools"]) for c in task.checkpoints] == [
+        ("S", "global_op", ["rotate", "flip"])]
+    assert task.reference_calls[0].arguments == {"image_index": 0, "direction": "horizontal"}
+
+
 def test_loading_reads_headers_only(tmp_path, monkeypatch):
     recs = [base_record(tmp_path, f"r{i}") for i in range(5)]
     path = write_jsonl(tmp_path / "r.jsonl", recs)
