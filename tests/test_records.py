@@ -553,3 +553,19 @@ def test_random_files_never_traceback(tmp_path_factory, lines, suffix):
     with pytest.raises(RecordsError) as info:
         load_records(path)
     assert info.value.problems
+
+
+def test_csv_cells_hold_required_ops_as_json(tmp_path, fixture_set):
+    import csv
+
+    rows = [json.loads(line) for line in fixture_set.read_text().splitlines()]
+    rows[0]["required_ops"] = [{"op": "rotate"}, {"op": "enhance"}]
+    with (tmp_path / "r.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, sorted({k for r in rows for k in r}))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(v) if not isinstance(v, str) else v) for k, v in r.items()})
+    from_csv = load_records(tmp_path / "r.csv")
+    from_dicts = load_records(rows, base_dir=fixture_set.parent)
+    assert [r.required_ops for r in from_csv] == [r.required_ops for r in from_dicts]
+    assert [op.op for op in from_csv[0].required_ops] == ["rotate", "enhance"]

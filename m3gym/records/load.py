@@ -24,7 +24,7 @@ from m3gym.spec import Task
 from m3gym.view import VIEW_SIZE
 
 JSON_COLUMNS: tuple[str, ...] = ("images", "answer", "choices", "evidence", "knowledge", "level",
-                                 "metadata", "source", "judge_checkpoints")
+                                 "metadata", "source", "judge_checkpoints", "required_ops")
 """Columns of CSV/parquet rows that hold JSON-encoded lists or objects."""
 
 TEST_FRACTION: float = 0.2
