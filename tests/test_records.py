@@ -569,3 +569,14 @@ def test_csv_cells_hold_required_ops_as_json(tmp_path, fixture_set):
     from_dicts = load_records(rows, base_dir=fixture_set.parent)
     assert [r.required_ops for r in from_csv] == [r.required_ops for r in from_dicts]
     assert [op.op for op in from_csv[0].required_ops] == ["rotate", "enhance"]
+
+
+def test_the_choice_leak_probe_skips_open_answer_records():
+    from m3gym.audit.leaks import iter_tasks_with_choices
+
+    seeds = range(13)  # the demo set's train split holds open-answer and choice records
+    tasks = list(iter_tasks_with_choices("records", seeds))
+    opened = [make_task("records", s) for s in seeds]
+    assert any(t.choices is None for t in opened)
+    assert tasks and all(t.choices and len(t.choices) >= 2 for t in tasks)
+    assert len(tasks) == sum(t.choices is not None for t in opened)

@@ -124,7 +124,7 @@ def iter_tasks_with_choices(family: str, seeds: Iterable[int]) -> Iterator[Task]
     """
     for seed in seeds:
         task = make_task(family, int(seed))
-        if len(task.choices) >= 2:
+        if task.choices is not None and len(task.choices) >= 2:
             yield task
 
 
