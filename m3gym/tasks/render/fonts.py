@@ -85,7 +85,7 @@ def load_font(font: str, size: float) -> ImageFont.FreeTypeFont:
 @lru_cache(maxsize=16)
 def _cmap(font: str) -> frozenset[int]:
     """Return the code points face ``font`` has glyphs for."""
-    from fontTools.ttLib import TTFont  # matplotlib's dependency; only needed here
+    from fontTools.ttLib import TTFont  # a core dependency; imported only here
 
     with TTFont(str(font_path(font)), lazy=True) as tt:
         return frozenset(tt.getBestCmap())
