@@ -1,9 +1,11 @@
 """Play one oracle episode per level with only the core installed; fail if an extra was imported.
 
 Run by scripts/check_bare_core.sh in a venv holding ``pip install .`` and nothing else, and by
-tests/test_core_imports.py in a subprocess. Prints one line per level and exits 1 when an
-episode did not end with the right answer, or when ``import m3gym`` and the episodes imported
-a library of an extra (openai, matplotlib, rich, jinja2, torch).
+tests/test_core_imports.py in a subprocess. Also builds one task of every family (a family may
+need a core library no level's first episode reaches). Prints one line per level and exits 1 when
+an episode did not end with the right answer, a family could not build its task, or when
+``import m3gym`` and the episodes imported a library of an extra (openai, matplotlib, rich,
+jinja2, torch).
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def main() -> int:
         steps, correct = play(env_id)
         print(f"{env_id}: {steps} steps, answer_correct={correct}")
         ok &= correct
+    families = m3gym.family_names(suite=None)
+    for family in families:
+        try:
+            m3gym.make_task(family, 1_000_000_000)  # the first seed of the frozen test split
+        except Exception as exc:  # noqa: BLE001 - report every family, then fail
+            print(f"{family}: cannot build a task: {type(exc).__name__}: {exc}")
+            ok = False
+    print(f"built one task of each of {len(families)} families")
     imported = [m for m in EXTRA_MODULES if m in sys.modules]
     print("extra modules imported:", ", ".join(imported) or "none")
     return 0 if ok and not imported else 1

@@ -21,9 +21,24 @@ def test_an_episode_per_level_imports_no_extra_library(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "extra modules imported: none"
-    assert [line.split(":")[0] for line in lines[:-1]] == \
+    from m3gym.tasks.registry import family_names
+
+    assert lines[-2] == f"built one task of each of {len(family_names(suite=None))} families"
+    assert [line.split(":")[0] for line in lines[:-2]] == \
         ["M3Bench-L1-v3", "M3Bench-L2-v3", "M3Bench-L3-v3"]
-    assert all(line.endswith("answer_correct=True") for line in lines[:-1])
+    assert all(line.endswith("answer_correct=True") for line in lines[:-2])
+
+
+def test_the_check_fails_when_a_family_lacks_a_core_library(tmp_path: Path) -> None:
+    # fontTools came only through matplotlib once; blocking it must fail the families that need it
+    code = ("import sys, runpy; sys.modules['fontTools'] = None; sys.modules['fontTools.ttLib'] = "
+            f"None; runpy.run_path({str(ROOT / 'scripts' / 'check_bare_core.py')!r}, "
+            "run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300,
+                          env={"PATH": "", "PYTHONPATH": str(ROOT), "M3GYM_CACHE": str(tmp_path)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "price_sum: cannot build a task: ModuleNotFoundError" in proc.stdout
 
 
 def test_check_script_names_the_extra_modules() -> None:
