@@ -18,14 +18,11 @@ import numpy as np
 import pytest
 
 from m3gym.scoring.checkpoints import measure_evidence
-from m3gym.spec import Task
-from m3gym.state import ImageState
 from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import family_names, get_family, make_task
-from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import ToolRegistry
 from m3gym.tools.visual import VISUAL_TOOLS
-from m3gym.trace import Trace
+from tests.family_helpers import replay
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
 UNCLEANED = ("price_sum",)
@@ -34,17 +31,6 @@ their own rewrite."""
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 
-def replay(task: Task) -> tuple[ImageState, Trace]:
-    """Run the reference trajectory through the real visual tools, step by step."""
-    state = ImageState()
-    for img in task.images:
-        state.add_root(img)
-    ctx = ToolContext(state=state, visible_images=len(state))
-    trace = Trace()
-    for s, step in enumerate(task.reference):
-        ctx.visible_images = len(state)
-        trace.steps.append([REGISTRY.execute(ctx, c.name, c.arguments, s, c.id) for c in step])
-    return state, trace
 
 
 def test_families_registered_at_level_2() -> None:

@@ -15,32 +15,14 @@ from m3gym.env import M3BenchEnv
 from m3gym.scoring.checkpoints import evaluate_checkpoints
 from m3gym.tasks.registry import get_family, make_task
 from m3gym.web.world import build_world
+from tests.family_helpers import assert_checkpoint_density
 
 FAMILIES = ("cross_image", "knowledge_count", "grid_period")
 SEARCH_FAMILIES = ("cross_image", "knowledge_count")
 
 
-VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
-                "equalize", "threshold", "blur", "sharpen", "denoise", "edge_detect", "enhance"}
 
 
-def assert_checkpoint_density(task) -> None:
-    """The per-group rule: each reference call carries one S checkpoint, each evidence one
-    ``v_tool`` (at most one per visual call) and one ``v_true`` (artifact-level)."""
-    cps = task.checkpoints
-    assert len({cp.id for cp in cps}) == len(cps)
-    s = [cp for cp in cps if cp.axis == "S"]
-    v_tool = [cp for cp in cps if cp.kind == "v_tool"]
-    v_true = [cp for cp in cps if cp.kind == "v_true"]
-    assert len(s) == len(task.reference_calls)  # one S checkpoint per reference call
-    visual = [c for c in task.reference_calls if c.name in VISUAL_NAMES]
-    assert len(v_tool) <= len(visual)  # one call satisfies at most one v_tool checkpoint
-    ids = sorted(ev.id for ev in task.evidence)
-    assert sorted(cp.params["evidence"] for cp in v_true) == ids
-    assert sorted(cp.params["evidence"] for cp in v_tool) == ids
-    for cp in cps:
-        if cp.kind == "search_hit":
-            assert cp.params["max_rank"] == 1
 
 
 @pytest.mark.parametrize("family", FAMILIES)

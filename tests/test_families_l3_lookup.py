@@ -21,38 +21,15 @@ from m3gym.tasks.families.code_lookup import CodeLookupFamily
 from m3gym.tasks.families.logo_lookup import LogoLookupFamily
 from m3gym.tasks.families.privacy_safe_lookup import PrivacySafeLookupFamily
 from m3gym.tasks.registry import family_names, make_task
-from m3gym.web.world import build_world
+from tests.family_helpers import assert_checkpoint_density, world_of
 
 FAMILIES = ("code_lookup", "logo_lookup", "privacy_safe_lookup")
 
 
-VISUAL_NAMES = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert",
-                "equalize", "threshold", "blur", "sharpen", "denoise", "edge_detect", "enhance"}
 
 
-def assert_checkpoint_density(task) -> None:
-    """The per-group rule: each reference call carries one S checkpoint, each evidence one
-    ``v_tool`` (at most one per visual call) and one ``v_true`` (artifact-level)."""
-    cps = task.checkpoints
-    assert len({cp.id for cp in cps}) == len(cps)
-    s = [cp for cp in cps if cp.axis == "S"]
-    v_tool = [cp for cp in cps if cp.kind == "v_tool"]
-    v_true = [cp for cp in cps if cp.kind == "v_true"]
-    assert len(s) == len(task.reference_calls)  # one S checkpoint per reference call
-    visual = [c for c in task.reference_calls if c.name in VISUAL_NAMES]
-    assert len(v_tool) <= len(visual)  # one call satisfies at most one v_tool checkpoint
-    ids = sorted(ev.id for ev in task.evidence)
-    assert sorted(cp.params["evidence"] for cp in v_true) == ids
-    assert sorted(cp.params["evidence"] for cp in v_tool) == ids
-    for cp in cps:
-        if cp.kind == "search_hit":
-            assert cp.params["max_rank"] == 1
 
 
-def world_of(task: Task):
-    """Return the world a task names in its metadata."""
-    spec = task.metadata["world"]
-    return build_world(spec["seed"], spec["split"])
 
 
 def run_oracle(env: M3BenchEnv, task: Task) -> tuple[dict, list[dict]]:

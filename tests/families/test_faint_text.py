@@ -2,58 +2,26 @@
 
 from __future__ import annotations
 
-from functools import cache
-
 import cv2
 import numpy as np
 import pytest
-from PIL import Image, ImageOps
 
-from m3gym.spec import Evidence, Task
+from m3gym.spec import Evidence
 from m3gym.tasks import render as R
-from m3gym.tasks.registry import get_family, make_task
-
-SEEDS = range(60)
-
+from m3gym.tasks.registry import get_family
+from tests.family_helpers import all_tasks, apply_reference, region
 
 MIN_CONTRAST = Evidence.min_contrast
 
 
-@cache
-def task(family: str, seed: int) -> Task:
-    return make_task(family, seed)
 
 
-def all_tasks(family: str) -> list[Task]:
-    return [task(family, s) for s in SEEDS]
 
 
-def ncc(a: np.ndarray, b: np.ndarray) -> float:
-    """Normalized correlation of two equally shaped gray arrays (-1 when shapes differ)."""
-    if a.shape != b.shape:
-        return -1.0
-    x = a.astype(np.float64) - a.mean()
-    y = b.astype(np.float64) - b.mean()
-    den = np.sqrt((x * x).sum() * (y * y).sum())
-    return float((x * y).sum() / den) if den else 0.0
 
 
-def region(img: np.ndarray, box) -> np.ndarray:
-    x0, y0, x1, y1 = (int(v) for v in box)
-    return img[y0:y1, x0:x1]
 
 
-def apply_reference(img: np.ndarray, call) -> np.ndarray:
-    """Apply a rotate (CCW positive, expand) / flip / autocontrast reference call with numpy/PIL."""
-    a = call.arguments
-    if call.name == "rotate":
-        assert a["expand"] is True and a["angle"] % 90 == 0
-        return np.rot90(img, k=(a["angle"] // 90) % 4)
-    if call.name == "flip":
-        return {"horizontal": img[:, ::-1], "vertical": img[::-1]}[a["direction"]]
-    if call.name == "autocontrast":
-        return np.asarray(ImageOps.autocontrast(Image.fromarray(img), cutoff=a["cutoff"]))
-    raise AssertionError(call.name)
 
 
 def test_faint_text_invisible_before_and_visible_after_autocontrast():

@@ -8,7 +8,6 @@ import pytest
 
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
-from m3gym.spec import Task
 from m3gym.state import ImageState
 from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import get_family, make_task
@@ -16,6 +15,7 @@ from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import ToolRegistry
 from m3gym.tools.visual import VISUAL_TOOLS
 from m3gym.trace import Trace
+from tests.family_helpers import replay
 
 UNCLEANED = ("price_sum",)
 
@@ -26,17 +26,6 @@ ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 
-def replay(task: Task) -> tuple[ImageState, Trace]:
-    """Run the reference trajectory through the real visual tools, step by step."""
-    state = ImageState()
-    for img in task.images:
-        state.add_root(img)
-    ctx = ToolContext(state=state, visible_images=len(state))
-    trace = Trace()
-    for s, step in enumerate(task.reference):
-        ctx.visible_images = len(state)
-        trace.steps.append([REGISTRY.execute(ctx, c.name, c.arguments, s, c.id) for c in step])
-    return state, trace
 
 
 @pytest.mark.parametrize("family", UNCLEANED)

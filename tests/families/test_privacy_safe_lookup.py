@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from m3gym.spec import Task
 from m3gym.tasks.registry import make_task
-from m3gym.web.world import build_world
-
-
-def world_of(task: Task):
-    """Return the world a task names in its metadata."""
-    spec = task.metadata["world"]
-    return build_world(spec["seed"], spec["split"])
+from tests.family_helpers import world_of
 
 
 def test_privacy_rule_names_the_badge_holder():

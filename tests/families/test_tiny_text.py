@@ -2,42 +2,19 @@
 
 from __future__ import annotations
 
-from functools import cache
-
-import numpy as np
-
-from m3gym.spec import Evidence, Task
+from m3gym.spec import Evidence
 from m3gym.tasks import render as R
-from m3gym.tasks.registry import make_task
-
-SEEDS = range(60)
-
+from tests.family_helpers import all_tasks, ncc, region
 
 MIN_VIEW = Evidence.min_view_height
 
 
-@cache
-def task(family: str, seed: int) -> Task:
-    return make_task(family, seed)
 
 
-def all_tasks(family: str) -> list[Task]:
-    return [task(family, s) for s in SEEDS]
 
 
-def ncc(a: np.ndarray, b: np.ndarray) -> float:
-    """Normalized correlation of two equally shaped gray arrays (-1 when shapes differ)."""
-    if a.shape != b.shape:
-        return -1.0
-    x = a.astype(np.float64) - a.mean()
-    y = b.astype(np.float64) - b.mean()
-    den = np.sqrt((x * x).sum() * (y * y).sum())
-    return float((x * y).sum() / den) if den else 0.0
 
 
-def region(img: np.ndarray, box) -> np.ndarray:
-    x0, y0, x1, y1 = (int(v) for v in box)
-    return img[y0:y1, x0:x1]
 
 
 def test_tiny_text_illegible_in_full_view_and_legible_after_crop():
