@@ -68,16 +68,16 @@ class LiveNames(AbstractSet[str]):
         self._names = frozenset(names)
 
 
-VISUAL_TOOL_NAMES: LiveNames = LiveNames(_names(lambda s: s.kind == "visual"))
+VISUAL_TOOL_NAMES: LiveNames = LiveNames()
 """Image operations (the 13 atomic ops and ``enhance``)."""
 
-RETRIEVAL_TOOL_NAMES: LiveNames = LiveNames(_names(lambda s: s.kind == "retrieval"))
+RETRIEVAL_TOOL_NAMES: LiveNames = LiveNames()
 """Retrieval tools (canonical names)."""
 
-NON_IMAGE_TOOLS: LiveNames = LiveNames(_names(lambda s: s.frame == "none"))
+NON_IMAGE_TOOLS: LiveNames = LiveNames()
 """Tools that do not add an image (``answer`` included)."""
 
-FRAME_PRESERVING_TOOLS: LiveNames = LiveNames(_names(lambda s: s.frame == "preserving"))
+FRAME_PRESERVING_TOOLS: LiveNames = LiveNames()
 """Ops whose output keeps the input's normalized frame (pixels change, 0–1 geometry does not)."""
 
 CONTRAST_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "contrast")
@@ -86,11 +86,10 @@ CONTRAST_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "contrast")
 UPRIGHT_TOOLS: tuple[str, ...] = _names(lambda s: s.equivalence == "upright")
 """Tools that can turn evidence upright, in catalogue order."""
 
-TOOL_ALIASES: dict[str, str] = {a.name: s.name for s in _SPECS for a in s.aliases}
+TOOL_ALIASES: dict[str, str] = {}
 """Alias → canonical name (the released harness's ``google_search``, ``google_lens_search``)."""
 
-CONTENT_ARGUMENTS: dict[str, Mapping[str, ContentSimilarity]] = {
-    s.name: dict(s.content) for s in _SPECS}
+CONTENT_ARGUMENTS: dict[str, Mapping[str, ContentSimilarity]] = {}
 """Tool → {content argument → its typed similarity}."""
 
 
@@ -103,7 +102,7 @@ def _enum_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
-ENUM_KEYS: LiveNames = LiveNames(_enum_keys())
+ENUM_KEYS: LiveNames = LiveNames()
 """Argument names whose values are an enumeration (compared exactly)."""
 
 
@@ -122,7 +121,7 @@ def _defaults() -> dict[str, dict[str, Any]]:
     return out
 
 
-DEFAULT_ARGUMENTS: dict[str, dict[str, Any]] = _defaults()
+DEFAULT_ARGUMENTS: dict[str, dict[str, Any]] = {}
 """Tool → {argument → default} for the optional arguments with a non-``None`` default."""
 
 
@@ -131,9 +130,7 @@ def canonical_tool(name: str) -> str:
     return TOOL_ALIASES.get(name, name)
 
 
-_EQUIVALENT: dict[str, tuple[str, ...]] = {
-    s.name: _names(lambda t, e=s.equivalence: t.equivalence == e)
-    for s in _SPECS if s.equivalence is not None}
+_EQUIVALENT: dict[str, tuple[str, ...]] = {}
 
 
 def equivalent_tools(name: str) -> tuple[str, ...]:
@@ -168,6 +165,9 @@ def refresh() -> None:
     for mapping, new in mappings:
         mapping.clear()
         mapping.update(new)
+
+
+refresh()  # fills the tables above from the built-in catalogue
 
 
 # ------------------------------------------------------------------ code mode
