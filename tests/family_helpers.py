@@ -11,14 +11,9 @@ from PIL import Image, ImageOps
 from m3gym.spec import Task
 from m3gym.state import ImageState
 from m3gym.tasks.registry import make_task
-from m3gym.tools.base import ToolContext
-from m3gym.tools.registry import ToolRegistry
-from m3gym.tools.visual import VISUAL_TOOLS
+from m3gym.tasks.verify import replay_reference
 from m3gym.trace import Trace
 from m3gym.web.world import build_world
-
-REGISTRY = ToolRegistry(VISUAL_TOOLS)
-
 
 SEEDS = range(60)
 
@@ -90,13 +85,7 @@ def assert_checkpoint_density(task) -> None:
 
 
 def replay(task: Task) -> tuple[ImageState, Trace]:
-    """Run the reference trajectory through the real visual tools, step by step."""
-    state = ImageState()
-    for img in task.images:
-        state.add_root(img)
-    ctx = ToolContext(state=state, visible_images=len(state))
-    trace = Trace()
-    for s, step in enumerate(task.reference):
-        ctx.visible_images = len(state)
-        trace.steps.append([REGISTRY.execute(ctx, c.name, c.arguments, s, c.id) for c in step])
-    return state, trace
+    """Run the reference trajectory through the real visual tools (``replay_reference``)."""
+    replayed = replay_reference(task)
+    assert replayed is not None, f"{task.task_id}: a reference call failed"
+    return replayed
