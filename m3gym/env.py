@@ -8,7 +8,9 @@ resolution. ``answer`` terminates; running past ``max_tool_calls`` or ``max_roun
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -95,6 +97,25 @@ def require_knobs(families: Sequence[str]) -> None:
                          f"none: {', '.join(missing)}")
 
 
+def scene_options(scenes: str | None,
+                  backgrounds: str | os.PathLike[str] | None) -> dict[str, str]:
+    """Return the ``make_task`` config keys for ``scenes``/``backgrounds`` (checked now).
+
+    A bad folder raises :class:`~m3gym.tasks.render.photos.PhotoSourceError` at construction,
+    not at the first reset.
+    """
+    if scenes is None and backgrounds is None:
+        return {}
+    from m3gym.tasks.render.photos import photo_source
+
+    source = photo_source(scenes, backgrounds)
+    if source is None:
+        return {}
+    if backgrounds is not None:
+        return {"backgrounds": str(Path(backgrounds).expanduser().resolve())}
+    return {"scenes": "photo"}
+
+
 def default_view_size(families: Sequence[str]) -> int:
     """Return the view size the families are designed for (the largest, if they differ)."""
     return max(get_family(f).view_size for f in families)
@@ -145,6 +166,14 @@ class M3BenchEnv(gym.Env[dict, Any]):
         curriculum_update: feed each episode's outcome (``answer_correct``) back to the
             curriculum at its end. Off when the curriculum lives elsewhere (an SB3 learner
             process that reads the final infos and pushes its state to the envs).
+        scenes: ``"flat"`` (procedural surfaces) or ``"photo"``: every family with
+            ``photo_scenes`` draws its object into a photograph (the bundled public-domain set,
+            or ``backgrounds``); see :mod:`m3gym.tasks.render.photo_scene`. ``None``: photo when
+            ``backgrounds`` is given, else flat.
+        backgrounds: a folder of the user's own JPEG/PNG photos to draw scenes into (picked by
+            the task seed, decoded once per machine). An empty folder, an unreadable file or a
+            photo under 256 px raises :class:`~m3gym.tasks.render.photos.PhotoSourceError`
+            here, naming each file.
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 1,
@@ -172,6 +201,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         difficulty: float | None = None,
         curriculum: Any = None,
         curriculum_update: bool = True,
+        scenes: str | None = None,
+        backgrounds: str | os.PathLike[str] | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -181,6 +212,8 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.suite = suite
         self.families, self._family_probs = level_families(level, family, family_weights, suite)
         self.family_config = dict(family_config or {})
+        self.scenes = scene_options(scenes, backgrounds)
+        self.family_config.update(self.scenes)
         self.difficulty = None if difficulty is None else check_difficulty(difficulty)
         self.curriculum = None
         if curriculum is not None:

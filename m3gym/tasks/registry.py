@@ -32,6 +32,11 @@ class FamilyConfig:
     """``"m3bench"`` (the benchmark levels) or ``"classic"`` (low-resolution classic-RL tasks)."""
     view_size: ClassVar[int] = VIEW_SIZE
     """Longest side of the agent's view the family is designed (and scored) for."""
+    photo_scenes: ClassVar[bool] = False
+    """Whether the family draws its object on :func:`~m3gym.tasks.render.photo_scene.surface`,
+    so ``scenes="photo"`` / ``backgrounds=FOLDER`` put it into photographs."""
+    flat_scene_reason: ClassVar[str] = ""
+    """Why a family without photo scenes stays flat (required when ``photo_scenes`` is False)."""
 
     def validate(self) -> None:
         """Raise ``ValueError`` when the configuration is inconsistent."""
@@ -153,6 +158,51 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
         config["split"] = world_split_for_seed(seed)
     if "task_seed" not in config and any(f.name == "task_seed" for f in fields(cls)):
         config["task_seed"] = int(seed)  # families that index data by seed (records)
+    scene_options = {k: config.pop(k) for k in SCENE_OPTION_KEYS if k in config}
     cfg = cls(**config)
     cfg.validate()
-    return replace(cfg.generate(task_seed_rng(family, seed)), task_id=f"{family}/{seed}")
+    rng = task_seed_rng(family, seed)
+    if not scene_options or not cls.photo_scenes:
+        if scene_options:
+            _check_scene_options(scene_options)
+        return replace(cfg.generate(rng), task_id=f"{family}/{seed}")
+    from m3gym.tasks.render.photo_scene import (
+        active_photo_scene,
+        finish_photo_task,
+        scene_for_task,
+    )
+
+    source = _check_scene_options(scene_options)
+    if source is None:  # scenes="flat"
+        return replace(cfg.generate(rng), task_id=f"{family}/{seed}")
+    scene = scene_for_task(source, family, seed, difficulty,
+                           scene_options.get("photo_clutter"), scene_options.get("photo_camera"))
+    with active_photo_scene(scene):
+        task = cfg.generate(rng)
+    return replace(finish_photo_task(task, scene), task_id=f"{family}/{seed}")
+
+
+SCENE_OPTION_KEYS: tuple[str, ...] = ("scenes", "backgrounds", "photo_clutter", "photo_camera")
+"""Keys of a ``make_task`` config that choose the scene (photographs), not the family's fields.
+
+``scenes="photo"`` draws the scene into the bundled photographs, ``backgrounds=FOLDER`` into a
+folder of the user's; ``photo_clutter`` / ``photo_camera`` in ``[0, 1]`` set the backdrop's
+clutter and the camera finish (by default the difficulty sets them). Families whose
+``photo_scenes`` is False ignore them (their ``flat_scene_reason`` says why).
+"""
+
+
+def _check_scene_options(options: dict[str, Any]) -> Any:
+    """Return the photo source the scene options name (``None``: flat), raising on bad ones."""
+    from m3gym.tasks.render.photos import photo_source
+
+    for key in ("photo_clutter", "photo_camera"):
+        if key in options:
+            value = float(options[key])
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{key} must lie in [0, 1], got {options[key]!r}")
+    source = photo_source(options.get("scenes"), options.get("backgrounds"))
+    if source is None and options.get("scenes") is None and any(
+            k in options for k in ("photo_clutter", "photo_camera")):
+        raise ValueError("photo_clutter / photo_camera need scenes='photo' or backgrounds=FOLDER")
+    return source

@@ -63,8 +63,15 @@ def reference_checkpoints_pass(task: Task) -> bool:
 
 def first_verified(draw: Callable[[], Task], attempts: int = VERIFY_ATTEMPTS) -> Task:
     """Return the first of up to ``attempts`` draws whose reference passes every checkpoint."""
+    from m3gym.tasks.render.photo_scene import current_photo_scene
+
+    scene = current_photo_scene()
     for _ in range(attempts - 1):
+        if scene is not None:
+            scene.placed.clear()  # only the kept draw's photographs describe the task
         task = draw()
         if reference_checkpoints_pass(task):
             return task
+    if scene is not None:
+        scene.placed.clear()
     return draw()

@@ -163,6 +163,7 @@ class ChartValue(FamilyConfig):
     """
 
     name: ClassVar[str] = "chart_value"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Science", "Finance")
     description: ClassVar[str] = "crop a chart's legend and bar group in parallel, read values"
@@ -278,7 +279,7 @@ class ChartValue(FamilyConfig):
         else:
             w = int(pw * rng.uniform(1.12, 1.25))
             h = int(w * rng.uniform(0.74, 0.8))
-            desk = R.background(rng, h, w, kind=c2.pick(rng, ("wood", "fabric")))
+            desk = R.surface(rng, h, w, kind=c2.pick(rng, ("wood", "fabric")))
             quad = D.sheet_quad(rng, (pw, ph), 1.0, (w / 2 + float(rng.uniform(-20, 20)),
                                                        h / 2 + float(rng.uniform(-20, 20))),
                                 float(rng.uniform(-2.0, 2.0)), self.perspective)

@@ -106,6 +106,7 @@ class ClockReading(FamilyConfig):
     """
 
     name: ClassVar[str] = "clock_reading"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Life", "Science")
     description: ClassVar[str] = "zoom into a small tilted clock, rotate it upright, read it"
@@ -138,7 +139,7 @@ class ClockReading(FamilyConfig):
         domain = c2.pick(rng, self.domains)
         scene_name, kinds, noun = _CLOCK_SCENES[domain]
         w, h = c2.scene_size(rng)
-        img = render.background(rng, h, w, kind=c2.pick(rng, kinds))
+        img = render.surface(rng, h, w, kind=c2.pick(rng, kinds))
         hour, minute = int(rng.integers(1, 13)), int(rng.integers(60))
         if rng.random() < self.quarter_prob:
             angle = float(rng.choice([90.0, 180.0, -90.0]))

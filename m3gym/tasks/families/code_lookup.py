@@ -117,6 +117,7 @@ class CodeLookupFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "code_lookup"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Finance", "Life")
     description: ClassVar[str] = ("Read a tiny faint product code (crop, autocontrast), search it, "

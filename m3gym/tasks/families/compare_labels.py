@@ -80,6 +80,7 @@ class CompareLabels(FamilyConfig):
     """
 
     name: ClassVar[str] = "compare_labels"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Diagram", "Science")
     description: ClassVar[str] = "crop two small gauges in parallel and compare their readings"
@@ -114,7 +115,7 @@ class CompareLabels(FamilyConfig):
         domain = c2.pick(rng, self.domains)
         scene_name, kinds, where = _GAUGE_SCENES[domain]
         w, h = c2.scene_size(rng)
-        img = render.background(rng, h, w, kind=c2.pick(rng, kinds))
+        img = render.surface(rng, h, w, kind=c2.pick(rng, kinds))
         faint = bool(rng.random() < self.faint_prob)
         n = int(rng.integers(self.gauges[0], self.gauges[1] + 1))
         names = [GAUGE_NAMES[int(i)] for i in rng.permutation(len(GAUGE_NAMES))[:n]]

@@ -208,7 +208,7 @@ def _render_street(rng: np.random.Generator, lines: list[str], target: int,
     horizon = int(h * rng.uniform(0.35, 0.5))
     img = np.empty((h, w, 3), np.uint8)
     img[:horizon] = R.background(rng, horizon, w, kind="sky")
-    img[horizon:] = R.background(rng, h - horizon, w, kind=R.pick(rng, ("asphalt", "brick",
+    img[horizon:] = R.surface(rng, h - horizon, w, kind=R.pick(rng, ("asphalt", "brick",
                                                                         "noise")))
     # buildings along the horizon: a lit facade, a shaded side wall, a cornice, framed windows
     x = int(rng.integers(-60, 0))
@@ -347,6 +347,7 @@ class CrossImage(FamilyConfig):
     """
 
     name: ClassVar[str] = "cross_image"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Society", "Diagram")
     description: ClassVar[str] = (

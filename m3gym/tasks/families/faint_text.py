@@ -82,6 +82,7 @@ class FaintTextFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "faint_text"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 1
     domains: ClassVar[tuple[str, ...]] = ("Science", "Culture")
     description: ClassVar[str] = "Restore faded low-contrast print (autocontrast)."
@@ -145,7 +146,7 @@ class FaintTextFamily(FamilyConfig):
         W, H = self.width, self.height
         doc = R.pick(rng, self.docs)
         domain, title, labels = FAINT_DOCS[doc]
-        img = R.background(rng, H, W, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
+        img = R.surface(rng, H, W, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
         dw, dh = int(W * rng.uniform(0.55, 0.75)), int(H * rng.uniform(0.7, 0.9))
         dx, dy = int(rng.integers(12, W - dw - 12)), int(rng.integers(12, H - dh - 12))
         paper = R.jitter_color(rng, (236, 230, 212), 10)

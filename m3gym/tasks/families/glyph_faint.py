@@ -64,6 +64,7 @@ class GlyphFaintFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "glyph_faint"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 1
     suite: ClassVar[str] = "classic"
     view_size: ClassVar[int] = CLASSIC_VIEW
@@ -114,7 +115,7 @@ class GlyphFaintFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one glyph-faint task."""
         side = self.side
-        img = R.background(rng, side, side, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
+        img = R.surface(rng, side, side, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
         cw, ch = int(side * rng.uniform(0.45, 0.6)), int(side * rng.uniform(0.5, 0.65))
         cx = int(rng.integers(8, side - cw - 8, endpoint=True))
         cy = int(rng.integers(8, side - ch - 8, endpoint=True))

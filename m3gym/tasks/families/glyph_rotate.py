@@ -66,6 +66,7 @@ class GlyphRotateFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "glyph_rotate"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 1
     suite: ClassVar[str] = "classic"
     view_size: ClassVar[int] = CLASSIC_VIEW
@@ -106,7 +107,7 @@ class GlyphRotateFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one glyph-rotate task."""
         side = self.side
-        img = R.background(rng, side, side, R.pick(rng, BACKGROUNDS))
+        img = R.surface(rng, side, side, R.pick(rng, BACKGROUNDS))
         digit = R.pick(rng, self.glyphs)
         patch = glyph_patch(rng, digit, float(rng.uniform(self.glyph_min, self.glyph_max)))
         pw, ph = patch.size

@@ -64,6 +64,7 @@ class GlyphZoomFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "glyph_zoom"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 1
     suite: ClassVar[str] = "classic"
     view_size: ClassVar[int] = CLASSIC_VIEW
@@ -109,7 +110,7 @@ class GlyphZoomFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one glyph-zoom task."""
         side = self.side
-        img = R.background(rng, side, side, R.pick(rng, BACKGROUNDS))
+        img = R.surface(rng, side, side, R.pick(rng, BACKGROUNDS))
         n_decoys = int(rng.integers(self.decoys[0], self.decoys[1], endpoint=True))
         cells = [int(c) for c in rng.permutation(9)[: n_decoys + 1]]
         digits = [self.glyphs[int(i)] for i in rng.permutation(len(self.glyphs))[: n_decoys + 1]]

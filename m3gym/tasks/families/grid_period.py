@@ -102,6 +102,7 @@ class GridPeriod(FamilyConfig):
     """
 
     name: ClassVar[str] = "grid_period"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Science", "Diagram")
     description: ClassVar[str] = (

@@ -75,6 +75,9 @@ class KnowledgeCount(FamilyConfig):
     """
 
     name: ClassVar[str] = "knowledge_count"
+    flat_scene_reason: ClassVar[str] = (
+        "The scene is a whole pitch seen from above, edge to edge: there is no surface around "
+        "the object for a photograph to replace.")
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Culture", "Life")
     description: ClassVar[str] = (

@@ -114,6 +114,7 @@ class LogoLookupFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "logo_lookup"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Culture", "Society")
     description: ClassVar[str] = ("Crop a small logo, reverse-search it, fetch the owner's page, "

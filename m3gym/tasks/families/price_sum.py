@@ -97,6 +97,9 @@ class PriceSum(FamilyConfig):
     """
 
     name: ClassVar[str] = "price_sum"
+    flat_scene_reason: ClassVar[str] = (
+        "A store shelf photographed head-on fills the whole frame (back panel to frame edge): "
+        "there is no surface around it for a photograph to replace.")
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Finance",)
     description: ClassVar[str] = "crop two tiny shelf-edge price tags in parallel, add the prices"

@@ -79,6 +79,7 @@ class PrivacySafeLookupFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "privacy_safe_lookup"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Society",)
     description: ClassVar[str] = ("Read a small building sign next to a visitor badge, search the "

@@ -222,6 +222,7 @@ class ReceiptTotal(FamilyConfig):
     """
 
     name: ClassVar[str] = "receipt_total"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Life", "Finance")
     description: ClassVar[str] = "crop a photographed receipt's line items, turn/stretch, add"
@@ -287,7 +288,7 @@ class ReceiptTotal(FamilyConfig):
             faded, sideways = (True, False) if rng.random() < 0.5 else (False, True)
         quarter = int(rng.choice([1, 3])) if sideways else 0
 
-        table = R.background(rng, h, w, kind=c2.pick(rng, TABLES), lighting=0.12, vignette=0.15)
+        table = R.surface(rng, h, w, kind=c2.pick(rng, TABLES), lighting=0.12, vignette=0.15)
         sw, sh = receipt.sheet.size
         ext_w, ext_h = (sh, sw) if quarter else (sw, sh)
         cx = float(rng.uniform(ext_w / 2 + 60, w - ext_w / 2 - 60))

@@ -69,6 +69,7 @@ class RegionCount(FamilyConfig):
     """
 
     name: ClassVar[str] = "region_count"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Science", "Society")
     description: ClassVar[str] = "crop a marked region of a dim photo, autocontrast, count"
@@ -104,7 +105,7 @@ class RegionCount(FamilyConfig):
         domain = c2.pick(rng, self.domains)
         spec = _COUNT_SCENES[domain]
         w, h = c2.scene_size(rng)
-        img = render.background(rng, h, w, kind=c2.pick(rng, spec["kinds"]),  # type: ignore[arg-type]
+        img = render.surface(rng, h, w, kind=c2.pick(rng, spec["kinds"]),  # type: ignore[arg-type]
                                 lighting=float(rng.uniform(0.0, 0.15)), vignette=0.1)
         bg_lum = float(render.to_gray(img[::16, ::16]).mean())
         d = int(rng.integers(self.size_range[0], self.size_range[1] + 1))

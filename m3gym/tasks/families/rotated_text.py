@@ -88,6 +88,7 @@ class RotatedTextFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "rotated_text"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 1
     domains: ClassVar[tuple[str, ...]] = ("Society", "Diagram")
     description: ClassVar[str] = "Make a rotated or mirrored document upright (rotate / flip)."
@@ -143,7 +144,7 @@ class RotatedTextFamily(FamilyConfig):
         landscape = dw > dh
         W, H = (self.longest, self.longest * 3 // 4) if landscape else \
             (self.longest * 3 // 4, self.longest)
-        img = R.background(rng, H, W, R.pick(rng, ("wood", "fabric", "noise", "asphalt",
+        img = R.surface(rng, H, W, R.pick(rng, ("wood", "fabric", "noise", "asphalt",
                                                   "gradient")))
         dx = int(rng.integers(16, max(17, W - dw - 16)))
         dy = int(rng.integers(16, max(17, H - dh - 16)))

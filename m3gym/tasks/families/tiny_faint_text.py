@@ -71,6 +71,7 @@ class TinyFaintText(FamilyConfig):
     """
 
     name: ClassVar[str] = "tiny_faint_text"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 2
     domains: ClassVar[tuple[str, ...]] = ("Science", "Finance")
     description: ClassVar[str] = "zoom into a tiny faded label, then autocontrast the crop"
@@ -157,7 +158,7 @@ class TinyFaintText(FamilyConfig):
         domain = c2.pick(rng, self.domains)
         scene_name, kinds, noun = _TEXT_SCENES[domain]
         w, h = c2.scene_size(rng, self.scene_long)
-        img = R.background(rng, h, w, kind=c2.pick(rng, kinds))
+        img = R.surface(rng, h, w, kind=c2.pick(rng, kinds))
         quarter = int(rng.choice([1, 2, 3])) if rng.random() < self.rotate_prob else 0
         tab_names = list(c2.TAB_COLORS)
         order = rng.permutation(len(tab_names))

@@ -196,6 +196,7 @@ class TinyTextFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "tiny_text"
+    photo_scenes: ClassVar[bool] = True
     level: ClassVar[int] = 1
     domains: ClassVar[tuple[str, ...]] = ("Finance", "Life")
     description: ClassVar[str] = "Zoom into a tiny sticker code in a cluttered scene (crop)."
@@ -253,7 +254,7 @@ class TinyTextFamily(FamilyConfig):
         w, h = self.width, self.height
         scene = R.pick(rng, self.scenes)
         domain, attached, bg_kinds = TINY_SCENES[scene]
-        img = R.background(rng, h, w, R.pick(rng, bg_kinds))
+        img = R.surface(rng, h, w, R.pick(rng, bg_kinds))
         hosts, keep = _draw_hosts(img, rng, scene)
         if not hosts:
             hosts = [(40, 40, w - 40, h - 40)]

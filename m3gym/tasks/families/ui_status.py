@@ -80,6 +80,10 @@ class UiStatus(FamilyConfig):
     """
 
     name: ClassVar[str] = "ui_status"
+    flat_scene_reason: ClassVar[str] = (
+        "A screenshot is the screen's own pixels, not a photograph of a physical object: it "
+        "stays flat (a photographed screen with moiré and glare would change what the family "
+        "tests, reading small UI text at screen resolution).")
     level: ClassVar[int] = 1
     domains: ClassVar[tuple[str, ...]] = ("Society", "Life")
     description: ClassVar[str] = "crop a tiny status value on a desktop screenshot"

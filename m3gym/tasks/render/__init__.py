@@ -131,6 +131,7 @@ from m3gym.tasks.render.measures import (
     region_evidence,
     to_gray,
 )
+from m3gym.tasks.render.photo_scene import surface
 from m3gym.tasks.render.text import (
     ALL_FACES,
     READABLE_FACES,
@@ -160,7 +161,7 @@ __all__ = [
     "draw_truetype", "fake", "fake_address", "fake_company", "fake_date", "fake_id", "fake_person",
     "fake_product", "font_covers", "homography", "lens_blur", "motion_blur", "patch_corners",
     "perspective_quad", "pick_font", "quad_box", "shade_polygon", "sheet_shadow", "soft_shadow",
-    "truetype_lines", "truetype_text", "uneven_lighting", "warp_alpha", "warp_patch",
+    "surface", "truetype_lines", "truetype_text", "uneven_lighting", "warp_alpha", "warp_patch",
     "ALL_FACES", "BACKGROUND_DETAIL", "BACKGROUND_KINDS", "CLUTTER_KINDS", "CODE_DIGITS",
     "CODE_LETTERS", "CODE_PATTERNS", "CONFUSABLE_CYCLES", "DISTRACTOR_WORDS", "NAMED_COLORS",
     "NOISE_TILE_SHAPE", "READABLE_FACES", "VIEW_SIZE", "Box", "Color", "PlacedText", "TextPatch",

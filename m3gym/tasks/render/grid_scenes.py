@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from m3gym.tasks.render.backgrounds import background, vignette_field
+from m3gym.tasks.render.backgrounds import vignette_field
 from m3gym.tasks.render.camera import (
     homography,
     perspective_quad,
@@ -32,6 +32,7 @@ from m3gym.tasks.render.camera import (
 )
 from m3gym.tasks.render.content import fake_company, fake_id
 from m3gym.tasks.render.fonts import pick_font, truetype_lines, truetype_text
+from m3gym.tasks.render.photo_scene import surface
 from m3gym.tasks.render.util import jitter_color
 
 TILT: tuple[float, float] = (0.0, 0.05)
@@ -204,7 +205,7 @@ def well_plate(rng: np.random.Generator, w: int, h: int, rows: int, cols: int) -
         np.maximum(objects[y:y + disc.shape[0], x:x + disc.shape[1]], disc,
                    out=objects[y:y + disc.shape[0], x:x + disc.shape[1]])
     patch = np.clip(plate, 0, 255).astype(np.uint8)
-    bench = background(rng, h, w, R_BENCH[int(rng.integers(len(R_BENCH)))], vignette=0.0)
+    bench = surface(rng, h, w, R_BENCH[int(rng.integers(len(R_BENCH)))], vignette=0.0)
     gray = cv2.cvtColor(cv2.cvtColor(bench, cv2.COLOR_RGB2GRAY), cv2.COLOR_GRAY2RGB)
     frame = cv2.addWeighted(bench, 0.35, gray, 0.65, 0.0)  # bench tops are muted
     centre = (w * (0.5 + float(rng.uniform(-0.03, 0.03))),

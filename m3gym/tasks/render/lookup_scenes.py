@@ -435,8 +435,8 @@ def finish_scene(img: np.ndarray, rng: np.random.Generator, keep: list[R.Box],
 
 def scene_base(rng: np.random.Generator, width: int, height: int,
                kinds: tuple[str, ...]) -> np.ndarray:
-    """Return a textured background of one of ``kinds``."""
-    return R.background(rng, height, width, R.pick(rng, kinds))
+    """Return the surface (a textured background of one of ``kinds``, or a photo) to draw on."""
+    return R.surface(rng, height, width, R.pick(rng, kinds))
 
 
 def place(rng: np.random.Generator, size: tuple[int, int], bounds: R.Box,
