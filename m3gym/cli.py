@@ -267,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", default=None,
                    help="agent name or module:factory (default: heuristic, else random)")
     p.add_argument("--episodes", type=int, default=None, help="episodes per env (default 30)")
-    p.add_argument("--split", default="test", help="test | val (frozen) or train (random seeds)")
+    p.add_argument("--split", default="test",
+                   help="test | val | test-photo (frozen) or train (random seeds)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reward", default="m3", help="reward preset name or YAML path")
     p.add_argument("--workers", type=int, default=1, help="processes (same results for any N)")
@@ -319,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write", action="store_true", help="regenerate and write the manifest")
     p.add_argument("--full", action="store_true", help="check every task, not a sample")
     p.add_argument("--per-family", type=int, default=5, help="tasks checked per family")
-    p.add_argument("--per-level", type=int, default=200, help="tasks per level when writing")
+    p.add_argument("--per-level", type=int, default=None,
+                   help="tasks per level when writing (default: the split's, 200 for test)")
     p.add_argument("--manifest", default=None, metavar="PATH",
                    help="manifest file to check or write (default: the package's)")
     p.set_defaults(func=_cmd_split_manifest)

@@ -24,3 +24,14 @@ rounded_floats`), which differed in the last bit between BLAS kernels (AVX-512 o
 
 MANIFEST_VERSION: int = max(MANIFEST_DIGESTS)
 """Version of the committed ``test`` manifest (a new one whenever a frozen task changes)."""
+
+PHOTO_MANIFEST_DIGESTS: dict[int, str] = {
+    1: "59b3724ae36e84b18fa0fc40c1f8007a6b52c730748f07b8072f9b82c34d1a9c",
+}
+""":func:`~m3gym.eval.splits.manifest_digest` of each version of the ``test-photo`` manifest (the
+procedural scenes drawn into the bundled photographs). Its tasks change with the flat families'
+generators *and* with the photo compositing, so it is versioned on its own: a new entry (and a
+CHANGELOG line) whenever its tasks change."""
+
+PHOTO_MANIFEST_VERSION: int = max(PHOTO_MANIFEST_DIGESTS)
+"""Version of the committed ``test-photo`` manifest."""

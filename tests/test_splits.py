@@ -14,10 +14,16 @@ from m3gym.eval.splits import (
     manifest_digest,
     manifest_path,
     sample_entries,
+    split_config,
     split_entries,
 )
 from m3gym.tasks.registry import family_names, make_task
-from m3gym.versions import MANIFEST_DIGESTS, MANIFEST_VERSION
+from m3gym.versions import (
+    MANIFEST_DIGESTS,
+    MANIFEST_VERSION,
+    PHOTO_MANIFEST_DIGESTS,
+    PHOTO_MANIFEST_VERSION,
+)
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +98,50 @@ def test_manifest_tasks_change_only_with_a_version_bump(manifest):
         "the frozen test tasks changed without a version bump: add version "
         f"{MANIFEST_VERSION + 1} to MANIFEST_DIGESTS (m3gym/versions.py) with the new digest "
         f"{manifest_digest(manifest)}, and a CHANGELOG.md entry")
+
+
+def test_photo_manifest_tasks_change_only_with_a_version_bump():
+    """The committed photographic split is its version's task list; changes need a new version."""
+    photo = load_manifest("test-photo")
+    assert photo is not None, "the test-photo manifest is not in the package"
+    assert photo["config"] == split_config("test-photo") == {"scenes": "photo"}
+    assert photo["version"] == PHOTO_MANIFEST_VERSION == max(PHOTO_MANIFEST_DIGESTS)
+    assert manifest_digest(photo) == PHOTO_MANIFEST_DIGESTS[PHOTO_MANIFEST_VERSION], (
+        "the frozen test-photo tasks changed without a version bump: add version "
+        f"{PHOTO_MANIFEST_VERSION + 1} to PHOTO_MANIFEST_DIGESTS (m3gym/versions.py) with the "
+        f"new digest {manifest_digest(photo)}, and a CHANGELOG.md entry")
+
+
+def test_photo_split_holds_only_photo_families_in_held_out_seeds():
+    from m3gym.tasks.registry import TRAIN_SEED_LIMIT, get_family
+
+    photo = load_manifest("test-photo")
+    flat = load_manifest("test")
+    flat_ids = {e["task_id"] for v in flat["levels"].values() for e in v}
+    for level, entries in photo["levels"].items():
+        fams = {e["family"] for e in entries}
+        assert fams == {f for f in family_names(int(level)) if get_family(f).photo_scenes}
+        assert all(e["task_seed"] >= TRAIN_SEED_LIMIT for e in entries)
+        assert not flat_ids & {e["task_id"] for e in entries}  # other seeds than the flat split
+
+
+def test_photo_manifest_tasks_are_photographic_and_rebuild():
+    """A sample of the photo split rebuilds to its hashes with the split's config (photos in it)."""
+    photo = load_manifest("test-photo")
+    assert check_manifest("test-photo", per_family=1) == []
+    entry = photo["levels"]["1"][0]
+    task = make_task(entry["family"], entry["task_seed"], split_config("test-photo"))
+    assert task.metadata["scene"]["kind"] == "photo"
+    assert make_task(entry["family"], entry["task_seed"]).content_hash() != entry["hash"]
+
+
+def test_every_photo_manifest_version_has_a_changelog_entry():
+    changelog = (manifest_path("test").parents[3] / "CHANGELOG.md")
+    if not changelog.is_file():
+        pytest.skip("CHANGELOG.md is not beside an installed (non-editable) package")
+    text = changelog.read_text()
+    for version in PHOTO_MANIFEST_DIGESTS:
+        assert f"test-photo manifest version {version}" in text
 
 
 def test_digest_moves_with_any_task_hash_and_only_with_tasks(manifest):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from m3gym.fingerprint import pixel_library_versions
@@ -48,11 +49,14 @@ class ChangedTasksError(ValueError):
     """Frozen tasks built on this install differ from their manifest (the run did not start)."""
 
 
-def task_hash(pair: tuple[str, int]) -> str:
-    """Return the content hash of task ``(family, task_seed)`` as built on this install."""
+def task_hash(pair: tuple[str, int], config: Mapping[str, Any] | None = None) -> str:
+    """Return the content hash of task ``(family, task_seed)`` as built on this install.
+
+    ``config`` is the split's ``make_task`` config (the manifest's ``config``, e.g. photo scenes).
+    """
     family, task_seed = pair
     try:
-        return make_task(family, int(task_seed)).content_hash()
+        return make_task(family, int(task_seed), dict(config or {})).content_hash()
     except Exception as exc:  # a removed family or a generator crash is a change, not a crash
         return f"error: {type(exc).__name__}: {exc}"
 
@@ -62,15 +66,18 @@ def check_frozen_tasks(
     version: int | None = None,
     map_fn: Callable[[Callable[[tuple[str, int]], str], Sequence[tuple[str, int]]],
                      Iterable[str]] = map,
+    config: Mapping[str, Any] | None = None,
 ) -> FrozenCheck:
     """Build every ``(family, task_seed)`` whose id ``expected`` holds and compare the hashes.
 
-    ``map_fn`` runs :func:`task_hash` over the pairs (``map``, or a process pool's ``imap``).
+    ``map_fn`` runs :func:`task_hash` over the pairs (``map``, or a process pool's ``imap``);
+    ``config`` is the manifest's ``make_task`` config (its ``config`` key), if any.
     Pairs the manifest does not hold are not checked. Returns the :class:`FrozenCheck`.
     """
     todo = sorted({(f, int(s)) for f, s in pairs if f"{f}/{int(s)}" in expected})
     check = FrozenCheck(manifest=manifest, version=version, checked=len(todo))
-    for (family, seed), actual in zip(todo, map_fn(task_hash, todo)):
+    hasher = partial(task_hash, config=dict(config)) if config else task_hash
+    for (family, seed), actual in zip(todo, map_fn(hasher, todo)):
         task_id = f"{family}/{seed}"
         if actual != expected[task_id]:
             check.changed.append(ChangedTask(task_id, expected[task_id], actual))

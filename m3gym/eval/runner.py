@@ -32,7 +32,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -647,7 +647,8 @@ def check_planned_tasks(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
     try:
         check = check_frozen_tasks(pairs, manifest_hashes(manifest), where,
                                    manifest.get("version"),
-                                   map if pool is None else pool.imap)
+                                   map if pool is None else pool.imap,
+                                   config=manifest.get("config"))
     finally:
         if pool is not None:
             pool.terminate()
@@ -656,6 +657,26 @@ def check_planned_tasks(specs: Sequence[EpisodeSpec], cfg: EvalConfig,
     if check.changed and not cfg.allow_changed_tasks:
         raise ChangedTasksError(changed_tasks_message(check, manifest.get("built_with")))
     return check
+
+
+def with_split_env_args(cfg: EvalConfig) -> EvalConfig:
+    """Return ``cfg`` with its split's scene settings in ``env_args`` (``test-photo``: photos).
+
+    A split built with a config (:data:`~m3gym.eval.splits.SPLIT_CONFIGS`) is evaluated with it,
+    whether or not ``--env-arg`` repeats it; a contradicting ``scenes``/``backgrounds`` raises
+    ``ValueError``.
+    """
+    from m3gym.eval.splits import split_config
+
+    wanted = split_config(cfg.split)
+    if not wanted:
+        return cfg
+    given = dict(cfg.env_args)
+    clash = [k for k in ("scenes", "backgrounds") if k in given and given[k] != wanted.get(k)]
+    if clash:
+        raise ValueError(f"split {cfg.split!r} is built with {wanted}: drop --env-arg "
+                         f"{', '.join(clash)} (it would evaluate other tasks than the frozen ones)")
+    return replace(cfg, env_args={**given, **wanted})
 
 
 def run_versions(agent: Any, manifest: dict[str, Any] | None) -> dict[str, Any]:
@@ -1015,6 +1036,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     if cfg.workers < 1:
         raise ValueError("--workers must be >= 1")
     load_reward_config(cfg.reward)
+    cfg = with_split_env_args(cfg)
     specs = plan_episodes(cfg)
     for env_id in cfg.envs:
         check_env_args(env_id, cfg.env_args)

@@ -30,8 +30,17 @@ from typing import Any
 from m3gym.tasks.registry import family_names, make_task
 from m3gym.versions import MANIFEST_VERSION
 
-SPLIT_SEED_BASES: dict[str, int] = {"test": 1_000_000_000, "val": 2_000_000_000}
-"""First task seed of each frozen split (both above the training range)."""
+SPLIT_SEED_BASES: dict[str, int] = {"test": 1_000_000_000, "val": 2_000_000_000,
+                                     "test-photo": 1_500_000_000}
+"""First task seed of each frozen split (all above the training range)."""
+
+SPLIT_CONFIGS: dict[str, dict[str, Any]] = {"test-photo": {"scenes": "photo"}}
+"""The ``make_task`` config a split's tasks are built with (``test-photo``: the procedural
+scenes drawn into the bundled photographs, :mod:`m3gym.tasks.render.photo_scene`). A split with a
+config holds only the families it applies to (those with ``photo_scenes``)."""
+
+SPLIT_TASKS_PER_LEVEL: dict[str, int] = {"test-photo": 100}
+"""Tasks per level of the splits that do not hold :data:`TASKS_PER_LEVEL`."""
 
 FROZEN_SPLITS: tuple[str, ...] = tuple(SPLIT_SEED_BASES)
 """Names of the splits built from a fixed seed list (``train`` draws random training seeds)."""
@@ -62,6 +71,21 @@ class HashMismatch:
     actual: str
 
 
+def split_config(split: str) -> dict[str, Any]:
+    """Return the ``make_task`` config of ``split``'s tasks (empty for the flat splits)."""
+    return dict(SPLIT_CONFIGS.get(split, {}))
+
+
+def split_families(split: str, level: int) -> list[str]:
+    """Return the families of ``level`` that ``split`` deals its tasks over (sorted)."""
+    families = family_names(level)
+    if split_config(split).get("scenes") == "photo":
+        from m3gym.tasks.registry import get_family
+
+        families = [f for f in families if get_family(f).photo_scenes]
+    return families
+
+
 def level_seed_base(split: str, level: int) -> int:
     """Return the first task seed of ``level`` in the frozen split ``split``."""
     if split not in SPLIT_SEED_BASES:
@@ -69,9 +93,15 @@ def level_seed_base(split: str, level: int) -> int:
     return SPLIT_SEED_BASES[split] + level * 10_000_000
 
 
-def generate_split_entries(split: str, level: int, n: int = TASKS_PER_LEVEL) -> list[SplitEntry]:
-    """Return the rule-generated entries of a level (no hashes): round-robin over its families."""
-    families = family_names(level)
+def generate_split_entries(split: str, level: int, n: int | None = None) -> list[SplitEntry]:
+    """Return the rule-generated entries of a level (no hashes): round-robin over its families.
+
+    ``n`` defaults to the split's size (:data:`SPLIT_TASKS_PER_LEVEL`, else
+    :data:`TASKS_PER_LEVEL`).
+    """
+    if n is None:
+        n = SPLIT_TASKS_PER_LEVEL.get(split, TASKS_PER_LEVEL)
+    families = split_families(split, level)
     if not families:
         return []
     base = level_seed_base(split, level)
@@ -87,21 +117,36 @@ def manifest_path(split: str) -> Path:
     return Path(str(resources.files("m3gym").joinpath(f"data/splits/{split}.json")))
 
 
-def build_manifest(split: str = "test", per_level: int = TASKS_PER_LEVEL) -> dict[str, Any]:
-    """Generate every task of ``split`` and return the manifest dict (with content hashes)."""
+def build_manifest(split: str = "test", per_level: int | None = None) -> dict[str, Any]:
+    """Generate every task of ``split`` and return the manifest dict (with content hashes).
+
+    A split with a config (:data:`SPLIT_CONFIGS`) records it as ``config``; its tasks are built
+    and checked with it.
+    """
     levels: dict[str, list[dict[str, Any]]] = {}
+    config = split_config(split)
+    if per_level is None:
+        per_level = SPLIT_TASKS_PER_LEVEL.get(split, TASKS_PER_LEVEL)
     for level in LEVELS:
         entries = []
         for e in generate_split_entries(split, level, per_level):
-            task = make_task(e.family, e.task_seed)
+            task = make_task(e.family, e.task_seed, config)
             entries.append(asdict(SplitEntry(e.family, e.task_seed, task.task_id,
                                               task.content_hash())))
         levels[str(level)] = entries
     from m3gym.fingerprint import pixel_library_versions
 
-    return {"split": split, "version": MANIFEST_VERSION, "tasks_per_level": per_level,
+    return {"split": split, "version": manifest_version(split), "tasks_per_level": per_level,
             "seed_bases": {str(lv): level_seed_base(split, lv) for lv in LEVELS},
-            "built_with": pixel_library_versions(), "levels": levels}
+            "built_with": pixel_library_versions(), "levels": levels,
+            **({"config": config} if config else {})}
+
+
+def manifest_version(split: str) -> int:
+    """Return the version of ``split``'s committed task list (``test-photo`` has its own)."""
+    from m3gym.versions import PHOTO_MANIFEST_VERSION
+
+    return PHOTO_MANIFEST_VERSION if split in SPLIT_CONFIGS else MANIFEST_VERSION
 
 
 def manifest_digest(manifest: dict[str, Any]) -> str:
@@ -122,7 +167,7 @@ def manifest_hashes(manifest: dict[str, Any]) -> dict[str, str]:
     return {e["task_id"]: e["hash"] for entries in manifest["levels"].values() for e in entries}
 
 
-def write_manifest(split: str = "test", per_level: int = TASKS_PER_LEVEL,
+def write_manifest(split: str = "test", per_level: int | None = None,
                    path: Path | None = None) -> Path:
     """Regenerate the manifest of ``split`` and write it (sorted keys, one entry a line)."""
     manifest = build_manifest(split, per_level)
@@ -226,15 +271,17 @@ def check_manifest(split: str = "test", per_family: int | None = 5,
         where = path or manifest_path(split)
         raise FileNotFoundError(f"no manifest for split {split!r} at {where}")
     bad: list[HashMismatch] = []
+    config = dict(manifest.get("config") or {})
     for level_key, raw in sorted(manifest["levels"].items()):
         for e in sample_entries([SplitEntry(**r) for r in raw], per_family):
-            bad.extend(_check_entry(int(level_key), e))
+            bad.extend(_check_entry(int(level_key), e, config))
     return bad
 
 
-def _check_entry(level: int, entry: SplitEntry) -> Iterable[HashMismatch]:
+def _check_entry(level: int, entry: SplitEntry,
+                 config: dict[str, Any] | None = None) -> Iterable[HashMismatch]:
     try:
-        task = make_task(entry.family, entry.task_seed)
+        task = make_task(entry.family, entry.task_seed, config)
     except Exception as exc:  # a removed family or a generator crash is a mismatch, not a crash
         return [HashMismatch(level, entry.task_id, entry.hash, f"error: {exc}")]
     actual = task.content_hash()

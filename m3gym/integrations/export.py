@@ -127,10 +127,11 @@ def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
 def family_config(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Return the family config the env built with ``env_kwargs`` gives its tasks.
 
-    ``family_config``, or the records env's ``records``/``split`` (its family's config).
+    ``family_config``, the records env's ``records``/``split`` (its family's config), and the
+    scene's ``scenes``/``backgrounds`` (photographic scenes, read by ``make_task``).
     """
     config = dict(env_kwargs.get("family_config") or {})
-    for key in ("records", "split"):
+    for key in ("records", "split", "scenes", "backgrounds"):
         if env_kwargs.get(key) is not None:
             config[key] = env_kwargs[key]
     return config
