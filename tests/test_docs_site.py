@@ -72,3 +72,12 @@ def test_family_index_links_every_family_page() -> None:
     assert len(table.splitlines()) == 2 + len(names)
     for name in names:
         assert f"| [`{name}`]({name}.md) |" in table
+
+
+def test_photo_scenes_page_copies_the_bundled_photo_licences() -> None:
+    source = (ROOT / "m3gym/data/photos/LICENSES.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs/photo-scenes.md").read_text(encoding="utf-8")
+    rows = [line for line in source.splitlines() if line.startswith("| `")]
+    assert len(rows) == 9
+    for row in rows:
+        assert row in page.splitlines(), row.split("|")[1]
