@@ -483,11 +483,13 @@ families to rank their difficulties)."""
 
 
 def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int],
-                       ocr: str = "auto") -> float:
+                       ocr: str = "auto", config: dict | None = None) -> float:
     """Return the heuristic agent's accuracy on ``name`` at ``difficulty`` over ``seeds``.
 
     ``ocr`` fixes the agent's reader (:func:`m3gym.agents.ocr.forced_ocr_backend`); it raises
-    :class:`~m3gym.agents.ocr.OcrUnavailable` when that reader is not installed.
+    :class:`~m3gym.agents.ocr.OcrUnavailable` when that reader is not installed. ``config`` is
+    passed to :func:`~m3gym.tasks.registry.make_task` (e.g. ``{"scenes": "photo"}`` for the
+    photographic variant); ``None`` builds the family's default tasks.
     """
     from m3gym.agents.heuristic import HeuristicAgent
     from m3gym.agents.ocr import forced_ocr_backend
@@ -498,7 +500,8 @@ def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int]
     correct = 0
     with forced_ocr_backend(ocr):
         for seed in seeds:
-            task = make_task(name, int(seed), difficulty=difficulty)
+            task = make_task(name, int(seed), dict(config) if config is not None else None,
+                             difficulty=difficulty)
             rec = record_episode(env, HeuristicAgent(seed=int(seed)), options={"task": task})
             correct += bool(rec.final.get("answer_correct"))
     env.close()

@@ -31,6 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--code-isolation", choices=("auto", "bwrap", "none"), default="auto",
                    help="code mode's isolation: auto/bwrap need bubblewrap (refused without it); "
                         "none is the explicit, recorded opt-out")
+    p.add_argument("--scenes", choices=("flat", "photo"), default=None,
+                   help="photo: every env draws its families with photo scenes into the bundled "
+                        "photographs (passed to gym.make for every env)")
+    p.add_argument("--backgrounds", default=None, metavar="FOLDER",
+                   help="a folder of JPEG/PNG photos to draw the scenes into (implies photo)")
     p.add_argument("--json", default=None, help="write every table, check and episode here")
     p.set_defaults(func=run_cli)
 
@@ -54,12 +59,16 @@ def run_cli(args: argparse.Namespace) -> int:
     presets = args.preset or reward_presets()
     records, failed, audits, all_checks = [], 0, [], {}
     start = time.perf_counter()
+    if args.scenes is not None or args.backgrounds is not None:
+        where = args.backgrounds or "the bundled photographs"
+        print(f"Scenes: {args.scenes or 'photo'} ({where}), passed to gym.make for every env\n")
     for env_id in envs:
-        tasks = episode_tasks(env_id, args.episodes, args.seed)
+        tasks = episode_tasks(env_id, args.episodes, args.seed, args.scenes, args.backgrounds)
         for preset in presets:
             audit = audit_env(env_id, preset, args.episodes, seed=args.seed,
                               policies=args.policy, tasks=tasks, interface=args.interface,
-                              sandbox={"isolation": args.code_isolation})
+                              sandbox={"isolation": args.code_isolation},
+                              scenes=args.scenes, backgrounds=args.backgrounds)
             checks = check_targets(audit, z=args.z)
             failed += sum(not c.passed for c in checks)
             print(format_table(audit))
@@ -79,7 +88,10 @@ def run_cli(args: argparse.Namespace) -> int:
           f"{args.episodes} episodes per policy, {wall:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"episodes": args.episodes, "seed": args.seed,
-                                               "z": args.z, "wall_s": wall, "audits": records},
+                                               "z": args.z, "wall_s": wall, "audits": records,
+                                               **({"scenes": args.scenes,
+                                                   "backgrounds": args.backgrounds}
+                                                  if args.scenes or args.backgrounds else {})},
                                               indent=1))
         print(f"wrote {args.json}", file=sys.stderr)
     return 1 if failed else 0

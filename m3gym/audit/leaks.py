@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -117,21 +118,28 @@ def answer_index(task: Task) -> int:
     raise ValueError(f"{task.task_id}: no choice matches the answer {task.answer.value!r}")
 
 
-def iter_tasks_with_choices(family: str, seeds: Iterable[int]) -> Iterator[Task]:
+def iter_tasks_with_choices(family: str, seeds: Iterable[int],
+                            config: Mapping[str, Any] | None = None) -> Iterator[Task]:
     """Yield the tasks of ``family`` for ``seeds`` that offer at least two choices.
 
-    One at a time, so their images are freed as the caller moves on.
+    One at a time, so their images are freed as the caller moves on. ``config`` is passed to
+    :func:`~m3gym.tasks.registry.make_task` (e.g. ``{"scenes": "photo"}`` for the photographic
+    variants); ``None`` builds the family's default tasks.
     """
     for seed in seeds:
-        task = make_task(family, int(seed))
+        task = make_task(family, int(seed), dict(config) if config is not None else None)
         if task.choices is not None and len(task.choices) >= 2:
             yield task
 
 
-def choice_records(family: str, seeds: Iterable[int]) -> list[ChoiceRecord]:
-    """Return the :class:`ChoiceRecord` of every task of ``family`` with choices among ``seeds``."""
+def choice_records(family: str, seeds: Iterable[int],
+                   config: Mapping[str, Any] | None = None) -> list[ChoiceRecord]:
+    """Return the :class:`ChoiceRecord` of every task of ``family`` with choices among ``seeds``.
+
+    ``config`` is passed to :func:`iter_tasks_with_choices` (``None``: the default tasks).
+    """
     return [ChoiceRecord(tuple(t.choices), t.question, answer_index(t))
-            for t in iter_tasks_with_choices(family, seeds)]
+            for t in iter_tasks_with_choices(family, seeds, config)]
 
 
 def chance_level(records: Sequence[ChoiceRecord]) -> float:
@@ -322,10 +330,15 @@ def choices_only_correct(train: Sequence[ChoiceRecord], test: Sequence[ChoiceRec
     return int(sum(model.pick(record_features(r, odds)) == r.answer for r in test))
 
 
-def choices_only_probe(family: str, held_out: int, train_tasks: int = TRAIN_TASKS) -> ProbeResult:
-    """Train the choices-only classifier on training seeds and score it on held-out seeds."""
-    train = choice_records(family, range(train_tasks))
-    test = choice_records(family, [held_out_seed(family, i) for i in range(held_out)])
+def choices_only_probe(family: str, held_out: int, train_tasks: int = TRAIN_TASKS,
+                       config: Mapping[str, Any] | None = None) -> ProbeResult:
+    """Train the choices-only classifier on training seeds and score it on held-out seeds.
+
+    ``config`` (e.g. ``{"scenes": "photo"}``) builds both the training and the held-out tasks
+    with that :func:`~m3gym.tasks.registry.make_task` config; ``None``: the default tasks.
+    """
+    train = choice_records(family, range(train_tasks), config)
+    test = choice_records(family, [held_out_seed(family, i) for i in range(held_out)], config)
     if not train or not test:
         return ProbeResult(family, "choices-only", 0, 0, 0.0, CHOICES_ONLY_MARGIN)
     correct = choices_only_correct(train, test)
@@ -405,17 +418,20 @@ def view_only_correct(task: Task) -> bool | None:
     return int(np.argmax(scores)) == answer_index(task)
 
 
-def view_only_probe(family: str, held_out: int) -> ProbeResult:
+def view_only_probe(family: str, held_out: int,
+                    config: Mapping[str, Any] | None = None) -> ProbeResult:
     """Score the template-matching view-only probe on held-out seeds (n = 0: no drawn answer).
 
     The result also holds the largest :func:`reference_unexplained_share` of the first
     :data:`STRUCTURAL_SAMPLE` scored tasks, which tells a structural miss from a leak.
+    ``config`` (e.g. ``{"scenes": "photo"}``) is the held-out tasks'
+    :func:`~m3gym.tasks.registry.make_task` config; ``None``: the default tasks.
     """
     n = correct = 0
     chance = 0.0
     unexplained: list[float] = []
     for task in iter_tasks_with_choices(family, (held_out_seed(family, i)
-                                                 for i in range(held_out))):
+                                                 for i in range(held_out)), config):
         hit = view_only_correct(task)
         if hit is None:
             continue

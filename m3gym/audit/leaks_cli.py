@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from m3gym.audit.leaks import (
     TRAIN_TASKS,
@@ -42,11 +43,42 @@ def format_row(r: ProbeResult) -> str:
             f"{r.excess * 100:+.1f} | {bound:.3f} | {verdict} |")
 
 
+def scene_config(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Return the ``make_task`` scene config of ``--scenes`` / ``--backgrounds`` (None: flat).
+
+    A bad ``--backgrounds`` folder raises :class:`~m3gym.tasks.render.photos.PhotoSourceError`.
+    """
+    from m3gym.env import scene_options
+
+    options = scene_options(getattr(args, "scenes", None), getattr(args, "backgrounds", None))
+    return dict(options) or None
+
+
+def photo_header(config: dict[str, Any], families: list[str], default: bool) -> str:
+    """Return the line printed above the table when the probes run on photographic scenes."""
+    source = (f"the photographs in {config['backgrounds']}" if "backgrounds" in config
+              else "the bundled photographs")
+    which = ("only the families with photo scenes (photo_scenes = True)" if default
+             else "the families asked for")
+    return (f"Scenes: photo ({source}); probing {which}: {len(families)} "
+            f"famil{'y' if len(families) == 1 else 'ies'}.\n")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the probes requested by ``args`` and print a markdown table; 1 when a target fails."""
+    """Run the probes requested by ``args`` and print a markdown table; 1 when a target fails.
+
+    With ``--scenes photo`` or ``--backgrounds`` every task is built in a photographic scene and,
+    unless ``--family`` names them, only the families with ``photo_scenes`` are probed (a line
+    above the table says so). Without them the output is the flat audit's, unchanged.
+    """
     from m3gym.tasks.registry import family_names, get_family
 
+    config = scene_config(args)
     families = args.family or family_names(suite=None)
+    if config is not None:
+        if not args.family:
+            families = [f for f in families if get_family(f).photo_scenes]
+        print(photo_header(config, list(families), not args.family))
     probes = ("choices-only", "view-only") if args.probe == "both" else (args.probe,)
     print("| family | probe | n | accuracy | chance | excess (points) | noise bound | target |")
     print("|---|---|---|---|---|---|---|---|")
@@ -55,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
         get_family(family)  # unknown names fail here with the list of families
         for probe in probes:
             if probe == "choices-only":
-                r = choices_only_probe(family, args.tasks, args.train_tasks)
+                r = choices_only_probe(family, args.tasks, args.train_tasks, config)
             else:
-                r = view_only_probe(family, args.tasks)
+                r = view_only_probe(family, args.tasks, config)
             failed |= r.n > 0 and not r.passes and not r.structural
             print(format_row(r), flush=True)
     return 1 if failed and args.strict else 0
@@ -71,6 +103,11 @@ def add_audit_leaks_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train-tasks", type=int, default=TRAIN_TASKS,
                    help="training tasks per family for the choices-only classifier")
     p.add_argument("--probe", choices=("both", "choices-only", "view-only"), default="both")
+    p.add_argument("--scenes", choices=("flat", "photo"), default=None,
+                   help="photo: build every task in a photographic scene (bundled photographs) "
+                        "and, by default, probe only the families with photo scenes")
+    p.add_argument("--backgrounds", default=None, metavar="FOLDER",
+                   help="a folder of JPEG/PNG photos to draw the scenes into (implies photo)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a family misses a target (structural view-only misses, "
                         "where the tool shows nothing the view lacks, are reported, not failed)")

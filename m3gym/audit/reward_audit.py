@@ -296,11 +296,28 @@ class EnvAudit:
         return rows
 
 
-def episode_tasks(env_id: str, episodes: int, seed: int = 0) -> list[Task]:
+def scene_kwargs(scenes: str | None = None,
+                 backgrounds: str | None = None) -> dict[str, Any]:
+    """Return the ``gym.make`` keyword arguments for ``scenes`` / ``backgrounds`` (none if unset).
+
+    ``scenes="photo"`` draws the families with photo scenes into the bundled photographs,
+    ``backgrounds=FOLDER`` into a folder of photos; both ``None`` keeps the env's default.
+    """
+    kwargs: dict[str, Any] = {}
+    if scenes is not None:
+        kwargs["scenes"] = scenes
+    if backgrounds is not None:
+        kwargs["backgrounds"] = backgrounds
+    return kwargs
+
+
+def episode_tasks(env_id: str, episodes: int, seed: int = 0, scenes: str | None = None,
+                  backgrounds: str | None = None) -> list[Task]:
     """Return the tasks ``env_id`` resets to for env seeds ``seed .. seed + episodes - 1``.
 
     Generated once and shared by every policy and preset of an audit (the episodes are then
     reset with ``options={"task": task}`` and the same seed, which is the same episode).
+    ``scenes`` / ``backgrounds`` are passed to ``gym.make`` (:func:`scene_kwargs`).
     """
     import gymnasium as gym
 
@@ -308,7 +325,7 @@ def episode_tasks(env_id: str, episodes: int, seed: int = 0) -> list[Task]:
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    env = gym.make(resolve_env_id(env_id))
+    env = gym.make(resolve_env_id(env_id), **scene_kwargs(scenes, backgrounds))
     try:
         tasks = []
         for i in range(episodes):
@@ -397,14 +414,17 @@ def _code_env(env: Any) -> Any:
 def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
               policies: Iterable[str] | None = None, tasks: Sequence[Task] | None = None,
               on_policy: Callable[[str], None] | None = None,
-              interface: str = "atomic", sandbox: Mapping[str, Any] | None = None) -> EnvAudit:
+              interface: str = "atomic", sandbox: Mapping[str, Any] | None = None,
+              scenes: str | None = None, backgrounds: str | None = None) -> EnvAudit:
     """Run every policy (default: all) on ``episodes`` shared seeds of ``env_id`` under ``preset``.
 
     The oracle, the random agent and ``answer_now`` always run (the targets' yardsticks).
     ``tasks`` (from :func:`episode_tasks` with the same ``seed``) saves generating them again.
     ``interface="code"`` runs the env in code mode, every policy's tool steps sent as code cells
     (:func:`tool_cell`), with ``sandbox`` as the env's sandbox options (e.g.
-    ``{"isolation": "none"}`` where bubblewrap is missing). Deterministic for a given ``seed``.
+    ``{"isolation": "none"}`` where bubblewrap is missing). ``scenes`` / ``backgrounds`` are
+    passed to every ``gym.make`` (:func:`scene_kwargs`; photographic scenes). Deterministic for
+    a given ``seed``.
     """
     import gymnasium as gym
 
@@ -413,17 +433,18 @@ def audit_env(env_id: str, preset: str, episodes: int, seed: int = 0,
     if unknown:
         raise ValueError(f"unknown audit policies {unknown}; available: {policy_names()}")
     if tasks is None:
-        tasks = episode_tasks(env_id, episodes, seed)
+        tasks = episode_tasks(env_id, episodes, seed, scenes, backgrounds)
     elif len(tasks) != episodes:
         raise ValueError(f"got {len(tasks)} tasks for {episodes} episodes")
     names = [n for n in policy_names() if n in {*YARDSTICKS, *wanted}]
     from m3gym.registration import resolve_env_id
 
+    scene = scene_kwargs(scenes, backgrounds)
     if interface == "atomic":
-        env = gym.make(resolve_env_id(env_id), reward=preset_spec(preset))
+        env = gym.make(resolve_env_id(env_id), reward=preset_spec(preset), **scene)
     elif interface == "code":
         env = _code_env(gym.make(resolve_env_id(env_id), reward=preset_spec(preset),
-                                 interface="code", sandbox=dict(sandbox or {})))
+                                 interface="code", sandbox=dict(sandbox or {}), **scene))
     else:
         raise ValueError(f"interface must be 'atomic' or 'code', got {interface!r}")
     audit = EnvAudit(env_id, preset, seed)
