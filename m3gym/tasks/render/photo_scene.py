@@ -21,11 +21,14 @@ How the photograph replaces the surface (:func:`photo_backdrop`):
   low setting is a calm, out-of-focus backdrop and a high one a sharp, busy photograph.
 * **Camera** (a difficulty knob in ``[0, 1]``): after the family is done, :func:`finish_photo_task`
   adds sensor noise and a JPEG round trip to every input image, uniformly (no region is spared, so
-  the evidence cannot be found by where the noise is missing).
+  the evidence cannot be found by where the noise is missing). A finish that would break a draw
+  the family verified is redone weaker (see :func:`finish_photo_task`).
 
 Draws for the photograph come from the scene's own generator (seeded from the family and task
 seed), never from the family's, so a flat task's bytes do not depend on this module and a photo
-task has the flat task's content (answer, layout) on a different backdrop.
+task has the flat task's content (answer, layout) on a different backdrop, unless the family
+chooses its content from the surface's pixels (``region_count`` picks a target colour that
+contrasts with the backdrop, so its photo tasks can ask about another colour).
 """
 
 from __future__ import annotations
@@ -192,25 +195,55 @@ def scene_for_task(source: PhotoSource, family: str, seed: int, difficulty: floa
                       base_camera if camera is None else float(camera))
 
 
+def _camera_finish(images: tuple[np.ndarray, ...], rng: np.random.Generator,
+                   camera: float) -> tuple[np.ndarray, ...]:
+    """Return ``images`` with sensor noise and a JPEG round trip of strength ``camera``."""
+    sigma = 2.5 * camera
+    quality = int(round(95 - 15 * camera))
+    finished = []
+    for img in images:
+        out = add_sensor_noise(img, rng, sigma) if sigma >= 0.25 else img
+        out = jpeg_artifacts(out, quality)
+        out.setflags(write=False)
+        finished.append(out)
+    return tuple(finished)
+
+
+CAMERA_RETRIES: int = 3
+"""How many times the camera finish is halved when it would break a verified reference."""
+
+
 def finish_photo_task(task: Task, scene: PhotoScene) -> Task:
     """Return ``task`` with the camera finish on every input image and the scene in metadata.
 
     A draw with no surface (a family's screenshot variant, e.g. ``chart_value``'s slides) stays
     as it is, flat and without the camera finish; its ``metadata["scene"]`` says so.
+
+    The family verified its draw (:func:`~m3gym.tasks.verify.first_verified`) before the finish;
+    when the reference's checkpoints pass on the unfinished images but not on the finished ones
+    (the noise pushed an evidence under its fidelity bar), the finish is redone at half the
+    strength (up to :data:`CAMERA_RETRIES` times, then left off) and ``metadata["scene"]``
+    records the strength used as ``camera_applied``.
     """
     if not scene.placed:
         return replace(task, metadata={**task.metadata, "scene": {
             "kind": "flat", "source": scene.source.label,
             "reason": "this draw has no physical surface (a screenshot)"}})
     images = task.images
+    meta = scene.metadata()
     if scene.camera > 0.0:
-        sigma = 2.5 * scene.camera
-        quality = int(round(95 - 15 * scene.camera))
-        finished = []
-        for img in images:
-            out = add_sensor_noise(img, scene.rng, sigma) if sigma >= 0.25 else img
-            out = jpeg_artifacts(out, quality)
-            out.setflags(write=False)
-            finished.append(out)
-        images = tuple(finished)
-    return replace(task, images=images, metadata={**task.metadata, "scene": scene.metadata()})
+        from m3gym.tasks.verify import reference_checkpoints_pass
+
+        strength = scene.camera
+        images = _camera_finish(task.images, scene.rng, strength)
+        if (not reference_checkpoints_pass(replace(task, images=images))
+                and reference_checkpoints_pass(task)):
+            for _ in range(CAMERA_RETRIES):
+                strength /= 2.0
+                images = _camera_finish(task.images, scene.rng, strength)
+                if reference_checkpoints_pass(replace(task, images=images)):
+                    break
+            else:
+                strength, images = 0.0, task.images
+            meta["camera_applied"] = strength
+    return replace(task, images=images, metadata={**task.metadata, "scene": meta})

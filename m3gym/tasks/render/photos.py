@@ -179,7 +179,8 @@ def _header_size(path: Path) -> tuple[int, int] | str:
             except Exception:  # noqa: BLE001 - a broken EXIF block is not our concern here
                 pass
             return int(w), int(h)
-    except (OSError, UnidentifiedImageError, ValueError) as err:
+    except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError) as err:
+        # a header claiming a gigantic image is refused like an unreadable one, not raised
         return f"not a readable image ({type(err).__name__}: {err})"
 
 
