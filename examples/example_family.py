@@ -24,7 +24,8 @@ class SerialPlateFamily(FamilyConfig):
     """Read the serial number on a small plate in a large photo.
 
     Scene:
-        A ``width`` x ``height`` textured background, clutter, readable distractor labels and one
+        A ``width`` x ``height`` surface (a texture, or a photograph with ``scenes="photo"``:
+        drawn with ``R.surface``), clutter, readable distractor labels and one
         small plate listing six look-alike serial codes (the choices), one a row, in
         ``glyph_range`` px type; a red tab marks the row of the answer.
     Question:
@@ -44,6 +45,7 @@ class SerialPlateFamily(FamilyConfig):
     """
 
     name: ClassVar[str] = "serial_plate"
+    photo_scenes: ClassVar[bool] = True  # the surface comes from R.surface (photo scenes)
     level: ClassVar[int] = 1
     domains: ClassVar[tuple[str, ...]] = ("Science",)
 
@@ -73,7 +75,7 @@ class SerialPlateFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task from ``rng``."""
         w, h = self.width, self.height
-        img = R.background(rng, h, w)
+        img = R.surface(rng, h, w)  # a photograph in its place with scenes='photo'
         code = R.random_code(rng)
         choices = R.code_choices(rng, code, 6)
         glyph = float(rng.uniform(*self.glyph_range))

@@ -658,6 +658,43 @@ class FamilyReport:
         return "\n".join(self.lines())
 
 
+# ------------------------------------------------------------------------------ photo scenes
+PHOTO_SEED_TRIES: int = 16
+"""Seeds tried (from the first checked one) to find draws that go into a photograph."""
+
+
+def check_photo_scenes(name: str, seeds: Sequence[int], env: Any = None) -> None:
+    """Raise unless the family is drawn into photographs with a perfect oracle, or says why not.
+
+    A family with ``photo_scenes`` must put at least one of :data:`PHOTO_SEED_TRIES` draws into
+    a photograph (``scenes="photo"``: ``metadata["photo_scene"]["kind"] == "photo"``), and the
+    oracle must stay perfect on those draws (up to ``len(seeds)`` of them); one without must give
+    its ``flat_scene_reason``.
+    """
+    cls = get_family(name)
+    if not cls.photo_scenes:
+        if not cls.flat_scene_reason.strip():
+            raise _fail(name, "photo scenes", "the family neither draws on render.surface "
+                        "(photo_scenes = True) nor says why it stays flat (flat_scene_reason)")
+        return
+    if cls.flat_scene_reason.strip():
+        raise _fail(name, "photo scenes", "photo_scenes is True but flat_scene_reason is set")
+    start = int(seeds[0]) if len(seeds) else 0
+    checked = 0
+    for seed in range(start, start + PHOTO_SEED_TRIES):
+        task = make_task(name, seed, {"scenes": "photo"})
+        if task.metadata.get("photo_scene", {}).get("kind") != "photo":
+            continue
+        check_oracle_and_legibility(name, task, f"seed {seed}, photo scene", env)
+        checked += 1
+        if checked >= max(1, len(seeds)):
+            return
+    if not checked:
+        raise _fail(name, "photo scenes", f"none of seeds {start}..{start + PHOTO_SEED_TRIES - 1}"
+                    " drew a surface into a photograph: draw the scene's surface with "
+                    "render.surface (or set photo_scenes = False with a flat_scene_reason)")
+
+
 # ------------------------------------------------------------------------------ entry point
 def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool = False,
                  cross_process: bool = True, monotone_episodes: int | None = None,
@@ -700,6 +737,7 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
             where = f"seed {seed}, difficulty {d}"
             check_task(cls, task, config, where)
             check_oracle_and_legibility(name, task, where, env)
+    check_photo_scenes(name, seeds, env)
     env.close()
     if cross_process:
         check_cross_process([name], seeds[:2], (None, 1.0))

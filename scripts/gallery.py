@@ -16,7 +16,7 @@ image size; ``docs/gallery/README.md`` is then rebuilt from every ``index.json``
 ``--scenes photo`` (or ``--backgrounds FOLDER``, a folder of one's own photos) builds every
 family whose ``photo_scenes`` is set with that scene config instead
 (``make_task(family, seed, {"scenes": "photo"})``), taking per family the first seed at or
-after ``--seed`` whose task really has a photographed surface (``metadata["scene"]["kind"] ==
+after ``--seed`` whose task really has a photographed surface (``metadata["photo_scene"]["kind"] ==
 "photo"``: ``chart_value``'s slide variant has none). Its default output folder is
 ``docs/gallery/photo/``, and a contact sheet of every family's first image, each tile labelled
 with the family's name, is written beside it (``<out>-sheet.jpg``, under ``--sheet-kb``).
@@ -101,14 +101,14 @@ def photo_task(family: str, seed: int, scene: dict[str, str]) -> Any:
     """Return the first task of ``family`` from seed ``seed`` on that is drawn into a photo.
 
     ``scene`` is the scene config (``{"scenes": "photo"}`` or ``{"backgrounds": FOLDER}``). A
-    draw without a surface (``chart_value``'s slides) records ``metadata["scene"]["kind"] ==
+    draw without a surface (``chart_value``'s slides) records ``metadata["photo_scene"]["kind"] ==
     "flat"`` and is skipped; ``RuntimeError`` if none of :data:`PHOTO_SEED_SEARCH` seeds has one.
     """
     from m3gym.tasks.registry import make_task
 
     for s in range(seed, seed + PHOTO_SEED_SEARCH):
         task = make_task(family, s, dict(scene))
-        scene_meta = task.metadata.get("scene")
+        scene_meta = task.metadata.get("photo_scene")
         if isinstance(scene_meta, dict) and scene_meta.get("kind") == "photo":
             return task
     raise RuntimeError(f"{family}: no task with a photographed surface in seeds "
@@ -132,7 +132,7 @@ def render_task(task: Any, max_side: int, max_bytes: int) -> tuple[bytes, dict]:
         "source_sizes": [[int(im.shape[1]), int(im.shape[0])] for im in task.images],
         "kb": round(len(data) / 1024, 1),
     }
-    scene = task.metadata.get("scene")
+    scene = task.metadata.get("photo_scene")
     if isinstance(scene, dict):  # photo scenes (flat tasks may keep a scene name string)
         entry["seed"] = int(str(task.task_id).rsplit("/", 1)[1])
         entry["scene"] = {"kind": scene["kind"], "clutter": scene.get("clutter"),

@@ -29,8 +29,8 @@ PHOTO = {"scenes": "photo"}
 
 
 def scene_kind(task) -> str:
-    """Return the photo scene's kind recorded in ``task.metadata["scene"]`` ("-" if none)."""
-    scene = task.metadata.get("scene")
+    """Return the photo scene's kind recorded in ``task.metadata["photo_scene"]`` ("-" if none)."""
+    scene = task.metadata.get("photo_scene")
     return scene.get("kind", "-") if isinstance(scene, dict) else "-"
 
 

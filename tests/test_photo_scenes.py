@@ -83,7 +83,7 @@ def flat_task(family: str, seed: int) -> Task:
 def photo_draws(family: str) -> list[tuple[int, Task]]:
     """The seeds of SEEDS whose photo task was drawn into a photograph, with the task."""
     return [(s, photo_task(family, s)) for s in SEEDS
-            if photo_task(family, s).metadata["scene"]["kind"] == "photo"]
+            if photo_task(family, s).metadata["photo_scene"]["kind"] == "photo"]
 
 
 # ------------------------------------------------------------------- backdrop correlation
@@ -198,7 +198,7 @@ def backdrop_scores(task: Task, flat: Task, expected: np.ndarray,
 def assert_photo_shows(task: Task, flat: Task, source: PhotoSource) -> float:
     """Assert every recorded photo's crop shows in ``task``; return the weakest correlation."""
     weakest = 1.0
-    for rec in task.metadata["scene"]["photos"]:
+    for rec in task.metadata["photo_scene"]["photos"]:
         got, (other,), flat_score = backdrop_scores(
             task, flat, expected_backdrop(source, rec), [other_backdrop(source, rec)])
         where = f"{task.task_id}: photo {rec['photo']} crop {rec['crop']}"
@@ -236,7 +236,7 @@ def test_photo_task_keeps_flat_content_and_shows_the_photo(family: str) -> None:
         if family not in SURFACE_DEPENDENT:
             assert _content(task) == _content(flat), f"{family}/{seed}: content changed"
             assert [im.shape for im in task.images] == [im.shape for im in flat.images]
-        scene = task.metadata["scene"]
+        scene = task.metadata["photo_scene"]
         if scene["kind"] == "flat":  # a draw without a surface stays exactly the flat task
             assert scene["source"] == "bundled" and scene["reason"]
             assert all(np.array_equal(a, b) for a, b in zip(task.images, flat.images))
@@ -270,11 +270,11 @@ def test_the_correlation_test_can_fail() -> None:
     """A photo task scored against another seed's recorded crop does not pass."""
     source = bundled_photos()
     task, flat = photo_task("clock_reading", 0), flat_task("clock_reading", 0)
-    wrong = photo_task("clock_reading", 1).metadata["scene"]["photos"][0]
-    wrong = {**wrong, "size": task.metadata["scene"]["photos"][0]["size"]}
+    wrong = photo_task("clock_reading", 1).metadata["photo_scene"]["photos"][0]
+    wrong = {**wrong, "size": task.metadata["photo_scene"]["photos"][0]["size"]}
     with pytest.raises(AssertionError):
-        assert_photo_shows(replace(task, metadata={**task.metadata, "scene": {
-            **task.metadata["scene"], "photos": [wrong]}}), flat, source)
+        assert_photo_shows(replace(task, metadata={**task.metadata, "photo_scene": {
+            **task.metadata["photo_scene"], "photos": [wrong]}}), flat, source)
 
 
 # ------------------------------------------------------------------- 3. oracle
@@ -329,7 +329,7 @@ def test_photo_tasks_are_deterministic_in_and_across_processes(tmp_path: Path) -
 
 @pytest.mark.parametrize("family", PHOTO_FAMILIES)
 def test_seeds_pick_different_crops(family: str) -> None:
-    crops = [tuple(tuple(r["crop"]) + (r["photo"],) for r in t.metadata["scene"]["photos"])
+    crops = [tuple(tuple(r["crop"]) + (r["photo"],) for r in t.metadata["photo_scene"]["photos"])
              for _, t in photo_draws(family)]
     assert len(set(crops)) == len(crops), f"{family}: two seeds share a crop: {crops}"
 
@@ -390,7 +390,7 @@ def test_env_with_a_folder_draws_into_its_photos(tmp_path: Path) -> None:
             for seed in (3, 4):
                 env.reset(seed=seed, options={"family": family, "task_seed": seed})
                 task = env.unwrapped.task
-                scene = task.metadata["scene"]
+                scene = task.metadata["photo_scene"]
                 assert scene["kind"] == "photo" and scene["source"] == "folder"
                 assert str(folder) not in json.dumps(scene)  # the user's path is not recorded
                 for rec in scene["photos"]:
@@ -619,11 +619,11 @@ def test_scene_knobs_follow_difficulty_and_overrides() -> None:
     with pytest.raises(ValueError, match="photo_clutter"):
         scene_for_task(src, "glyph_zoom", 1, None, clutter=1.2)
     task = make_task("glyph_zoom", 2, PHOTO, difficulty=0.2)
-    assert task.metadata["scene"]["clutter"] == pytest.approx(0.4)
-    assert task.metadata["scene"]["camera"] == pytest.approx(0.2)
+    assert task.metadata["photo_scene"]["clutter"] == pytest.approx(0.4)
+    assert task.metadata["photo_scene"]["camera"] == pytest.approx(0.2)
     task = make_task("glyph_zoom", 2, {**PHOTO, "photo_clutter": 0.9}, difficulty=0.2)
-    assert task.metadata["scene"]["clutter"] == pytest.approx(0.9)
-    assert task.metadata["scene"]["camera"] == pytest.approx(0.2)
+    assert task.metadata["photo_scene"]["clutter"] == pytest.approx(0.9)
+    assert task.metadata["photo_scene"]["camera"] == pytest.approx(0.2)
 
 
 def _texture_energy(img: np.ndarray) -> float:
@@ -672,8 +672,8 @@ def test_first_verified_keeps_only_the_kept_draws_photos(family: str,
     monkeypatch.setattr(verify, "reference_checkpoints_pass", reject_first)
     task = make_task(family, 0, PHOTO)
     assert len(seen) >= 2  # one draw was thrown away
-    assert task.metadata["scene"]["kind"] == "photo"
-    assert len(task.metadata["scene"]["photos"]) == 1, task.metadata["scene"]["photos"]
+    assert task.metadata["photo_scene"]["kind"] == "photo"
+    assert len(task.metadata["photo_scene"]["photos"]) == 1, task.metadata["photo_scene"]["photos"]
 
 
 def test_first_verified_families_are_checked() -> None:
@@ -698,7 +698,7 @@ def _direct(family: str, seed: int) -> Task:
 def test_flat_tasks_are_unchanged(family: str) -> None:
     seed = 3
     want = flat_task(family, seed).content_hash()
-    assert not isinstance(flat_task(family, seed).metadata.get("scene"), dict)  # no photo record
+    assert "photo_scene" not in flat_task(family, seed).metadata  # no photo record
     assert make_task(family, seed, {"scenes": "flat"}).content_hash() == want
     assert _direct(family, seed).content_hash() == want
     if not get_family(family).photo_scenes:  # photo options do not touch a flat family

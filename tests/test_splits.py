@@ -131,7 +131,7 @@ def test_photo_manifest_tasks_are_photographic_and_rebuild():
     assert check_manifest("test-photo", per_family=1) == []
     entry = photo["levels"]["1"][0]
     task = make_task(entry["family"], entry["task_seed"], split_config("test-photo"))
-    assert task.metadata["scene"]["kind"] == "photo"
+    assert task.metadata["photo_scene"]["kind"] == "photo"
     assert make_task(entry["family"], entry["task_seed"]).content_hash() != entry["hash"]
 
 

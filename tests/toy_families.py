@@ -150,7 +150,7 @@ class ToyViewLeak(SerialPlateFamily):
     def generate(self, rng: np.random.Generator) -> Task:
         """One dark code on a plate, six look-alike codes as choices (none printed elsewhere)."""
         w, h = self.width, self.height
-        img = R.background(rng, h, w)
+        img = R.surface(rng, h, w)
         code = R.random_code(rng)
         patch = R.render_text(code, float(rng.uniform(*self.glyph_range)))
         pw, ph = patch.size

@@ -50,6 +50,8 @@ class KnowledgeCount(FamilyConfig):
         A match photo (2200–2600 px wide): a marked pitch with mowing stripes, spectators in the
         stands, a ball and the players of 1 + ``other_teams`` teams (``players_per_team`` each)
         in distinct kit colours, including, when it exists, the near-duplicate team's colour.
+        It stays flat with ``scenes="photo"``: the pitch fills the frame, with no surface
+        around it for a photograph to replace (``flat_scene_reason``).
     Question:
         "How many players of the <team> are on the pitch in this photo?" (or a rephrasing) —
         six consecutive counts to choose from.

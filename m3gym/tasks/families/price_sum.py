@@ -68,6 +68,8 @@ class PriceSum(FamilyConfig):
         clipped on upright after it, at their rail's place, so their print is not resampled)
         and the camera pipeline (uneven light, a cast shadow, blur outside the target tags,
         sensor noise, JPEG), both at a strength drawn from ``camera_range``.
+        It stays flat with ``scenes="photo"``: the shelf unit fills the frame, with no surface
+        around it for a photograph to replace (``flat_scene_reason``).
     Question:
         "What is the total of the prices on the shelf tag with the <colour> dot and the shelf
         tag with the <colour> dot?" — six sums to choose from (digit-slip misreadings of a

@@ -53,7 +53,8 @@ class UiStatus(FamilyConfig):
         A desktop screenshot: a wallpaper, a translucent menu bar (menus, Wi-Fi, battery icon
         and percentage, clock), a settings window (sidebar, numeric rows with values and
         on/off switches), an "About" window of a fictional app, a notification and a dock of
-        app icons with names and red unread badges; DejaVu Sans, JPEG-compressed.
+        app icons with names and red unread badges; DejaVu Sans, JPEG-compressed. It stays flat
+        with ``scenes="photo"``: a screenshot is the screen's own pixels (``flat_scene_reason``).
     Question:
         The battery percentage, the value a named setting is set to, the version an About
         window shows, or the unread count on a named app's badge; six look-alike choices. A

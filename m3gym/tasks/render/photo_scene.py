@@ -64,7 +64,7 @@ class PhotoScene:
     """The photographs one task is drawn into, with its own generator and knobs.
 
     ``placed`` collects one record per surface replaced (photo name, sha256, crop box in the
-    photo's decoded pixels, output size); the task's ``metadata["scene"]`` carries them.
+    photo's decoded pixels, output size); the task's ``metadata["photo_scene"]`` carries them.
     """
 
     source: PhotoSource
@@ -83,7 +83,7 @@ class PhotoScene:
             raise ValueError("a photo scene needs at least one photo")
 
     def metadata(self) -> dict[str, Any]:
-        """Return the JSON record of this scene for ``Task.metadata["scene"]``."""
+        """Return the JSON record of this scene for ``Task.metadata["photo_scene"]``."""
         return {"kind": "photo", "source": self.source.label, "clutter": self.clutter,
                 "camera": self.camera, "photos": [dict(p) for p in self.placed]}
 
@@ -217,18 +217,18 @@ def finish_photo_task(task: Task, scene: PhotoScene) -> Task:
     """Return ``task`` with the camera finish on every input image and the scene in metadata.
 
     A draw with no surface (a family's screenshot variant, e.g. ``chart_value``'s slides) stays
-    as it is, flat and without the camera finish; its ``metadata["scene"]`` says so.
+    as it is, flat and without the camera finish; its ``metadata["photo_scene"]`` says so.
 
     The family verified its draw (:func:`~m3gym.tasks.verify.first_verified`) before the finish;
     when the reference's checkpoints pass on the unfinished images but not on the finished ones
     (the noise pushed an evidence under its fidelity bar), the finish is redone at half the
-    strength (up to :data:`CAMERA_RETRIES` times, then left off) and ``metadata["scene"]``
+    strength (up to :data:`CAMERA_RETRIES` times, then left off) and ``metadata["photo_scene"]``
     records the strength used as ``camera_applied``.
     """
     if not scene.placed:
-        return replace(task, metadata={**task.metadata, "scene": {
+        return replace(task, metadata={**task.metadata, "photo_scene": {
             "kind": "flat", "source": scene.source.label,
-            "reason": "this draw has no physical surface (a screenshot)"}})
+            "reason": "this draw has no surface for a photograph to replace"}})
     images = task.images
     meta = scene.metadata()
     if scene.camera > 0.0:
@@ -246,4 +246,4 @@ def finish_photo_task(task: Task, scene: PhotoScene) -> Task:
             else:
                 strength, images = 0.0, task.images
             meta["camera_applied"] = strength
-    return replace(task, images=images, metadata={**task.metadata, "scene": meta})
+    return replace(task, images=images, metadata={**task.metadata, "photo_scene": meta})
