@@ -91,25 +91,23 @@ def test_hash_detects_change(tmp_path, manifest):
     assert [m.task_id for m in bad] == [e["task_id"]]
 
 
-def test_manifest_tasks_change_only_with_a_version_bump(manifest):
+SPLIT_VERSIONS = [("test", MANIFEST_DIGESTS, MANIFEST_VERSION, "MANIFEST_DIGESTS"),
+                  ("test-photo", PHOTO_MANIFEST_DIGESTS, PHOTO_MANIFEST_VERSION,
+                   "PHOTO_MANIFEST_DIGESTS")]
+"""Each committed split, its released digests, its version and the name of the digest table."""
+
+
+@pytest.mark.parametrize("split, digests, version, table", SPLIT_VERSIONS)
+def test_manifest_tasks_change_only_with_a_version_bump(split, digests, version, table):
     """The committed tasks are exactly those of their version: a changed task needs a new one."""
-    assert manifest["version"] == MANIFEST_VERSION == max(MANIFEST_DIGESTS)
-    assert manifest_digest(manifest) == MANIFEST_DIGESTS[MANIFEST_VERSION], (
-        "the frozen test tasks changed without a version bump: add version "
-        f"{MANIFEST_VERSION + 1} to MANIFEST_DIGESTS (m3gym/versions.py) with the new digest "
-        f"{manifest_digest(manifest)}, and a CHANGELOG.md entry")
-
-
-def test_photo_manifest_tasks_change_only_with_a_version_bump():
-    """The committed photographic split is its version's task list; changes need a new version."""
-    photo = load_manifest("test-photo")
-    assert photo is not None, "the test-photo manifest is not in the package"
-    assert photo["config"] == split_config("test-photo") == {"scenes": "photo"}
-    assert photo["version"] == PHOTO_MANIFEST_VERSION == max(PHOTO_MANIFEST_DIGESTS)
-    assert manifest_digest(photo) == PHOTO_MANIFEST_DIGESTS[PHOTO_MANIFEST_VERSION], (
-        "the frozen test-photo tasks changed without a version bump: add version "
-        f"{PHOTO_MANIFEST_VERSION + 1} to PHOTO_MANIFEST_DIGESTS (m3gym/versions.py) with the "
-        f"new digest {manifest_digest(photo)}, and a CHANGELOG.md entry")
+    data = load_manifest(split)
+    assert data is not None, f"the {split} manifest is not in the package"
+    assert data.get("config", {}) == split_config(split)
+    assert data["version"] == version == max(digests)
+    assert manifest_digest(data) == digests[version], (
+        f"the frozen {split} tasks changed without a version bump: add version {version + 1} to "
+        f"{table} (m3gym/versions.py) with the new digest {manifest_digest(data)}, and a "
+        "CHANGELOG.md entry")
 
 
 def test_photo_split_holds_only_photo_families_in_held_out_seeds():
@@ -135,15 +133,6 @@ def test_photo_manifest_tasks_are_photographic_and_rebuild():
     assert make_task(entry["family"], entry["task_seed"]).content_hash() != entry["hash"]
 
 
-def test_every_photo_manifest_version_has_a_changelog_entry():
-    changelog = (manifest_path("test").parents[3] / "CHANGELOG.md")
-    if not changelog.is_file():
-        pytest.skip("CHANGELOG.md is not beside an installed (non-editable) package")
-    text = changelog.read_text()
-    for version in PHOTO_MANIFEST_DIGESTS:
-        assert f"test-photo manifest version {version}" in text
-
-
 def test_digest_moves_with_any_task_hash_and_only_with_tasks(manifest):
     changed = json.loads(json.dumps(manifest))
     changed["levels"]["3"][7]["hash"] = "f" * 64
@@ -152,13 +141,14 @@ def test_digest_moves_with_any_task_hash_and_only_with_tasks(manifest):
     assert manifest_digest(relabelled) == manifest_digest(manifest)
 
 
-def test_every_manifest_version_has_a_changelog_entry():
+@pytest.mark.parametrize("split, digests, version, table", SPLIT_VERSIONS)
+def test_every_manifest_version_has_a_changelog_entry(split, digests, version, table):
     changelog = (manifest_path("test").parents[3] / "CHANGELOG.md")
     if not changelog.is_file():
         pytest.skip("CHANGELOG.md is not beside an installed (non-editable) package")
     text = changelog.read_text()
-    for version in MANIFEST_DIGESTS:
-        assert f"test manifest version {version}" in text
+    for v in digests:
+        assert f"{split} manifest version {v}" in text
 
 
 def test_manifest_records_the_library_builds_it_was_written_with(manifest):
