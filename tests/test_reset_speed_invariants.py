@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _text_common as TC
 from m3gym.tasks.families import chart_value
-from m3gym.tasks.render import camera, fonts
+from m3gym.tasks.render import camera, content, documents, fonts
 
 
 def filler_lines_reference(rng: np.random.Generator, count: int, chars: int) -> list[str]:
@@ -181,3 +181,49 @@ def test_single_layout_raster_equals_drawing_on_a_measured_canvas(text, face, qu
     ref_alpha, ref_base = _raster_reference(text, font)
     assert base == ref_base
     assert np.array_equal(alpha, ref_alpha)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 70), st.integers(1, 70))
+def test_findnonzero_edge_and_copyto_mask_equal_numpy(seed, h, w):
+    rng = np.random.default_rng(seed)
+    cover = rng.choice(np.array([0, 0, 255, 255, 1, 254, 128], np.uint8), (h, w))
+    ref = np.nonzero((cover > 0) & (cover < 255))
+    got = documents._nonzero_yx(cv2.inRange(cover, 1, 254))
+    assert all(np.array_equal(a, b) and b.dtype == np.intp for a, b in zip(ref, got))
+    big = rng.integers(0, 256, (h + 3, w + 5, 3), dtype=np.uint8)
+    region = big[1:1 + h, 2:2 + w]  # a view, as in photograph()
+    warped = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    expected = warped.copy()
+    np.copyto(expected, region, where=(cover == 0)[..., None])
+    cv2.copyTo(region, (cover == 0).view(np.uint8), warped)
+    assert np.array_equal(warped, expected)
+
+
+def test_nonzero_of_an_empty_mask():
+    rows, cols = documents._nonzero_yx(np.zeros((4, 5), np.uint8))
+    assert rows.size == cols.size == 0 and rows.dtype == np.intp
+
+
+@pytest.mark.parametrize("quality", [60, 85, 95])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 13), (64, 48), (301, 517)])
+def test_jpeg_decoded_straight_to_rgb_equals_decoding_to_bgr_and_swapping(quality, shape):
+    rng = np.random.default_rng(quality * 1000 + shape[0])
+    img = cv2.GaussianBlur(rng.integers(0, 256, (*shape, 3), dtype=np.uint8), (0, 0), 1.5)
+    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR),
+                           [cv2.IMWRITE_JPEG_QUALITY, quality])
+    assert ok
+    reference = cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    assert np.array_equal(R.jpeg_artifacts(img, quality), reference)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["en_US", "de_DE", "fr_FR"]))
+def test_shared_faker_gives_a_fresh_fakers_values(seed, locale):
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    R.fake_company(np.random.default_rng(seed + 1), locale)  # the shared one has been used
+    fresh, shared = R.fake(a, locale), content.fake_shared(b, locale)
+    assert [fresh.sentence(nb_words=9) for _ in range(3)] == [shared.sentence(nb_words=9)
+                                                              for _ in range(3)]
+    assert fresh.city() == shared.city()
+    assert a.random() == b.random()

@@ -15,6 +15,7 @@ from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import documents as D
+from m3gym.tasks.render.content import fake_shared
 
 SLIDE_WIDTHS: tuple[int, int] = (3000, 3200)
 """Slide screenshot widths (px, 16:9): text 7-8.5 px tall is 1.7-2.2 px at the 768 px view."""
@@ -80,7 +81,7 @@ def filler_lines(rng: np.random.Generator, count: int, chars: int) -> list[str]:
     """
     if count <= 0:
         return []
-    fk = R.fake(rng)
+    fk = fake_shared(rng)  # nothing else re-seeds it before the lines are done
     done: list[str] = []  # closed lines: no later sentence can change them
     tail = ""  # the open last line
     while True:

@@ -15,6 +15,7 @@ from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import ui
+from m3gym.tasks.render.content import fake_shared
 
 KINDS: tuple[str, ...] = ("battery", "setting", "version", "badge")
 """What is asked: the menu bar's battery %, a setting's value, an app version, a dock badge."""
@@ -199,7 +200,7 @@ class UiStatus(FamilyConfig):
         room = tw - 6.8 * g
         ui.put_text(img, ui.fit_text(R.fake_person(rng, ascii_only=True), g, room), g,
                     tx0 + 5.6 * g, ty0 + 3.3 * g, ui.UI_TEXT)
-        ui.put_text(img, ui.fit_text(R.fake(rng).sentence(nb_words=5), 0.9 * g, room), 0.9 * g,
+        ui.put_text(img, ui.fit_text(fake_shared(rng).sentence(nb_words=5), 0.9 * g, room), 0.9 * g,
                     tx0 + 5.6 * g, ty0 + 5.3 * g, ui.UI_MUTED)
         n_apps = int(rng.integers(self.apps[0], self.apps[1] + 1))
         dock_apps = apps[2:2 + n_apps]

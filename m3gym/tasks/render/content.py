@@ -79,6 +79,17 @@ def fake(rng: np.random.Generator, locale: str = "en_US") -> Faker:
     return out
 
 
+def fake_shared(rng: np.random.Generator, locale: str = "en_US") -> Faker:
+    """Return this thread's cached Faker for ``locale``, re-seeded from ``rng`` (one draw).
+
+    The same values as :func:`fake` (a fresh instance seeded with the same draw) without
+    building a Faker (about a millisecond each: its providers are set up anew). The instance is
+    shared: use it up before the next call of this function or of the ``fake_*`` string
+    helpers, which re-seed it.
+    """
+    return _shared(rng, locale)
+
+
 def _shared(rng: np.random.Generator, locale: str) -> Faker:
     """Return this thread's cached Faker for ``locale``, re-seeded from ``rng`` (one draw).
 

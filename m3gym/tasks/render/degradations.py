@@ -113,4 +113,6 @@ def jpeg_artifacts(img: np.ndarray, quality: int) -> np.ndarray:
                            [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:  # pragma: no cover - OpenCV always encodes uint8 RGB
         raise RuntimeError("JPEG encoding failed")
-    return cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    # libjpeg-turbo converts YCbCr straight to RGB: the same pixels as decoding to BGR and
+    # swapping the channels (tests/test_reset_speed_invariants.py), without the extra pass
+    return cv2.imdecode(buf, cv2.IMREAD_COLOR_RGB)

@@ -174,8 +174,8 @@ def photograph(background: np.ndarray, sheet: Sheet, quad: np.ndarray,
     cover = _warp(np.full((h, w), 255, np.uint8), local, size)
     # where the sheet covers the pixel wholly, its warped pixels as they are; where not at all,
     # the background; on its anti-aliased border (a thin line), the two blended
-    off = (cover == 0)[..., None] if background.ndim == 3 else cover == 0
-    edge = np.nonzero((cover > 0) & (cover < 255))
+    off = (cover == 0).view(np.uint8)  # a 0/1 copy mask (cv2.copyTo: no broadcast over RGB)
+    edge = _nonzero_yx(cv2.inRange(cover, 1, 254))
     a = cover[edge].astype(np.float32)[:, None] * np.float32(1.0 / 255.0)
     base = background[y0:y1, x0:x1][edge].astype(np.float32)
 
@@ -183,7 +183,7 @@ def photograph(background: np.ndarray, sheet: Sheet, quad: np.ndarray,
         out = background.copy()
         region = out[y0:y1, x0:x1]
         warped = _warp(pixels, local, size)
-        np.copyto(warped, region, where=off)
+        cv2.copyTo(region, off, warped)  # in place: the background where the sheet is absent
         # the warp fades the sheet's border into black; divide it out where the sheet covers
         sheet_part = warped[edge].astype(np.float32) / np.maximum(a, np.float32(1e-3))
         warped[edge] = np.clip(base * (1 - a) + sheet_part * a + 0.5, 0, 255).astype(np.uint8)
@@ -199,6 +199,19 @@ def photograph(background: np.ndarray, sheet: Sheet, quad: np.ndarray,
         full[y0:y1, x0:x1] = _warp(sheet.mark_mask(k), local, size) >= 128
         masks[k] = full
     return Photo(scene, clean, masks, hom, box)
+
+
+def _nonzero_yx(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``np.nonzero(mask)`` of a 2-D ``uint8`` mask (rows, cols; row-major order).
+
+    ``cv2.findNonZero`` scans the mask several times faster than numpy.
+    """
+    pts = cv2.findNonZero(mask)
+    if pts is None:
+        empty = np.zeros(0, np.intp)
+        return empty, empty.copy()
+    yx = pts.reshape(-1, 2)
+    return yx[:, 1].astype(np.intp), yx[:, 0].astype(np.intp)
 
 
 def mapped_box(hom: np.ndarray, box: Sequence[float], width: int, height: int,
