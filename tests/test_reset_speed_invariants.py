@@ -1,7 +1,9 @@
 """Invariants of the reset-speed work: faster task-generation helpers give the same bytes.
 
 ``filler_lines`` wraps incrementally, ``truetype_text`` caches rendered strings and
-``_apply_gain`` works in bands of rows; each must equal the straightforward computation exactly.
+``_apply_gain`` works in bands of rows, ``fonts._ink`` composes lines from a glyph atlas,
+``photograph`` masks with OpenCV, JPEG decodes straight to RGB and ``fake_shared`` re-seeds one
+Faker; each must equal the straightforward computation exactly.
 """
 
 import itertools
@@ -227,3 +229,29 @@ def test_shared_faker_gives_a_fresh_fakers_values(seed, locale):
                                                               for _ in range(3)]
     assert fresh.city() == shared.city()
     assert a.random() == b.random()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="HIg8B0OQ .,-:$%/()jyÅéß€¿WAVTofirLYw'\"", min_size=1, max_size=90),
+       st.sampled_from(fonts.FONT_FACES), st.integers(4, int(4 * fonts.ATLAS_MAX_SIZE)))
+def test_atlas_composed_line_equals_freetypes_whole_line_raster(text, face, quarter_px):
+    size = quarter_px * fonts.SIZE_STEP
+    got = fonts._ink(text, face, size)
+    ref = fonts._raster_ink(text, fonts.load_font(face, size))
+    if ref is None:
+        assert got is None
+        return
+    assert got is not None and got[1] == ref[1]
+    assert got[0].dtype == np.uint8 and np.array_equal(got[0], ref[0])
+
+
+def test_atlas_keeps_pillows_kerning_and_overlapping_glyphs():
+    # kerned pairs (sans has a kern table) at the largest atlas size, and glyphs that overlap
+    # at small sizes: both change pixels if the composition is not Pillow's
+    for face, size in (("sans", fonts.ATLAS_MAX_SIZE), ("serif-bold", 31.0), ("sans", 3.0)):
+        text = "AVAVAVAV To Ty Yo LT fj ff" * 3
+        got, ref = fonts._ink(text, face, size), fonts._raster_ink(text,
+                                                                   fonts.load_font(face, size))
+        assert got[1] == ref[1] and np.array_equal(got[0], ref[0])
+    at = fonts._atlas("sans", fonts.ATLAS_MAX_SIZE)
+    assert at.kerned and any(k != 0 for k in at.pairs.values())

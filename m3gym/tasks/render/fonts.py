@@ -117,6 +117,137 @@ def _raster(text: str, font: ImageFont.FreeTypeFont) -> tuple[np.ndarray, int]:
     return np.asarray(canvas), pad - int(y0)
 
 
+def _raster_ink(text: str, font: ImageFont.FreeTypeFont) -> tuple[np.ndarray, int] | None:
+    """Return :func:`_raster` cropped to the ink (coverage > 0) and the baseline's row in it.
+
+    ``None`` when ``text`` has no ink.
+    """
+    alpha, base = _raster(text, font)
+    rows = np.flatnonzero(alpha.max(axis=1))
+    cols = np.flatnonzero(alpha.max(axis=0))
+    if rows.size == 0:
+        return None
+    patch = np.array(alpha[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], dtype=np.uint8)
+    return patch, int(base - rows[0])
+
+
+ATLAS_MAX_SIZE: float = 32.0
+"""Largest font size (pixels per em) whose glyphs :func:`_ink` composes from a glyph atlas;
+larger text is rasterised whole by FreeType (:func:`_raster_ink`)."""
+
+ATLAS_CACHE_SIZE: int = 128
+"""Glyph atlases (one per face and size) kept, least recently used first out: at most about
+150 kB each at :data:`ATLAS_MAX_SIZE`."""
+
+
+class _GlyphAtlas:
+    """The glyphs of one face at one size, each rasterised once by FreeType, to compose lines.
+
+    Pillow's basic layout draws a line glyph by glyph: each hinted glyph bitmap (the same
+    wherever it lands) goes to the pen position rounded to a whole pixel; the pen moves by the
+    glyph's hinted advance (26.6 fixed point) plus, where the face has a ``kern`` table, the
+    pair's kerning as Pillow adds it; a pixel already inked is blended as ``s + t * (255 - s)
+    / 255`` (Pillow's ``MULDIV255``), in drawing order. :func:`_ink` redoes exactly that from
+    the cached glyphs (tests/test_reset_speed_invariants.py compares it with FreeType's raster).
+    """
+
+    __slots__ = ("font", "kerned", "glyphs", "pairs")
+
+    def __init__(self, face: str, size: float) -> None:
+        self.font = load_font(face, size)
+        self.kerned = _has_kern_table(face)
+        self.glyphs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+        self.pairs: dict[str, int] = {}
+
+    def glyph(self, char: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Return (and cache) ``char``'s inked rows and columns, coverages and advance.
+
+        Rows and columns count from the pen on the baseline; the advance is in 26.6 units.
+        """
+        mask, (x0, y0) = self.font.getmask2(char, "L", anchor="ls")
+        w, h = mask.size
+        alpha = np.frombuffer(bytes(mask), np.uint8).reshape(h, w)
+        rows, cols = np.nonzero(alpha)
+        hit = ((rows + y0).astype(np.int16), (cols + x0).astype(np.int16), alpha[rows, cols],
+               round(self.font.getlength(char) * 64))
+        self.glyphs[char] = hit
+        return hit
+
+    def kern(self, pair: str) -> int:
+        """Return (and cache) what Pillow adds to the first glyph's advance before the second."""
+        g = self.glyphs
+        k = round(self.font.getlength(pair) * 64) - g[pair[0]][3] - g[pair[1]][3]
+        self.pairs[pair] = k
+        return k
+
+
+@lru_cache(maxsize=16)
+def _has_kern_table(font: str) -> bool:
+    """Return whether face ``font`` has a TrueType ``kern`` table (FreeType's basic kerning)."""
+    from fontTools.ttLib import TTFont
+
+    with TTFont(str(font_path(font)), lazy=True) as tt:
+        return "kern" in tt
+
+
+@lru_cache(maxsize=ATLAS_CACHE_SIZE)
+def _atlas(font: str, size: float) -> _GlyphAtlas:
+    """Return the cached glyph atlas of face ``font`` at ``size``."""
+    return _GlyphAtlas(font, size)
+
+
+def _ink(text: str, font: str, size: float) -> tuple[np.ndarray, int] | None:
+    """Return ``text``'s raster in face ``font`` at ``size`` cropped to the ink, and its baseline.
+
+    The same pixels as :func:`_raster_ink` (FreeType's raster of the whole line); up to
+    :data:`ATLAS_MAX_SIZE` composed from the glyph atlas, several times faster. ``None`` when
+    ``text`` has no ink.
+    """
+    if size > ATLAS_MAX_SIZE:
+        return _raster_ink(text, load_font(font, size))
+    at = _atlas(font, size)
+    g = at.glyphs
+    entries = [g.get(c) or at.glyph(c) for c in text]
+    advance = [e[3] for e in entries]
+    if at.kerned:
+        pairs = at.pairs
+        for i in range(len(text) - 1):
+            k = pairs.get(text[i:i + 2])
+            advance[i] += at.kern(text[i:i + 2]) if k is None else k
+    pen = np.zeros(len(text), np.int64)
+    np.cumsum(advance[:-1], out=pen[1:])
+    rows = np.concatenate([e[0] for e in entries]).astype(np.intp)
+    if rows.size == 0:
+        return None
+    cols = (np.concatenate([e[1] for e in entries]).astype(np.intp)
+            + np.repeat((pen + 32) >> 6, [e[2].size for e in entries]))  # PIXEL(): round
+    vals = np.concatenate([e[2] for e in entries])
+    r0, c0 = int(rows.min()), int(cols.min())
+    h, w = int(rows.max()) - r0 + 1, int(cols.max()) - c0 + 1
+    flat = (rows - r0) * w + (cols - c0)
+    out = np.zeros(h * w, np.uint8)
+    out[flat] = vals  # right where one glyph inks a pixel; overlaps are redone below
+    multi = np.bincount(flat, minlength=h * w)[flat] > 1
+    if multi.any():
+        where, src = flat[multi], vals[multi].astype(np.int32)
+        order = np.argsort(where, kind="stable")  # per pixel, in drawing order
+        where, src = where[order], src[order]
+        first = np.ones(where.size, bool)
+        first[1:] = where[1:] != where[:-1]
+        idx = np.arange(where.size)
+        rank = idx - np.maximum.accumulate(np.where(first, idx, 0))
+        group = np.cumsum(first) - 1
+        acc = src[first]
+        for k in range(1, int(rank.max()) + 1):
+            sel = rank == k
+            gi, s = group[sel], src[sel]
+            t = acc[gi]
+            tmp = t * (255 - s) + 128
+            acc[gi] = np.where(t > 0, np.minimum(255, s + (((tmp >> 8) + tmp) >> 8)), s)
+        out[where[first]] = acc
+    return out.reshape(h, w), -r0
+
+
 @lru_cache(maxsize=1024)
 def _h_height(font: str, size: float) -> int:
     """Return the ink height (rows with coverage >= 50 %) of "H" in ``font`` at ``size``."""
@@ -168,16 +299,14 @@ def truetype_text(text: str, glyph_height: float, font: str = "sans") -> TextPat
     key = (text, size, font)
     hit = _PATCHES.lookup(key)
     if hit is None:
-        alpha, base = _raster(text, load_font(font, size))
-        rows = np.flatnonzero(alpha.max(axis=1))
-        cols = np.flatnonzero(alpha.max(axis=0))
-        if rows.size == 0:
+        inked = _ink(text, font, size)
+        if inked is None:
             raise ValueError(f"{text!r} has no visible glyphs in face {font!r}")
-        patch = np.array(alpha[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1], dtype=np.uint8)
+        patch, baseline = inked
         mask = patch >= 128
         patch.flags.writeable = False  # shared by every later call: nobody may change it
         mask.flags.writeable = False
-        hit = (patch, mask, int(base - rows[0]))
+        hit = (patch, mask, baseline)
         if patch.size <= PATCH_CACHE_MAX_PIXELS:
             _PATCHES[key] = hit
     patch, mask, baseline = hit
