@@ -20,6 +20,7 @@ exactly as in the benchmark levels, scored at the families' :attr:`view_size` of
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import cv2
@@ -28,6 +29,8 @@ import numpy as np
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import FamilyConfig
+from m3gym.tasks.render.degradations import NOISE_TILE_SHAPE, _noise_tile_parts
+from m3gym.tasks.render.photo_scene import current_photo_scene, photo_backdrop
 
 GLYPHS: tuple[str, ...] = tuple("01234567")
 """The answer set of every classic task, in the fixed order of the choices (no 9: it is a 6 turned
@@ -45,11 +48,284 @@ TAG_FRAME: R.Color = (220, 30, 30)
 BACKGROUNDS: tuple[str, ...] = ("wood", "fabric", "noise", "gradient", "asphalt", "brick")
 """Background textures the classic scenes draw from."""
 
+GLYPH_TEXTURE_SIDE: int = 48
+"""Longest side, in pixels, at which :func:`glyph_surface` computes the background texture
+(half the 96 px view: the texture is smooth in the view, and it costs a fifth of the default
+192 px texture)."""
 
-def glyph_patch(rng: np.random.Generator, digit: str, height: float) -> R.TextPatch:
-    """Return ``digit`` rendered ``height`` px tall in a random readable face, stroke 1 or 2."""
-    thickness = 2 if height >= 20 else 1
-    return R.render_text(digit, height, R.pick(rng, R.READABLE_FACES), thickness)
+NOISE_SIGMA_STEP: float = 0.25
+"""Grid, in gray levels, that :func:`glyph_noise` rounds the noise std to (so tiles repeat)."""
+
+CLUTTER_TRIES: int = 8
+"""Random positions :func:`glyph_clutter` tries per object before skipping it."""
+
+CLUTTER_MARGIN: int = 6
+"""Free pixels :func:`glyph_clutter` keeps between an object and every other box."""
+
+_CLUTTER_KINDS: int = 6
+_POLY_MAX: int = 6
+_U_POS: int = 4  # first column of the positions in glyph_clutter's uniform draws
+_U_POLY: int = _U_POS + 2 * CLUTTER_TRIES  # first column of the polygon's angles
+_U_COLS: int = _U_POLY + _POLY_MAX
+
+
+def glyph_height_step(height: float) -> float:
+    """Return the grid :func:`glyph_patch` rounds a height to: 1/4 px below 20 px, else 1 px."""
+    return 0.25 if height < 20 else 1.0
+
+
+def glyph_patch(rng: np.random.Generator, digit: str, lo: float, hi: float) -> R.TextPatch:
+    """Return ``digit`` ``lo``-``hi`` px tall in a random readable face, stroke 1 or 2 (>= 20 px).
+
+    The height is drawn uniformly, rounded to :func:`glyph_height_step` and kept in
+    ``[lo, hi]``, so patches repeat and come from a cache (read-only arrays).
+    """
+    height = float(rng.uniform(lo, hi))
+    step = glyph_height_step(height)
+    height = min(hi, max(lo, round(height / step) * step))
+    return _digit_patch(digit, height, R.pick(rng, R.READABLE_FACES))
+
+
+@lru_cache(maxsize=4096)
+def _digit_patch(digit: str, height: float, face: int) -> R.TextPatch:
+    """Return the (cached, read-only) render of ``digit`` ``height`` px tall in ``face``."""
+    patch = R.render_text(digit, height, face, 2 if height >= 20 else 1)
+    patch.alpha.setflags(write=False)
+    patch.mask.setflags(write=False)
+    return patch
+
+
+def glyph_surface(rng: np.random.Generator, side: int, kind: str) -> np.ndarray:
+    """Return the ``side`` px square surface of a classic scene: ``kind`` texture or a photo.
+
+    The texture (one of :data:`BACKGROUNDS`), a light gradient and a vignette are computed at
+    :data:`GLYPH_TEXTURE_SIDE` px as two gray fields and a colour matrix, coloured by one
+    ``cv2.transform`` and enlarged once (bilinear): the texture is smooth in the 96 px view, at
+    a fraction of the cost of :func:`~m3gym.tasks.render.background`. While a photo scene is
+    active the texture is replaced by a lit photo crop, as :func:`~m3gym.tasks.render.surface`
+    does (the texture's draws are made either way).
+    """
+    n = GLYPH_TEXTURE_SIDE
+    p, q, colours = _glyph_texture(rng, kind, n)
+    ang, light, vig = rng.random(3).tolist()
+    xs, ys, r2 = _unit_grid(n)
+    c, s = np.cos(2 * np.pi * ang), np.sin(2 * np.pi * ang)
+    # light: 1 at the ramp's bright end, 1 - light at the other; vignette: 1 - vig at corners
+    k = 0.3 * light / (abs(c) + abs(s))
+    shade = (1.0 + k * (min(0.0, c) + min(0.0, s)) - (k * c) * xs - (k * s) * ys
+             - (0.35 * vig) * r2).astype(np.float32)
+    p *= shade
+    q = shade if q is None else cv2.multiply(q, shade)
+    tex = cv2.transform(cv2.merge([p, q]), colours)
+    small = np.clip(tex, 0.0, 255.0, out=tex).astype(np.uint8)
+    flat = cv2.resize(small, (side, side), interpolation=cv2.INTER_LINEAR)
+    scene = current_photo_scene()
+    return flat if scene is None else photo_backdrop(scene, flat)
+
+
+@lru_cache(maxsize=4)
+def _unit_grid(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return read-only x ``(1, n)``, y ``(n, 1)`` in [0, 1] and r^2 ``(n, n)`` (1 at corners)."""
+    t = np.linspace(0.0, 1.0, n)
+    xs, ys = t[None, :], t[:, None]
+    r2 = ((xs - 0.5) ** 2 + (ys - 0.5) ** 2) / 0.5
+    for a in (xs, ys, r2):
+        a.setflags(write=False)
+    return xs, ys, r2
+
+
+_TEXTURE_BASE: dict[str, tuple[tuple[int, int, int], int, float]] = {
+    "noise": ((140, 140, 140), 80, 60.0), "asphalt": ((92, 92, 96), 20, 28.0),
+    "fabric": ((125, 125, 125), 75, 30.0), "wood": ((150, 105, 65), 25, 0.0),
+    "brick": ((160, 70, 50), 25, 0.0), "gradient": ((140, 140, 140), 100, 0.0),
+}
+"""Per texture: base colour, jitter per channel and grain amplitude (gray levels)."""
+
+
+def _glyph_texture(
+    rng: np.random.Generator, kind: str, n: int,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Return a texture of ``kind`` as fields ``p``, ``q`` (``None``: all ones) and a colour matrix.
+
+    ``p`` and ``q`` are float32 ``(n, n)``; the ``(3, 2)`` float32 matrix ``[A | B]`` colours a
+    pixel ``A * p + B * q`` (values about 0..255).
+    """
+    centre, jitter, amp = _TEXTURE_BASE[kind]
+    base = np.asarray(centre, np.float32) + rng.integers(-jitter, jitter, size=3,
+                                                         endpoint=True).astype(np.float32)
+    xs, ys, _ = _unit_grid(n)
+    if kind == "gradient":  # base + t * (other - base), t a ramp in a random direction
+        other = rng.integers(40, 240, size=3).astype(np.float32)
+        ang = 2 * np.pi * float(rng.random())
+        c, s = np.cos(ang), np.sin(ang)
+        t = (c * xs + s * ys - min(0.0, c) - min(0.0, s)) / (abs(c) + abs(s))
+        return t.astype(np.float32), None, np.stack([other - base, base], 1)
+    if kind == "wood":  # base * (0.82 + 0.14 sin(warped rings))
+        warp = cv2.resize(rng.random((6, 6), dtype=np.float32), (n, n),
+                          interpolation=cv2.INTER_CUBIC)
+        freq = 0.25 + 0.35 * float(rng.random())  # rings per 96 texture rows / 2 pi
+        phase = (ys * (96.0 * freq) + 2.0 * np.sin(xs * 2.0)).astype(np.float32)
+        warp *= np.float32(36.0 * freq / 2)
+        warp += phase
+        grain = np.sin(warp, out=warp)
+        return grain, None, np.stack([np.float32(0.14) * base, np.float32(0.82) * base], 1)
+    if kind == "brick":  # shaded bricks (p) and mortar joints (q)
+        mortar = np.asarray((200, 195, 185), np.float32) + rng.integers(
+            -15, 15, size=3, endpoint=True).astype(np.float32)
+        bh = int(rng.integers(n // 14 + 2, n // 8 + 3))
+        bw = 2 * bh + 1
+        shades = rng.uniform(0.8, 1.15, size=(n // bh + 1, n // bw + 2)).astype(np.float32)
+        row = np.arange(n)[:, None] // bh
+        x = np.arange(n)[None, :] + (bw // 2) * (row % 2)
+        joint = (np.arange(n)[:, None] % bh == 0) | (x % bw == 0)
+        p = np.where(joint, np.float32(0.0), shades[row, x // bw])
+        return p, joint.astype(np.float32), np.stack([base, mortar], 1)
+    # noise, asphalt, fabric: base + smooth blotches + fine grain (+ the fabric's weave)
+    u = rng.random(n * n + 36, dtype=np.float32)
+    field = cv2.resize(u[n * n:].reshape(6, 6), (n, n), interpolation=cv2.INTER_CUBIC)
+    field *= np.float32(amp)
+    grain = u[:n * n].reshape(n, n)
+    grain *= np.float32(0.6 * amp)
+    field += grain
+    field -= np.float32(0.8 * amp)
+    if kind == "fabric":
+        field += _weave(n)
+    return field, None, np.stack([np.ones(3, np.float32), base], 1)
+
+
+@lru_cache(maxsize=4)
+def _weave(n: int) -> np.ndarray:
+    """Return the read-only ``(n, n)`` float32 weave pattern of the fabric texture."""
+    k = np.arange(n, dtype=np.float32) * np.float32(1.3)
+    out = (np.float32(10.0) * np.sin(k))[:, None] * np.sin(k)[None, :]
+    out.setflags(write=False)
+    return out
+
+
+def glyph_clutter(
+    img: np.ndarray, rng: np.random.Generator, count: int, avoid: list[R.Box],
+    size_range: tuple[float, float],
+) -> list[R.Box]:
+    """Draw ``count`` simple objects into ``img`` (in place) away from the ``avoid`` boxes.
+
+    The classic scenes' clutter: boxes, ellipses, polygons, stripes, lines and discs, each
+    ``size_range`` x the longest side wide, at least :data:`CLUTTER_MARGIN` px from every other
+    box; an object that finds no free spot in :data:`CLUTTER_TRIES` tries is skipped. Every
+    random number is drawn in two calls up front, so a scene costs a few OpenCV calls per
+    object. Returns the boxes drawn.
+    """
+    if count <= 0:
+        return []
+    h, w = img.shape[:2]
+    longest = max(h, w)
+    lo, hi = size_range
+    u = rng.random((count, _U_COLS))
+    cols = rng.integers(20, 236, size=(count, 2, 3)).tolist()
+    occupied = [tuple(b) for b in avoid]
+    placed: list[R.Box] = []
+    m = CLUTTER_MARGIN
+    for i in range(count):
+        r = u[i].tolist()
+        bw = int(longest * (lo + (hi - lo) * r[0]))
+        bh = int(bw * (0.5 + r[1]))
+        if not (2 <= bw <= w and 2 <= bh <= h):
+            continue
+        spot = None
+        for k in range(_U_POS, _U_POLY, 2):
+            x, y = int(r[k] * (w - bw + 1)), int(r[k + 1] * (h - bh + 1))
+            if all(x + bw + m <= o[0] or o[2] <= x - m or y + bh + m <= o[1] or o[3] <= y - m
+                   for o in occupied):
+                spot = (x, y)
+                break
+        if spot is None:
+            continue
+        x, y = spot
+        x1, y1 = x + bw - 1, y + bh - 1
+        col, alt = tuple(cols[i][0]), tuple(cols[i][1])
+        kind = int(r[2] * _CLUTTER_KINDS)
+        if kind == 0:  # a box with a darker edge and a lid line
+            edge = tuple(int(c * 0.6) for c in col)
+            cv2.rectangle(img, (x, y), (x1, y1), col, -1)
+            cv2.rectangle(img, (x, y), (x1, y1), edge, max(1, bw // 40))
+            cv2.line(img, (x, y + bh // 3), (x1, y + bh // 3), edge, 1)
+        elif kind == 1:
+            cv2.ellipse(img, (x + bw // 2, y + bh // 2), (bw // 2, bh // 2), 180.0 * r[3], 0,
+                        360, col, -1, cv2.LINE_AA)
+        elif kind == 2:  # a convex polygon of 3-6 corners on the box's ellipse
+            n = 3 + int(r[3] * (_POLY_MAX - 2))
+            ang = np.sort(np.asarray(u[i, _U_POLY:_U_POLY + n]) * (2.0 * np.pi))
+            pts = np.stack([x + bw / 2 * (1 + np.cos(ang)), y + bh / 2 * (1 + np.sin(ang))], 1)
+            cv2.fillPoly(img, [pts.astype(np.int32)], col, cv2.LINE_AA)
+        elif kind == 3:
+            step = max(3, bw // (4 + int(r[3] * 6)))
+            for j, sx in enumerate(range(x, x + bw, step)):
+                cv2.rectangle(img, (sx, y), (min(x + bw, sx + step) - 1, y1),
+                              col if j % 2 else alt, -1)
+        elif kind == 4:
+            cv2.line(img, (x, y), (x1, y1), col, 2 + int(r[3] * 4), cv2.LINE_AA)
+        else:  # a disc with a cross (a pictogram)
+            rad = max(3, min(bw, bh) // 2 - 1)
+            cx, cy = x + bw // 2, y + bh // 2
+            t = max(1, rad // 5)
+            cv2.circle(img, (cx, cy), rad, col, -1, cv2.LINE_AA)
+            cv2.line(img, (cx - rad // 2, cy), (cx + rad // 2, cy), alt, t, cv2.LINE_AA)
+            cv2.line(img, (cx, cy - rad // 2), (cx, cy + rad // 2), alt, t, cv2.LINE_AA)
+        box = (x, y, x + bw, y + bh)
+        placed.append(box)
+        occupied.append(box)
+    return placed
+
+
+def glyph_noise_sigma(rng: np.random.Generator, lo: float, hi: float) -> float:
+    """Draw a noise std from ``lo``-``hi``, rounded to :data:`NOISE_SIGMA_STEP` inside the range."""
+    sigma = float(rng.uniform(lo, hi))
+    return min(hi, max(lo, round(sigma / NOISE_SIGMA_STEP) * NOISE_SIGMA_STEP))
+
+
+@lru_cache(maxsize=16)
+def _noise_tiles(sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return the read-only ``uint8`` positive and negative noise tiles scaled by ``sigma``."""
+    pos, neg = (cv2.convertScaleAbs(unit, alpha=sigma) for unit in _noise_tile_parts())
+    pos.setflags(write=False)
+    neg.setflags(write=False)
+    return pos, neg
+
+
+def _tile_strip(tile: np.ndarray, ox: int, w: int) -> np.ndarray:
+    """Return columns ``ox .. ox + w`` of ``tile`` repeated across its width (a view if it can)."""
+    tw = tile.shape[1]
+    if ox + w <= tw:
+        return tile[:, ox:ox + w]
+    if w <= tw:
+        return np.concatenate([tile[:, ox:], tile[:, :ox + w - tw]], axis=1)
+    return np.tile(tile, (1, -(-(w + ox) // tw), 1))[:, ox:ox + w]
+
+
+def glyph_noise(img: np.ndarray, rng: np.random.Generator, lo: float, hi: float) -> np.ndarray:
+    """Add sensor noise of std drawn from ``lo``-``hi`` to the RGB ``img`` in place; return it.
+
+    The std is rounded by :func:`glyph_noise_sigma`; the noise is then byte-identical to
+    ``R.add_sensor_noise(img, rng, sigma, inplace=True)`` (same draws, same tile), but the
+    scaled tiles of each rounded std are cached (:func:`_noise_tiles`, 760 KB a std), so a call
+    costs four saturating adds.
+    """
+    sigma = glyph_noise_sigma(rng, lo, hi)
+    if sigma <= 0:
+        return img
+    h, w = img.shape[:2]
+    th, tw = NOISE_TILE_SHAPE
+    oy, ox = int(rng.integers(th)), int(rng.integers(tw))
+    flip = bool(rng.integers(2))
+    pos, neg = (_tile_strip(t, ox, w) for t in _noise_tiles(sigma))
+    if flip:
+        pos, neg = neg, pos
+    for y in range(-oy, h, th):
+        y0, y1 = max(y, 0), min(y + th, h)
+        ty = y0 - y
+        band = img[y0:y1]
+        cv2.add(band, pos[ty:ty + y1 - y0], dst=band)
+        cv2.subtract(band, neg[ty:ty + y1 - y0], dst=band)
+    return img
 
 
 def check_common(side: int, glyphs: tuple[str, ...]) -> None:

@@ -16,7 +16,10 @@ from m3gym.tasks.families._glyph_common import (
     GLYPHS,
     check_common,
     classic_task,
+    glyph_clutter,
+    glyph_noise,
     glyph_patch,
+    glyph_surface,
 )
 from m3gym.tasks.families._scene_common import check_range
 from m3gym.tasks.families._text_common import (
@@ -115,19 +118,19 @@ class GlyphFaintFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one glyph-faint task."""
         side = self.side
-        img = R.surface(rng, side, side, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
+        img = glyph_surface(rng, side, R.pick(rng, ("wood", "fabric", "gradient", "noise")))
         cw, ch = int(side * rng.uniform(0.45, 0.6)), int(side * rng.uniform(0.5, 0.65))
         cx = int(rng.integers(8, side - cw - 8, endpoint=True))
         cy = int(rng.integers(8, side - ch - 8, endpoint=True))
         paper = R.jitter_color(rng, (236, 230, 212), 10)
         cv2.rectangle(img, (cx, cy), (cx + cw - 1, cy + ch - 1), paper, -1)
         card = (cx, cy, cx + cw, cy + ch)
-        R.add_clutter(img, rng, int(rng.integers(2, 5, endpoint=True)),
+        glyph_clutter(img, rng, int(rng.integers(2, 5, endpoint=True)),
                       avoid=[R.grow_box(card, 6, side, side)], size_range=(0.08, 0.2))
         span = float(rng.uniform(*self.span))
         c_target = float(rng.uniform(*self.ink_contrast))
         digit = R.pick(rng, self.glyphs)
-        patch = glyph_patch(rng, digit, float(rng.uniform(self.glyph_min, self.glyph_max)))
+        patch = glyph_patch(rng, digit, self.glyph_min, self.glyph_max)
         pw, ph = patch.size
         gx = int(rng.integers(cx + 8, cx + cw - pw - 8, endpoint=True))
         gy = int(rng.integers(cy + 8, cy + ch - ph - 8, endpoint=True))
@@ -146,7 +149,7 @@ class GlyphFaintFamily(FamilyConfig):
         shade = float(rng.uniform(*self.shading)) * c_target
         img = cv2.add(img, cv2.cvtColor(shading_field(rng, side, side, shade),
                                         cv2.COLOR_GRAY2RGB))
-        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)), inplace=True)
+        img = glyph_noise(img, rng, *self.noise_sigma)
         x0, y0, x1, y1 = ev_box
         before = R.ink_surround_contrast(img[y0:y1, x0:x1], mask)
         call = RefCall("c1", "autocontrast", {"image_index": 0, "cutoff": self.cutoff})

@@ -17,7 +17,10 @@ from m3gym.tasks.families._glyph_common import (
     GLYPHS,
     check_common,
     classic_task,
+    glyph_clutter,
+    glyph_noise,
     glyph_patch,
+    glyph_surface,
 )
 from m3gym.tasks.families._scene_common import check_range
 from m3gym.tasks.families._text_common import (
@@ -107,9 +110,9 @@ class GlyphRotateFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one glyph-rotate task."""
         side = self.side
-        img = R.surface(rng, side, side, R.pick(rng, BACKGROUNDS))
+        img = glyph_surface(rng, side, R.pick(rng, BACKGROUNDS))
         digit = R.pick(rng, self.glyphs)
-        patch = glyph_patch(rng, digit, float(rng.uniform(self.glyph_min, self.glyph_max)))
+        patch = glyph_patch(rng, digit, self.glyph_min, self.glyph_max)
         pw, ph = patch.size
         cw, ch = pw + 2 * int(pw * 0.6) + 16, ph + int(ph * 0.9) + 16
         cx = int(rng.integers(8, side - cw - 8, endpoint=True))
@@ -122,14 +125,14 @@ class GlyphRotateFamily(FamilyConfig):
         placed = R.paste_text(img, patch, gx, gy, ink)
         bar_y = gy + ph + max(4, int(ph * 0.2))
         cv2.rectangle(img, (gx - 4, bar_y), (gx + pw + 3, bar_y + max(3, ph // 8)), ink, -1)
-        R.add_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
+        glyph_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
                       avoid=[R.grow_box(card, 6, side, side)], size_range=(0.08, 0.2))
         ev_up = R.grow_box(placed.box, 2, side, side)
         clean_up = img[ev_up[1]:ev_up[3], ev_up[0]:ev_up[2]].copy()
         mask_up = R.embed_mask(placed.mask, (placed.box[0] - ev_up[0], placed.box[1] - ev_up[1]),
                                (ev_up[3] - ev_up[1], ev_up[2] - ev_up[0]))
         transform = R.pick(rng, self.transforms)
-        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)), inplace=True)
+        img = glyph_noise(img, rng, *self.noise_sigma)
         img = apply_transform(img, transform)
         box0 = transform_box(ev_up, transform, side, side)
         clean0 = apply_transform(np.ascontiguousarray(clean_up), transform)

@@ -18,8 +18,11 @@ from m3gym.tasks.families._glyph_common import (
     check_common,
     classic_task,
     draw_tag,
+    glyph_clutter,
     glyph_evidence,
+    glyph_noise,
     glyph_patch,
+    glyph_surface,
     grid_cell,
     tag_size,
 )
@@ -110,14 +113,14 @@ class GlyphZoomFamily(FamilyConfig):
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one glyph-zoom task."""
         side = self.side
-        img = R.surface(rng, side, side, R.pick(rng, BACKGROUNDS))
+        img = glyph_surface(rng, side, R.pick(rng, BACKGROUNDS))
         n_decoys = int(rng.integers(self.decoys[0], self.decoys[1], endpoint=True))
         cells = [int(c) for c in rng.permutation(9)[: n_decoys + 1]]
         digits = [self.glyphs[int(i)] for i in rng.permutation(len(self.glyphs))[: n_decoys + 1]]
         tags: list[R.Box] = []
         target: tuple[R.Box, R.PlacedText] | None = None
         for k, (cell, digit) in enumerate(zip(cells, digits)):
-            patch = glyph_patch(rng, digit, float(rng.uniform(self.glyph_min, self.glyph_max)))
+            patch = glyph_patch(rng, digit, self.glyph_min, self.glyph_max)
             tw, th = tag_size(patch)
             x0, y0, x1, y1 = grid_cell(cell, side)
             x = int(rng.integers(x0 + 4, x1 - tw - 4, endpoint=True))
@@ -133,11 +136,11 @@ class GlyphZoomFamily(FamilyConfig):
             tags.append(box)
         assert target is not None
         tag_box, placed = target
-        R.add_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
+        glyph_clutter(img, rng, int(rng.integers(*self.clutter, endpoint=True)),
                       avoid=[R.grow_box(b, 4, side, side) for b in tags],
                       size_range=(0.08, 0.22))
         evidence = glyph_evidence(img, placed, 2)
-        img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_sigma)), inplace=True)
+        img = glyph_noise(img, rng, *self.noise_sigma)
         cell_box = grid_cell(cells[0], side)
         call = RefCall("c1", "crop", {"image_index": 0,
                                       "bbox_2d": R.box_to_bbox1000(cell_box, side, side),
