@@ -248,7 +248,8 @@ def test_atlas_composed_line_equals_freetypes_whole_line_raster(text, face, quar
 def test_atlas_keeps_pillows_kerning_and_overlapping_glyphs():
     # kerned pairs (sans has a kern table) at the largest atlas size, and glyphs that overlap
     # at small sizes: both change pixels if the composition is not Pillow's
-    for face, size in (("sans", fonts.ATLAS_MAX_SIZE), ("serif-bold", 31.0), ("sans", 3.0)):
+    for face, size in (("sans", fonts.ATLAS_MAX_SIZE), ("serif-bold", 31.0), ("sans", 3.0),
+                       ("condensed", 40.0)):
         text = "AVAVAVAV To Ty Yo LT fj ff" * 3
         got, ref = fonts._ink(text, face, size), fonts._raster_ink(text,
                                                                    fonts.load_font(face, size))

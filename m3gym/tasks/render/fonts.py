@@ -131,13 +131,20 @@ def _raster_ink(text: str, font: ImageFont.FreeTypeFont) -> tuple[np.ndarray, in
     return patch, int(base - rows[0])
 
 
-ATLAS_MAX_SIZE: float = 32.0
+ATLAS_MAX_SIZE: float = 64.0
 """Largest font size (pixels per em) whose glyphs :func:`_ink` composes from a glyph atlas;
 larger text is rasterised whole by FreeType (:func:`_raster_ink`)."""
 
+ATLAS_SMALL_SIZE: float = 32.0
+"""Atlases up to this size (pixels per em) are cached :data:`ATLAS_CACHE_SIZE` deep, larger
+ones :data:`BIG_ATLAS_CACHE_SIZE` deep."""
+
 ATLAS_CACHE_SIZE: int = 128
-"""Glyph atlases (one per face and size) kept, least recently used first out: at most about
-150 kB each at :data:`ATLAS_MAX_SIZE`."""
+"""Glyph atlases (one per face and size) up to :data:`ATLAS_SMALL_SIZE` kept, least recently
+used first out: at most about 150 kB each."""
+
+BIG_ATLAS_CACHE_SIZE: int = 24
+"""Glyph atlases above :data:`ATLAS_SMALL_SIZE` kept: at most about 500 kB each."""
 
 
 class _GlyphAtlas:
@@ -190,9 +197,20 @@ def _has_kern_table(font: str) -> bool:
         return "kern" in tt
 
 
-@lru_cache(maxsize=ATLAS_CACHE_SIZE)
 def _atlas(font: str, size: float) -> _GlyphAtlas:
     """Return the cached glyph atlas of face ``font`` at ``size``."""
+    return _small_atlas(font, size) if size <= ATLAS_SMALL_SIZE else _big_atlas(font, size)
+
+
+@lru_cache(maxsize=ATLAS_CACHE_SIZE)
+def _small_atlas(font: str, size: float) -> _GlyphAtlas:
+    """Return the cached glyph atlas of face ``font`` at ``size`` (a small size)."""
+    return _GlyphAtlas(font, size)
+
+
+@lru_cache(maxsize=BIG_ATLAS_CACHE_SIZE)
+def _big_atlas(font: str, size: float) -> _GlyphAtlas:
+    """Return the cached glyph atlas of face ``font`` at ``size`` (a large size)."""
     return _GlyphAtlas(font, size)
 
 
