@@ -256,3 +256,23 @@ def test_atlas_keeps_pillows_kerning_and_overlapping_glyphs():
         assert got[1] == ref[1] and np.array_equal(got[0], ref[0])
     at = fonts._atlas("sans", fonts.ATLAS_MAX_SIZE)
     assert at.kerned and any(k != 0 for k in at.pairs.values())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 60), st.integers(2, 60), st.booleans(),
+       st.booleans())
+def test_copy_where_into_a_box_equals_numpy_copyto(seed, h, w, gray, contiguous):
+    rng = np.random.default_rng(seed)
+    shape = (h, w) if gray else (h, w, 3)
+    img = rng.integers(0, 256, shape, dtype=np.uint8)
+    if not contiguous:
+        img = img[:, ::-1]  # a view OpenCV could not write through: numpy's path
+    y0, x0 = int(rng.integers(0, h - 1)), int(rng.integers(0, w - 1))
+    y1, x1 = int(rng.integers(y0 + 1, h + 1)), int(rng.integers(x0 + 1, w + 1))
+    src = rng.integers(0, 256, img[y0:y1, x0:x1].shape, dtype=np.uint8)
+    where = rng.random((y1 - y0, x1 - x0)) < 0.5
+    expected = img.copy()
+    region = expected[y0:y1, x0:x1]
+    np.copyto(region, src, where=where[..., None] if region.ndim == 3 else where)
+    camera._copy_where(img[y0:y1, x0:x1], src, where, img.flags.c_contiguous)
+    assert np.array_equal(img, expected)

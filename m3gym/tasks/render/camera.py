@@ -139,8 +139,21 @@ def warp_patch(
     a = cover.astype(np.float32)
     a *= np.float32(1.0 / 255.0)
     blended = cv2.blendLinear(colour.astype(region.dtype), region, a, np.float32(1.0) - a)
-    np.copyto(region, blended, where=(cover > 0)[..., None])
+    _copy_where(region, blended, cover > 0, img.flags.c_contiguous)
     return box, cover >= 128
+
+
+def _copy_where(dst: np.ndarray, src: np.ndarray, where: np.ndarray, inside_c: bool) -> None:
+    """Copy ``src`` into ``dst`` where the 2-D bool ``where`` is True: ``np.copyto(where=)``.
+
+    With ``inside_c`` (``dst`` is a box of a C-contiguous image, which OpenCV writes through in
+    place) ``cv2.copyTo`` does it with a one-byte mask, several times faster than numpy
+    broadcasting the mask over the channels.
+    """
+    if inside_c and dst.dtype == np.uint8 and src.dtype == np.uint8 and dst.ndim in (2, 3):
+        cv2.copyTo(src, where.view(np.uint8), dst)
+    else:
+        np.copyto(dst, src, where=where[..., None] if dst.ndim == 3 else where)
 
 
 def _smooth_gain(rng: np.random.Generator, h: int, w: int, cells: int) -> np.ndarray:
@@ -401,7 +414,7 @@ def camera_pipeline(
             grown = [grow_box(k, 2 * feather, w, h) for k in keep]  # where sharp can be > 0
             x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown)
             x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)
-            s = np.ascontiguousarray(sharp[y0:y1, x0:x1])
+            s = sharp[y0:y1, x0:x1]  # blendLinear reads the box in place
             blurred[y0:y1, x0:x1] = cv2.blendLinear(out[y0:y1, x0:x1], blurred[y0:y1, x0:x1], s,
                                                     np.float32(1.0) - s)
         out = blurred
