@@ -236,7 +236,9 @@ def test_shared_faker_gives_a_fresh_fakers_values(seed, locale):
        st.sampled_from(fonts.FONT_FACES), st.integers(4, int(4 * fonts.ATLAS_MAX_SIZE)))
 def test_atlas_composed_line_equals_freetypes_whole_line_raster(text, face, quarter_px):
     size = quarter_px * fonts.SIZE_STEP
-    got = fonts._ink(text, face, size)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fonts, "ATLAS_AFTER_USES", 0)  # always compose from the atlas
+        got = fonts._ink(text, face, size)
     ref = fonts._raster_ink(text, fonts.load_font(face, size))
     if ref is None:
         assert got is None
@@ -251,8 +253,10 @@ def test_atlas_keeps_pillows_kerning_and_overlapping_glyphs():
     for face, size in (("sans", fonts.ATLAS_MAX_SIZE), ("serif-bold", 31.0), ("sans", 3.0),
                        ("condensed", 40.0)):
         text = "AVAVAVAV To Ty Yo LT fj ff" * 3
-        got, ref = fonts._ink(text, face, size), fonts._raster_ink(text,
-                                                                   fonts.load_font(face, size))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fonts, "ATLAS_AFTER_USES", 0)
+            got = fonts._ink(text, face, size)
+        ref = fonts._raster_ink(text, fonts.load_font(face, size))
         assert got[1] == ref[1] and np.array_equal(got[0], ref[0])
     at = fonts._atlas("sans", fonts.ATLAS_MAX_SIZE)
     assert at.kerned and any(k != 0 for k in at.pairs.values())
@@ -276,3 +280,15 @@ def test_copy_where_into_a_box_equals_numpy_copyto(seed, h, w, gray, contiguous)
     np.copyto(region, src, where=where[..., None] if region.ndim == 3 else where)
     camera._copy_where(img[y0:y1, x0:x1], src, where, img.flags.c_contiguous)
     assert np.array_equal(img, expected)
+
+
+def test_a_rarely_used_size_is_rasterised_whole_until_the_atlas_pays():
+    fonts._small_atlas.cache_clear()
+    size = 13.25
+    for i in range(fonts.ATLAS_AFTER_USES):
+        got = fonts._ink(f"Rare {i}", "serif", size)
+        assert got is not None and np.array_equal(
+            got[0], fonts._raster_ink(f"Rare {i}", fonts.load_font("serif", size))[0])
+    assert fonts._atlas("serif", size).glyphs == {}  # nothing rasterised glyph by glyph yet
+    fonts._ink("Often used", "serif", size)
+    assert set(fonts._atlas("serif", size).glyphs) == set("Often used")

@@ -135,6 +135,11 @@ ATLAS_MAX_SIZE: float = 64.0
 """Largest font size (pixels per em) whose glyphs :func:`_ink` composes from a glyph atlas;
 larger text is rasterised whole by FreeType (:func:`_raster_ink`)."""
 
+ATLAS_AFTER_USES: int = 4
+"""A face and size's first strings are rasterised whole unless the atlas has their glyphs:
+rasterising a glyph into the atlas costs about ten times its share of a whole-line raster, so
+the atlas only pays where a size is used for many strings (prose, a receipt, a table)."""
+
 ATLAS_SMALL_SIZE: float = 32.0
 """Atlases up to this size (pixels per em) are cached :data:`ATLAS_CACHE_SIZE` deep, larger
 ones :data:`BIG_ATLAS_CACHE_SIZE` deep."""
@@ -158,11 +163,12 @@ class _GlyphAtlas:
     the cached glyphs (tests/test_reset_speed_invariants.py compares it with FreeType's raster).
     """
 
-    __slots__ = ("font", "kerned", "glyphs", "pairs")
+    __slots__ = ("font", "kerned", "glyphs", "pairs", "uses")
 
     def __init__(self, face: str, size: float) -> None:
         self.font = load_font(face, size)
         self.kerned = _has_kern_table(face)
+        self.uses = 0  # strings asked for at this face and size
         self.glyphs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         self.pairs: dict[str, int] = {}
 
@@ -224,7 +230,10 @@ def _ink(text: str, font: str, size: float) -> tuple[np.ndarray, int] | None:
     if size > ATLAS_MAX_SIZE:
         return _raster_ink(text, load_font(font, size))
     at = _atlas(font, size)
+    at.uses += 1
     g = at.glyphs
+    if at.uses <= ATLAS_AFTER_USES and not all(c in g for c in text):
+        return _raster_ink(text, at.font)  # a size seen rarely: filling the atlas costs more
     entries = [g.get(c) or at.glyph(c) for c in text]
     advance = [e[3] for e in entries]
     if at.kerned:
