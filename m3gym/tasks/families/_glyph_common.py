@@ -209,10 +209,11 @@ def glyph_clutter(
     """Draw ``count`` simple objects into ``img`` (in place) away from the ``avoid`` boxes.
 
     The classic scenes' clutter: boxes, ellipses, polygons, stripes, lines and discs, each
-    ``size_range`` x the longest side wide, at least :data:`CLUTTER_MARGIN` px from every other
-    box; an object that finds no free spot in :data:`CLUTTER_TRIES` tries is skipped. Every
-    random number is drawn in two calls up front, so a scene costs a few OpenCV calls per
-    object. Returns the boxes drawn.
+    ``size_range`` x the longest side wide and drawn inside its box (give or take an
+    anti-aliased pixel), at least :data:`CLUTTER_MARGIN` px from every other box; an object
+    that finds no free spot in :data:`CLUTTER_TRIES` tries is skipped. Every random number is
+    drawn in two calls up front, so a scene costs a few OpenCV calls per object. Returns the
+    boxes drawn.
     """
     if count <= 0:
         return []
@@ -248,13 +249,14 @@ def glyph_clutter(
             cv2.rectangle(img, (x, y), (x1, y1), col, -1)
             cv2.rectangle(img, (x, y), (x1, y1), edge, max(1, bw // 40))
             cv2.line(img, (x, y + bh // 3), (x1, y + bh // 3), edge, 1)
-        elif kind == 1:
-            cv2.ellipse(img, (x + bw // 2, y + bh // 2), (bw // 2, bh // 2), 180.0 * r[3], 0,
-                        360, col, -1, cv2.LINE_AA)
+        elif kind == 1:  # axis-aligned, so it stays inside its box (a turned one would not)
+            ax, ay = (bw - 1) // 2, (bh - 1) // 2
+            cv2.ellipse(img, (x + ax, y + ay), (ax, ay), 0.0, 0, 360, col, -1, cv2.LINE_AA)
         elif kind == 2:  # a convex polygon of 3-6 corners on the box's ellipse
             n = 3 + int(r[3] * (_POLY_MAX - 2))
             ang = np.sort(np.asarray(u[i, _U_POLY:_U_POLY + n]) * (2.0 * np.pi))
-            pts = np.stack([x + bw / 2 * (1 + np.cos(ang)), y + bh / 2 * (1 + np.sin(ang))], 1)
+            pts = np.stack([x + (bw - 1) / 2 * (1 + np.cos(ang)),
+                            y + (bh - 1) / 2 * (1 + np.sin(ang))], 1)
             cv2.fillPoly(img, [pts.astype(np.int32)], col, cv2.LINE_AA)
         elif kind == 3:
             step = max(3, bw // (4 + int(r[3] * 6)))
@@ -262,7 +264,10 @@ def glyph_clutter(
                 cv2.rectangle(img, (sx, y), (min(x + bw, sx + step) - 1, y1),
                               col if j % 2 else alt, -1)
         elif kind == 4:
-            cv2.line(img, (x, y), (x1, y1), col, 2 + int(r[3] * 4), cv2.LINE_AA)
+            t = 2 + int(r[3] * 4)
+            e = t // 2 + 1  # the round caps stay inside the box
+            cv2.line(img, (x + e, y + e), (max(x + e, x1 - e), max(y + e, y1 - e)), col, t,
+                     cv2.LINE_AA)
         else:  # a disc with a cross (a pictogram)
             rad = max(3, min(bw, bh) // 2 - 1)
             cx, cy = x + bw // 2, y + bh // 2
@@ -291,23 +296,14 @@ def _noise_tiles(sigma: float) -> tuple[np.ndarray, np.ndarray]:
     return pos, neg
 
 
-def _tile_strip(tile: np.ndarray, ox: int, w: int) -> np.ndarray:
-    """Return columns ``ox .. ox + w`` of ``tile`` repeated across its width (a view if it can)."""
-    tw = tile.shape[1]
-    if ox + w <= tw:
-        return tile[:, ox:ox + w]
-    if w <= tw:
-        return np.concatenate([tile[:, ox:], tile[:, :ox + w - tw]], axis=1)
-    return np.tile(tile, (1, -(-(w + ox) // tw), 1))[:, ox:ox + w]
-
-
 def glyph_noise(img: np.ndarray, rng: np.random.Generator, lo: float, hi: float) -> np.ndarray:
     """Add sensor noise of std drawn from ``lo``-``hi`` to the RGB ``img`` in place; return it.
 
     The std is rounded by :func:`glyph_noise_sigma`; the noise is then byte-identical to
     ``R.add_sensor_noise(img, rng, sigma, inplace=True)`` (same draws, same tile), but the
-    scaled tiles of each rounded std are cached (:func:`_noise_tiles`, 760 KB a std), so a call
-    costs four saturating adds.
+    scaled tiles of each rounded std are cached (:func:`_noise_tiles`, 760 KB a std) and added
+    block by block (tile rows x the two column runs either side of the tile's wrap), with no
+    copy of the tile.
     """
     sigma = glyph_noise_sigma(rng, lo, hi)
     if sigma <= 0:
@@ -316,16 +312,45 @@ def glyph_noise(img: np.ndarray, rng: np.random.Generator, lo: float, hi: float)
     th, tw = NOISE_TILE_SHAPE
     oy, ox = int(rng.integers(th)), int(rng.integers(tw))
     flip = bool(rng.integers(2))
-    pos, neg = (_tile_strip(t, ox, w) for t in _noise_tiles(sigma))
+    pos, neg = _noise_tiles(sigma)
     if flip:
         pos, neg = neg, pos
+    # image column x uses tile column (ox + x) % tw: runs of at most tw columns
+    runs = []
+    x = 0
+    while x < w:
+        t0 = (ox + x) % tw
+        n = min(w - x, tw - t0)
+        runs.append((x, t0, n))
+        x += n
     for y in range(-oy, h, th):
         y0, y1 = max(y, 0), min(y + th, h)
         ty = y0 - y
-        band = img[y0:y1]
-        cv2.add(band, pos[ty:ty + y1 - y0], dst=band)
-        cv2.subtract(band, neg[ty:ty + y1 - y0], dst=band)
+        for x0, t0, n in runs:
+            block = img[y0:y1, x0:x0 + n]
+            cv2.add(block, pos[ty:ty + y1 - y0, t0:t0 + n], dst=block)
+            cv2.subtract(block, neg[ty:ty + y1 - y0, t0:t0 + n], dst=block)
     return img
+
+
+def shading_gray(rng: np.random.Generator, side: int, depth: float) -> np.ndarray:
+    """Return a ``uint8`` ``(side, side)`` lighting offset, ``depth`` levels peak to peak.
+
+    Soft bands of light and shade (a card under a lamp): a sinusoid with a period of 0.25-0.4
+    sides in a random direction plus a weaker linear ramp in another, on a 36-px grid enlarged
+    once (the classic suite's version of ``_text_common.shading_field``, same draws).
+    """
+    xs, ys, _ = _unit_grid(36)
+    ramp_dir, band_dir, phase = rng.uniform(0.0, 2.0 * np.pi, size=3).tolist()
+    period = float(rng.uniform(0.25, 0.4))
+    k = 2.0 * np.pi / period
+    rc, rs = 0.4 * np.cos(ramp_dir), 0.4 * np.sin(ramp_dir)
+    bc, bs = k * np.cos(band_dir), k * np.sin(band_dir)
+    field = np.sin(bc * xs + bs * ys + phase) + (rc * xs + rs * ys)
+    lo, hi = float(field.min()), float(field.max())
+    scale = depth / max(hi - lo, 1e-6)
+    small = cv2.convertScaleAbs(field.astype(np.float32), alpha=scale, beta=-lo * scale)
+    return cv2.resize(small, (side, side), interpolation=cv2.INTER_LINEAR)
 
 
 def check_common(side: int, glyphs: tuple[str, ...]) -> None:

@@ -20,11 +20,9 @@ from m3gym.tasks.families._glyph_common import (
     glyph_noise,
     glyph_patch,
     glyph_surface,
+    shading_gray,
 )
 from m3gym.tasks.families._scene_common import check_range
-from m3gym.tasks.families._text_common import (
-    shading_field,
-)
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tools.catalogue import CONTRAST_TOOLS
 
@@ -147,8 +145,7 @@ class GlyphFaintFamily(FamilyConfig):
         tint = rng.uniform(-6, 6, size=3)
         img = R.compress_dynamic_range(img, [low + t for t in tint], span)
         shade = float(rng.uniform(*self.shading)) * c_target
-        img = cv2.add(img, cv2.cvtColor(shading_field(rng, side, side, shade),
-                                        cv2.COLOR_GRAY2RGB))
+        img = cv2.add(img, cv2.cvtColor(shading_gray(rng, side, shade), cv2.COLOR_GRAY2RGB))
         img = glyph_noise(img, rng, *self.noise_sigma)
         x0, y0, x1, y1 = ev_box
         before = R.ink_surround_contrast(img[y0:y1, x0:x1], mask)
