@@ -238,6 +238,7 @@ def test_atlas_composed_line_equals_freetypes_whole_line_raster(text, face, quar
     size = quarter_px * fonts.SIZE_STEP
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fonts, "ATLAS_AFTER_USES", 0)  # always compose from the atlas
+        mp.setattr(fonts, "ATLAS_MIN_FILL_LENGTH", 0)
         got = fonts._ink(text, face, size)
     ref = fonts._raster_ink(text, fonts.load_font(face, size))
     if ref is None:
@@ -255,6 +256,7 @@ def test_atlas_keeps_pillows_kerning_and_overlapping_glyphs():
         text = "AVAVAVAV To Ty Yo LT fj ff" * 3
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(fonts, "ATLAS_AFTER_USES", 0)
+            mp.setattr(fonts, "ATLAS_MIN_FILL_LENGTH", 0)
             got = fonts._ink(text, face, size)
         ref = fonts._raster_ink(text, fonts.load_font(face, size))
         assert got[1] == ref[1] and np.array_equal(got[0], ref[0])
@@ -290,5 +292,9 @@ def test_a_rarely_used_size_is_rasterised_whole_until_the_atlas_pays():
         assert got is not None and np.array_equal(
             got[0], fonts._raster_ink(f"Rare {i}", fonts.load_font("serif", size))[0])
     assert fonts._atlas("serif", size).glyphs == {}  # nothing rasterised glyph by glyph yet
-    fonts._ink("Often used", "serif", size)
-    assert set(fonts._atlas("serif", size).glyphs) == set("Often used")
+    fonts._ink("Short: 123", "serif", size)  # too short to fill the atlas
+    assert fonts._atlas("serif", size).glyphs == {}
+    fonts._ink("Often used, in long lines", "serif", size)
+    assert set(fonts._atlas("serif", size).glyphs) == set("Often used, in long lines")
+    got = fonts._ink("lines", "serif", size)  # short, but every glyph is there: composed
+    assert np.array_equal(got[0], fonts._raster_ink("lines", fonts.load_font("serif", size))[0])

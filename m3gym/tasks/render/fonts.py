@@ -140,6 +140,10 @@ ATLAS_AFTER_USES: int = 4
 rasterising a glyph into the atlas costs about ten times its share of a whole-line raster, so
 the atlas only pays where a size is used for many strings (prose, a receipt, a table)."""
 
+ATLAS_MIN_FILL_LENGTH: int = 16
+"""Only strings at least this long add their missing glyphs to an atlas (a short one saves
+less than one glyph's rasterisation); shorter ones use the atlas when it has all of theirs."""
+
 ATLAS_SMALL_SIZE: float = 32.0
 """Atlases up to this size (pixels per em) are cached :data:`ATLAS_CACHE_SIZE` deep, larger
 ones :data:`BIG_ATLAS_CACHE_SIZE` deep."""
@@ -232,8 +236,9 @@ def _ink(text: str, font: str, size: float) -> tuple[np.ndarray, int] | None:
     at = _atlas(font, size)
     at.uses += 1
     g = at.glyphs
-    if at.uses <= ATLAS_AFTER_USES and not all(c in g for c in text):
-        return _raster_ink(text, at.font)  # a size seen rarely: filling the atlas costs more
+    if ((at.uses <= ATLAS_AFTER_USES or len(text) < ATLAS_MIN_FILL_LENGTH)
+            and not all(c in g for c in text)):
+        return _raster_ink(text, at.font)  # filling the atlas would cost more than it saves
     entries = [g.get(c) or at.glyph(c) for c in text]
     advance = [e[3] for e in entries]
     if at.kerned:
