@@ -298,3 +298,28 @@ def test_a_rarely_used_size_is_rasterised_whole_until_the_atlas_pays():
     assert set(fonts._atlas("serif", size).glyphs) == set("Often used, in long lines")
     got = fonts._ink("lines", "serif", size)  # short, but every glyph is there: composed
     assert np.array_equal(got[0], fonts._raster_ink("lines", fonts.load_font("serif", size))[0])
+
+
+def _shade_reference(img, pts, box, k, mask_shape, sigma, darkness):
+    """The original shade_polygon: ``1 - darkness * mask`` in fresh arrays."""
+    x0, y0, x1, y1 = box
+    mask = np.zeros(mask_shape, np.float32)
+    cv2.fillPoly(mask, [np.round((pts - (x0, y0)) / k * 16).astype(np.int32)], 1.0,
+                 cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), sigma)
+    mask = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    return _gain_reference(img[y0:y1, x0:x1], 1.0 - np.float32(darkness) * mask)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(8, 120), st.integers(8, 120), st.integers(1, 5),
+       st.floats(0.0, 1.0), st.floats(0.5, 6.0))
+def test_in_place_shade_gain_equals_one_minus_darkness_times_mask(seed, h, w, k, darkness,
+                                                                  sigma):
+    rng = np.random.default_rng(seed)
+    img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    pts = rng.uniform(-10, max(h, w) + 10, (4, 2))
+    box = (int(rng.integers(0, w // 2)), int(rng.integers(0, h // 2)), w, h)
+    shape = (max(1, -(-(box[3] - box[1]) // k)), max(1, -(-(box[2] - box[0]) // k)))
+    got = camera.shade_polygon(img, pts, box, k, shape, sigma, darkness)
+    assert np.array_equal(got, _shade_reference(img, pts, box, k, shape, sigma, darkness))

@@ -290,8 +290,12 @@ def shade_polygon(img: np.ndarray, pts: np.ndarray, box: Box, k: int,
     cv2.fillPoly(mask, [np.round((pts - (x0, y0)) / k * 16).astype(np.int32)], 1.0,
                  cv2.LINE_AA, shift=4)
     mask = cv2.GaussianBlur(mask, (0, 0), sigma)
-    mask = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
-    return _apply_gain(img[y0:y1, x0:x1], 1.0 - np.float32(darkness) * mask)
+    gain = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    # 1 - darkness * mask, in place (no two fresh image-sized float arrays): -(d * m) + 1 rounds
+    # exactly as 1 - d * m does
+    np.multiply(gain, -np.float32(darkness), out=gain)
+    gain += np.float32(1.0)
+    return _apply_gain(img[y0:y1, x0:x1], gain)
 
 
 def lens_blur(img: np.ndarray, radius: float) -> np.ndarray:
