@@ -11,6 +11,10 @@ Text is laid out with FreeType's basic layout (no Raqm), so the same string rend
 on every machine with the same Pillow and FreeType. Hershey stroke fonts
 (:func:`~m3gym.tasks.render.text.render_text`) remain for objects that are stroke-drawn (a
 plotter label, an engraving).
+
+Lines are composed from a per-face-and-size glyph atlas (each glyph rasterised once) exactly as
+FreeType and Pillow draw them (:func:`_ink`); one-off sizes and short strings go straight to
+FreeType, and rendered strings are cached (:data:`PATCH_CACHE_SIZE`).
 """
 
 from __future__ import annotations
@@ -280,7 +284,7 @@ def _ink(text: str, font: str, size: float) -> tuple[np.ndarray, int] | None:
     return out.reshape(h, w), -r0
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=1 << 14)
 def _h_height(font: str, size: float) -> int:
     """Return the ink height (rows with coverage >= 50 %) of "H" in ``font`` at ``size``."""
     alpha, _ = _raster("H", load_font(font, size))
