@@ -275,7 +275,7 @@ class ChartValue(FamilyConfig):
         if slide:
             w, h = pw, ph
             quad = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float64)
-            photo = D.photograph(img.copy(), sheet, quad)
+            photo = D.photograph(img, sheet, quad)  # reads the background, never writes it
             shot = R.jpeg_artifacts(photo.scene, int(rng.integers(82, 95)))
         else:
             w = int(pw * rng.uniform(1.12, 1.25))

@@ -210,7 +210,7 @@ class UiStatus(FamilyConfig):
         badges = {i: 10 * dc.closed_tail_value(rng, 1, 9) + int(rng.integers(10))
                   for i in badged}
         dock_texts = ui.dock(img, g, dock_apps, badges)
-        clean = img.copy()
+        clean = img  # nothing draws on img after this (the JPEG round trip returns a copy)
         shot = R.jpeg_artifacts(img, int(rng.integers(88, 97)))
 
         # the question
