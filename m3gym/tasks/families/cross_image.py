@@ -19,6 +19,7 @@ from m3gym.tasks.families import _analysis_common as ac
 from m3gym.tasks.families._scene_common import lerp, lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import maps
+from m3gym.tasks.render.content import fake_shared
 from m3gym.web.names import make_word
 from m3gym.web.world import World, build_world
 
@@ -104,7 +105,7 @@ def _render_map(rng: np.random.Generator, names: list[str], target: int, rotated
     glyph = float(rng.uniform(*glyph_range))
     ink = R.jitter_color(rng, (40, 40, 48), 12)
     palette_order = rng.permutation(len(MAP_PALETTE))
-    faker = R.fake(rng)
+    faker = fake_shared(rng)  # nothing else re-seeds it before the street names are drawn
     title = f"{R.ascii_fold(faker.city()).upper()} - {R.pick(rng, MAP_TITLES)}"
     R.paste_text(img, R.truetype_text(title, float(rng.uniform(20, 28)), "serif-bold"), 40,
                  max(4, top // 2 - 14), ink)
