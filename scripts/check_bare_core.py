@@ -42,7 +42,12 @@ def main() -> int:
         if not m3gym.family_names(level):
             continue
         env_id = m3gym.level_env_id(level)
-        steps, correct = play(env_id)
+        try:
+            steps, correct = play(env_id)
+        except Exception as exc:  # noqa: BLE001 - report every level and family, then fail
+            print(f"{env_id}: cannot play an episode: {type(exc).__name__}: {exc}")
+            ok = False
+            continue
         print(f"{env_id}: {steps} steps, answer_correct={correct}")
         ok &= correct
     families = m3gym.family_names(suite=None)

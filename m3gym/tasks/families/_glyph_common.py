@@ -16,8 +16,8 @@ exactly as in the benchmark levels, scored at the families' :attr:`view_size` of
 * ``glyph_faint`` — a digit printed a few gray levels from its paper in a washed-out photo: one
   ``autocontrast`` restores it.
 
-Classic RL builds a fresh task every episode, so the scenes have their own fast path (issue 28;
-no frozen split holds these families, so their bytes are free to change): a 48-px texture
+Classic RL builds a fresh task every episode, so the scenes have their own fast path (no
+frozen split holds these families, so their bytes are free to change): a 48-px texture
 background (:func:`glyph_surface`), clutter drawn from two batched draws (:func:`glyph_clutter`),
 digit heights rounded to a 1/4-1 px grid so patches come from a cache (:func:`glyph_patch`), and
 noise std rounded to :data:`NOISE_SIGMA_STEP` so the scaled noise tiles are cached
