@@ -20,9 +20,9 @@ Classic RL builds a fresh task every episode, so the scenes have their own fast 
 frozen split holds these families, so their bytes are free to change): a 48-px texture
 background (:func:`glyph_surface`), clutter drawn from two batched draws (:func:`glyph_clutter`),
 digit heights rounded to a 1/4-1 px grid so patches come from a cache (:func:`glyph_patch`), and
-noise std rounded to :data:`NOISE_SIGMA_STEP` so the scaled noise tiles are cached
-(:func:`glyph_noise`). The shared renderers (``backgrounds``, ``clutter``, ``add_sensor_noise``)
-are unchanged, so the frozen families keep their bytes.
+noise std rounded to :data:`NOISE_SIGMA_STEP` (:func:`glyph_noise`). The shared renderers
+(``backgrounds``, ``clutter``, ``add_sensor_noise``) are unchanged, so the frozen families keep
+their bytes.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import numpy as np
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import FamilyConfig
-from m3gym.tasks.render.degradations import NOISE_TILE_SHAPE, _noise_tile_parts
 from m3gym.tasks.render.photo_scene import current_photo_scene, photo_backdrop
 
 GLYPHS: tuple[str, ...] = tuple("01234567")
@@ -62,7 +61,7 @@ GLYPH_TEXTURE_SIDE: int = 48
 192 px texture)."""
 
 NOISE_SIGMA_STEP: float = 0.25
-"""Grid, in gray levels, that :func:`glyph_noise` rounds the noise std to (so tiles repeat)."""
+"""Grid, in gray levels, that :func:`glyph_noise` rounds the noise std to."""
 
 CLUTTER_TRIES: int = 8
 """Random positions :func:`glyph_clutter` tries per object before skipping it."""
@@ -295,50 +294,13 @@ def glyph_noise_sigma(rng: np.random.Generator, lo: float, hi: float) -> float:
     return min(hi, max(lo, round(sigma / NOISE_SIGMA_STEP) * NOISE_SIGMA_STEP))
 
 
-@lru_cache(maxsize=16)
-def _noise_tiles(sigma: float) -> tuple[np.ndarray, np.ndarray]:
-    """Return the read-only ``uint8`` positive and negative noise tiles scaled by ``sigma``."""
-    pos, neg = (cv2.convertScaleAbs(unit, alpha=sigma) for unit in _noise_tile_parts())
-    pos.setflags(write=False)
-    neg.setflags(write=False)
-    return pos, neg
-
-
 def glyph_noise(img: np.ndarray, rng: np.random.Generator, lo: float, hi: float) -> np.ndarray:
     """Add sensor noise of std drawn from ``lo``-``hi`` to the RGB ``img`` in place; return it.
 
-    The std is rounded by :func:`glyph_noise_sigma`; the noise is then byte-identical to
-    ``R.add_sensor_noise(img, rng, sigma, inplace=True)`` (same draws, same tile), but the
-    scaled tiles of each rounded std are cached (:func:`_noise_tiles`, 760 KB a std) and added
-    block by block (tile rows x the two column runs either side of the tile's wrap), with no
-    copy of the tile.
+    The std is rounded by :func:`glyph_noise_sigma`; the noise is
+    :func:`~m3gym.tasks.render.add_sensor_noise` at that std.
     """
-    sigma = glyph_noise_sigma(rng, lo, hi)
-    if sigma <= 0:
-        return img
-    h, w = img.shape[:2]
-    th, tw = NOISE_TILE_SHAPE
-    oy, ox = int(rng.integers(th)), int(rng.integers(tw))
-    flip = bool(rng.integers(2))
-    pos, neg = _noise_tiles(sigma)
-    if flip:
-        pos, neg = neg, pos
-    # image column x uses tile column (ox + x) % tw: runs of at most tw columns
-    runs = []
-    x = 0
-    while x < w:
-        t0 = (ox + x) % tw
-        n = min(w - x, tw - t0)
-        runs.append((x, t0, n))
-        x += n
-    for y in range(-oy, h, th):
-        y0, y1 = max(y, 0), min(y + th, h)
-        ty = y0 - y
-        for x0, t0, n in runs:
-            block = img[y0:y1, x0:x0 + n]
-            cv2.add(block, pos[ty:ty + y1 - y0, t0:t0 + n], dst=block)
-            cv2.subtract(block, neg[ty:ty + y1 - y0, t0:t0 + n], dst=block)
-    return img
+    return R.add_sensor_noise(img, rng, glyph_noise_sigma(rng, lo, hi), inplace=True)
 
 
 def shading_gray(rng: np.random.Generator, side: int, depth: float) -> np.ndarray:

@@ -87,15 +87,6 @@ def fake_shared(rng: np.random.Generator, locale: str = "en_US") -> Faker:
     shared: use it up before the next call of this function or of the ``fake_*`` string
     helpers, which re-seed it.
     """
-    return _shared(rng, locale)
-
-
-def _shared(rng: np.random.Generator, locale: str) -> Faker:
-    """Return this thread's cached Faker for ``locale``, re-seeded from ``rng`` (one draw).
-
-    Used by the string helpers, which finish with it before returning (building a Faker costs
-    about a millisecond; re-seeding costs nothing).
-    """
     from faker import Faker
 
     _check_locale(locale)
@@ -123,18 +114,18 @@ def _finish(text: str, ascii_only: bool) -> str:
 
 def fake_person(rng: np.random.Generator, locale: str = "en_US", ascii_only: bool = False) -> str:
     """Return a fictional person's "First Last" name (no titles) in ``locale``."""
-    f = _shared(rng, locale)
+    f = fake_shared(rng, locale)
     return _finish(f"{f.first_name()} {f.last_name()}", ascii_only)
 
 
 def fake_company(rng: np.random.Generator, locale: str = "en_US", ascii_only: bool = False) -> str:
     """Return a fictional company name in ``locale`` (e.g. "Hermighausen AG")."""
-    return _finish(_shared(rng, locale).company(), ascii_only)
+    return _finish(fake_shared(rng, locale).company(), ascii_only)
 
 
 def fake_address(rng: np.random.Generator, locale: str = "en_US", ascii_only: bool = False) -> str:
     """Return a fictional postal address in ``locale`` on one line (lines joined by ", ")."""
-    lines = _shared(rng, locale).address().splitlines()
+    lines = fake_shared(rng, locale).address().splitlines()
     return _finish(", ".join(line.strip() for line in lines if line.strip()), ascii_only)
 
 
@@ -143,7 +134,7 @@ def fake_product(rng: np.random.Generator, locale: str = "en_US", ascii_only: bo
 
     E.g. "Dekker Oat Milk 1 L". The nouns are English in every locale; the brand follows it.
     """
-    f = _shared(rng, locale)
+    f = fake_shared(rng, locale)
     brand = f.last_name().split()[-1].split("-")[0]
     kind = PRODUCT_KINDS[f.random_int(0, len(PRODUCT_KINDS) - 1)]
     size = PRODUCT_SIZES[f.random_int(0, len(PRODUCT_SIZES) - 1)]
@@ -155,7 +146,7 @@ def fake_date(rng: np.random.Generator, fmt: str = "%Y-%m-%d", locale: str = "en
 
     Numeric formats only are portable (month names follow the C locale of ``strftime``).
     """
-    f = _shared(rng, locale)
+    f = fake_shared(rng, locale)
     day = f.date_between_dates(DATE_RANGE[0], DATE_RANGE[1])
     return day.strftime(fmt)
 
@@ -166,7 +157,7 @@ def fake_id(rng: np.random.Generator, pattern: str | None = None, locale: str = 
     In ``pattern`` ``?`` is a letter from :data:`ID_LETTERS` and ``#`` a digit; anything else
     is literal.
     """
-    f = _shared(rng, locale)
+    f = fake_shared(rng, locale)
     if pattern is None:
         pattern = ID_PATTERNS[f.random_int(0, len(ID_PATTERNS) - 1)]
     return f.bothify(pattern, letters=ID_LETTERS)
