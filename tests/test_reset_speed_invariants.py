@@ -323,3 +323,36 @@ def test_in_place_shade_gain_equals_one_minus_darkness_times_mask(seed, h, w, k,
     shape = (max(1, -(-(box[3] - box[1]) // k)), max(1, -(-(box[2] - box[0]) // k)))
     got = camera.shade_polygon(img, pts, box, k, shape, sigma, darkness)
     assert np.array_equal(got, _shade_reference(img, pts, box, k, shape, sigma, darkness))
+
+
+def sensor_noise_reference(img: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
+    """The original: scale the whole noise tile, repeat it, slice the strip, add in bands."""
+    from m3gym.tasks.render.degradations import _noise_tile_parts
+    h, w = img.shape[:2]
+    pos_unit, neg_unit = _noise_tile_parts()
+    th, tw = R.NOISE_TILE_SHAPE
+    oy, ox = int(rng.integers(th)), int(rng.integers(tw))
+    flip = bool(rng.integers(2))
+    reps = -(-(w + ox) // tw)
+    pos = np.tile(cv2.convertScaleAbs(pos_unit, alpha=sigma), (1, reps, 1))[:, ox:ox + w]
+    neg = np.tile(cv2.convertScaleAbs(neg_unit, alpha=sigma), (1, reps, 1))[:, ox:ox + w]
+    if flip:
+        pos, neg = neg, pos
+    if img.ndim == 2:
+        pos, neg = pos[..., 0], neg[..., 0]
+    noise_pos = np.tile(pos, (-(-(h + oy) // th), 1, 1)[:pos.ndim])[oy:oy + h]
+    noise_neg = np.tile(neg, (-(-(h + oy) // th), 1, 1)[:neg.ndim])[oy:oy + h]
+    return cv2.subtract(cv2.add(img, noise_pos), noise_neg)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 420), st.sampled_from(
+    [1, 5, 300, 384, 642, 643, 644, 1300]), st.floats(0.1, 12.0), st.booleans())
+def test_noise_strip_scaled_from_used_columns_equals_the_whole_tile(seed, h, w, sigma, gray):
+    """Scaling only the tile columns a narrow image reads gives the whole tile's bytes."""
+    rng = np.random.default_rng(seed)
+    shape = (h, w) if gray else (h, w, 3)
+    img = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    want = sensor_noise_reference(img, np.random.default_rng(seed + 1), sigma)
+    got = R.add_sensor_noise(img, np.random.default_rng(seed + 1), sigma)
+    assert np.array_equal(got, want)

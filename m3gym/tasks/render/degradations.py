@@ -57,6 +57,24 @@ def _noise_tile_parts() -> tuple[np.ndarray, np.ndarray]:
 
 
 
+def _scaled_strip(unit: np.ndarray, alpha: float, ox: int, w: int) -> np.ndarray:
+    """Return columns ``ox .. ox + w`` of ``unit`` repeated along x, scaled by ``alpha``, as uint8.
+
+    ``cv2.convertScaleAbs`` is element-wise, so scaling only the tile columns a strip narrower
+    than the tile reads gives the same bytes as scaling the whole tile and slicing (a third to
+    a half of the work on the classic scenes' 288-384 px images); wider strips scale the tile
+    once and repeat it.
+    """
+    tw = unit.shape[1]
+    if w >= tw:
+        reps = -(-(w + ox) // tw)
+        return np.tile(cv2.convertScaleAbs(unit, alpha=alpha), (1, reps, 1))[:, ox:ox + w]
+    if ox + w <= tw:
+        return cv2.convertScaleAbs(unit[:, ox:ox + w], alpha=alpha)
+    return np.concatenate([cv2.convertScaleAbs(unit[:, ox:], alpha=alpha),
+                           cv2.convertScaleAbs(unit[:, :ox + w - tw], alpha=alpha)], axis=1)
+
+
 def add_sensor_noise(
     img: np.ndarray, rng: np.random.Generator, sigma: float, inplace: bool = False,
 ) -> np.ndarray:
@@ -80,10 +98,8 @@ def add_sensor_noise(
     flip = bool(rng.integers(2))
     # scale and round the tile once, then lay it out as one full-width strip starting at
     # column ``ox``: the image is then processed in a few contiguous full-width row bands
-    alpha = float(sigma)
-    reps = -(-(w + ox) // tw)
-    pos = np.tile(cv2.convertScaleAbs(pos_unit, alpha=alpha), (1, reps, 1))[:, ox:ox + w]
-    neg = np.tile(cv2.convertScaleAbs(neg_unit, alpha=alpha), (1, reps, 1))[:, ox:ox + w]
+    pos = _scaled_strip(pos_unit, float(sigma), ox, w)
+    neg = _scaled_strip(neg_unit, float(sigma), ox, w)
     if flip:
         pos, neg = neg, pos
     if img.ndim == 2:
