@@ -4,6 +4,7 @@ Run: python benchmarks/bench_reset.py [--seeds N] [--family-seeds N] [--families
                                       [--baseline-tree DIR] [--json PATH] [--smoke]
      python benchmarks/bench_reset.py --profile FAMILY [--seeds N]
      python benchmarks/bench_reset.py --image-search [--entities N]
+     python benchmarks/bench_reset.py --floor [--seeds N]
 
 The default run prints, for every level (``L1``, ``L2``, ``L3``, ``Classic``) and then for every
 family, the median / p95 / p99 / max wall time of a full ``M3BenchEnv.reset()`` and the median
@@ -20,6 +21,12 @@ prints the ratio of medians (baseline / this tree); ``--json PATH`` writes the r
 ``OPENBLAS_NUM_THREADS=1``). ``--image-search`` measures reverse-image-search top-1 accuracy over
 ``N`` entities for each perturbation type (and the median latency), since ``logo_lookup`` runs
 that search at reset.
+
+``--floor`` prints, per level, the size of the tasks' input images and the time of the two
+whole-image steps every photographed page goes through — one JPEG round trip and one
+perspective warp of the same size — on those very images (median per task, OpenCV's default
+threads and one thread), next to the same two steps on one view-sized (768 x 768) image: the
+least a fresh reset of that level can cost while its pages keep their size and their camera.
 """
 
 from __future__ import annotations
@@ -300,6 +307,54 @@ def image_search_table(entities: int, seed: int = 0) -> None:
           f" {n} entities)")
 
 
+def camera_floor_ms(images: tuple[np.ndarray, ...]) -> float:
+    """Return the ms of one JPEG round trip (quality 85) plus one perspective warp per image."""
+    warp = np.array([[1.0, 0.02, 3.0], [0.01, 1.0, 2.0], [2e-6, 1e-6, 1.0]])
+    t = time.perf_counter()
+    for img in images:
+        ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 85])
+        cv2.imdecode(buf, cv2.IMREAD_COLOR_RGB)
+        cv2.warpPerspective(img, warp, (img.shape[1], img.shape[0]))
+    return 1e3 * (time.perf_counter() - t)
+
+
+def floor_table(seeds: int) -> None:
+    """Print each level's input size and camera floor (see ``--floor``) against a 10 ms reset."""
+    threads = cv2.getNumThreads()
+    rng = np.random.default_rng(0)
+    view = cv2.GaussianBlur(rng.integers(0, 256, (768, 768, 3), dtype=np.uint8), (0, 0), 2.0)
+    print(f"camera floor: one JPEG round trip (q85) + one perspective warp per input image "
+          f"({load_line()})")
+    print(f"{'level':<10}{'tasks':>6}{'Mpx/task':>10}{'max Mpx':>9}{'floor ms':>10}"
+          f"{'1 thread':>10}")
+    rows: list[tuple[str, int, list[float], list[float], list[float]]] = []
+    kwargs = dict(GROUPS)
+    for g, kw in kwargs.items():
+        env = M3BenchEnv(**kw)
+        mpx, multi, single = [], [], []
+        for i in range(seeds):
+            env.reset(seed=500_000 + i)
+            imgs = tuple(np.ascontiguousarray(im) for im in env.task.images)
+            mpx.append(sum(im.shape[0] * im.shape[1] for im in imgs) / 1e6)
+            cv2.setNumThreads(threads)
+            multi.append(camera_floor_ms(imgs))
+            cv2.setNumThreads(1)
+            single.append(camera_floor_ms(imgs))
+            cv2.setNumThreads(threads)
+        env.close()
+        rows.append((g, seeds, mpx, multi, single))
+    rows.append(("768x768", seeds, [768 * 768 / 1e6] * seeds,
+                 [camera_floor_ms((view,)) for _ in range(seeds)], []))
+    cv2.setNumThreads(1)
+    rows[-1][4].extend(camera_floor_ms((view,)) for _ in range(seeds))
+    cv2.setNumThreads(threads)
+    for g, n, mpx, multi, single in rows:
+        print(f"{g:<10}{n:>6}{statistics.median(mpx):>10.2f}{max(mpx):>9.2f}"
+              f"{statistics.median(multi):>10.1f}{statistics.median(single):>10.1f}")
+    print("(medians per task; the 768x768 row is one view-sized image, the smallest page that "
+          "is not shown whole)")
+
+
 def profile_family(name: str, seeds: int) -> None:
     """Print the top cProfile entries (by own time and cumulative) of ``make_task(name, s)``."""
     make_task(name, 10_000)
@@ -330,7 +385,12 @@ def main() -> None:
     ap.add_argument("--profile", default="")
     ap.add_argument("--image-search", action="store_true")
     ap.add_argument("--entities", type=int, default=300)
+    ap.add_argument("--floor", action="store_true",
+                    help="print each level's camera floor (JPEG round trip + warp) instead")
     args = ap.parse_args()
+    if args.floor:
+        floor_table(args.seeds)
+        return
     if args.image_search:
         image_search_table(args.entities)
         return
