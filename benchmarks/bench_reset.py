@@ -7,10 +7,10 @@ Run: python benchmarks/bench_reset.py [--seeds N] [--family-seeds N] [--families
      python benchmarks/bench_reset.py --floor [--seeds N]
 
 The default run prints, for every level (``L1``, ``L2``, ``L3``, ``Classic``) and then for every
-family, the median / p95 / p99 / max wall time of a full ``M3BenchEnv.reset()`` and the median
-CPU time and ``make_task`` time (the rest of a reset is the env's own work). Every reset draws a
-fresh training task seed from the env's generator (no task is reused; there is no task pool);
-one reset per env is made first and not counted (world build, font loading). The machine's
+family, the mean / median / p95 / p99 / max wall time of a full ``M3BenchEnv.reset()`` and the
+median CPU time and ``make_task`` time (the rest of a reset is the env's own work). Every reset
+draws a fresh training task seed from the env's generator (no task is reused; there is no task
+pool); one reset per env is made first and not counted (world build, font loading). The machine's
 load average is printed before and after: other processes inflate wall times.
 
 ``--baseline-tree DIR`` (a ``git worktree add DIR <commit>`` of an older commit) runs the same
@@ -73,12 +73,16 @@ GROUPS: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
-    """Return ``n``, median, p95, p99 and max of ``values`` (milliseconds)."""
+    """Return ``n``, mean, median, p95, p99 and max of ``values`` (milliseconds).
+
+    The mean is what a batch of resets costs per reset (a level mixes fast and slow families,
+    so its median can sit anywhere in the gap between them from one run to the next).
+    """
     arr = np.asarray(values, np.float64)
     if arr.size == 0:
-        return {"n": 0, "median": float("nan"), "p95": float("nan"), "p99": float("nan"),
-                "max": float("nan")}
-    return {"n": int(arr.size), "median": float(np.median(arr)),
+        return {"n": 0, "mean": float("nan"), "median": float("nan"), "p95": float("nan"),
+                "p99": float("nan"), "max": float("nan")}
+    return {"n": int(arr.size), "mean": float(arr.mean()), "median": float(np.median(arr)),
             "p95": float(np.percentile(arr, 95)), "p99": float(np.percentile(arr, 99)),
             "max": float(arr.max())}
 
@@ -151,8 +155,8 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def print_table(res: dict[str, Any], base: dict[str, Any] | None) -> None:
     """Print one row per level group and per family (with the baseline ratio when given)."""
-    head = (f"{'env':<26}{'n':>4}{'median':>9}{'p95':>9}{'p99':>9}{'max':>9}{'cpu med':>9}"
-            f"{'make_task':>10}"
+    head = (f"{'env':<26}{'n':>4}{'mean':>9}{'median':>9}{'p95':>9}{'p99':>9}{'max':>9}"
+            f"{'cpu med':>9}{'make_task':>10}"
             + (f"{'base med':>10}{'wall x':>8}{'base cpu':>10}{'cpu x':>7}" if base else ""))
     print(head)
     print("(ms; wall time unless marked cpu; 'x' columns: baseline median / this tree's median)")
@@ -160,8 +164,8 @@ def print_table(res: dict[str, Any], base: dict[str, Any] | None) -> None:
         for name, records in res[section].items():
             s = _summary(records)
             fam = "" if section == "groups" else f" L{get_family(name).level}"
-            row = (f"{label + name + fam:<26}{s['n']:>4}{s['median']:>9.1f}{s['p95']:>9.1f}"
-                   f"{s['p99']:>9.1f}{s['max']:>9.1f}{s['cpu']:>9.1f}{s['make_task']:>10.1f}")
+            row = (f"{label + name + fam:<26}{s['n']:>4}{s['mean']:>9.1f}{s['median']:>9.1f}"
+                   f"{s['p95']:>9.1f}{s['p99']:>9.1f}{s['max']:>9.1f}{s['cpu']:>9.1f}{s['make_task']:>10.1f}")
             if base and name in base.get(section, {}):
                 b = _summary(base[section][name])
                 row += (f"{b['median']:>10.1f}{b['median'] / max(s['median'], 1e-9):>8.2f}"
