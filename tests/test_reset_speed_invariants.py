@@ -19,6 +19,7 @@ from m3gym.tasks import render as R
 from m3gym.tasks.families import _text_common as TC
 from m3gym.tasks.families import chart_value
 from m3gym.tasks.render import camera, content, documents, fonts
+from m3gym.tasks.render.degradations import _noise_tile_parts
 
 
 def filler_lines_reference(rng: np.random.Generator, count: int, chars: int) -> list[str]:
@@ -327,7 +328,6 @@ def test_in_place_shade_gain_equals_one_minus_darkness_times_mask(seed, h, w, k,
 
 def sensor_noise_reference(img: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
     """The original: scale the whole noise tile, repeat it, slice the strip, add in bands."""
-    from m3gym.tasks.render.degradations import _noise_tile_parts
     h, w = img.shape[:2]
     pos_unit, neg_unit = _noise_tile_parts()
     th, tw = R.NOISE_TILE_SHAPE

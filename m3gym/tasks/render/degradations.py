@@ -96,8 +96,8 @@ def add_sensor_noise(
     th, tw = NOISE_TILE_SHAPE
     oy, ox = int(rng.integers(th)), int(rng.integers(tw))
     flip = bool(rng.integers(2))
-    # scale and round the tile once, then lay it out as one full-width strip starting at
-    # column ``ox``: the image is then processed in a few contiguous full-width row bands
+    # scale and round the tile columns the image reads, laid out as one full-width strip
+    # starting at column ``ox``: the image is then processed in a few contiguous row bands
     pos = _scaled_strip(pos_unit, float(sigma), ox, w)
     neg = _scaled_strip(neg_unit, float(sigma), ox, w)
     if flip:
