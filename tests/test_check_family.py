@@ -63,6 +63,23 @@ def test_monotone_check_refuses_an_absent_backend(monkeypatch, tmp_path) -> None
         check_monotone("tiny_text", range(2))
 
 
+def test_check_family_skips_the_monotone_check_without_tesseract(monkeypatch, tmp_path) -> None:
+    """An absent optional reader never fails check_family: the check is skipped, and said so."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    report = check_family("glyph_zoom", seeds=[0], cross_process=False, monotone_episodes=2,
+                          probes=0)
+    assert len(report.skipped) == 1
+    assert report.skipped[0].startswith("monotone difficulty: the tesseract OCR backend")
+    assert "apt-get install tesseract-ocr" in report.skipped[0]
+    lines = report.lines()
+    assert lines[0] == "glyph_zoom: every check run passed (1 skipped)"
+    assert f"skipped: {report.skipped[0]}" in lines
+    # nothing asked of the reader: nothing skipped
+    quiet = check_family("glyph_zoom", seeds=[0], cross_process=False, monotone_episodes=0,
+                         probes=0)
+    assert quiet.skipped == () and quiet.lines()[0] == "glyph_zoom: every check passed"
+
+
 def test_forced_backend_is_what_the_agent_reads_with(monkeypatch, tmp_path) -> None:
     with ocr.forced_ocr_backend("glyph") as backend:
         assert backend == "glyph" == ocr.ocr_backend()

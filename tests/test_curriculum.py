@@ -137,6 +137,17 @@ def example():
         yield toys.SerialPlateFamily
 
 
+@pytest.fixture(scope="module")
+def serial_plate_env_id(example):
+    """A gym id for the example family, registered for this module and removed after it."""
+    env_id = "M3Bench-TestSerialPlate"
+    gym.register(env_id, entry_point="m3gym.env:M3BenchEnv", kwargs={"family": "serial_plate"})
+    try:
+        yield env_id
+    finally:
+        del gym.registry[env_id]
+
+
 def test_env_difficulty_sets_the_knobs(example) -> None:
     glyphs = {}
     for d in (None, 0.0, 1.0):
@@ -152,10 +163,8 @@ def test_env_difficulty_sets_the_knobs(example) -> None:
         M3BenchEnv(family="toy_no_knobs", difficulty=0.5)
 
 
-def test_gym_make_passes_difficulty_and_curriculum(example) -> None:
-    env_id = "M3Bench-TestSerialPlate"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point="m3gym.env:M3BenchEnv", kwargs={"family": "serial_plate"})
+def test_gym_make_passes_difficulty_and_curriculum(serial_plate_env_id) -> None:
+    env_id = serial_plate_env_id
     env = gym.make(env_id, difficulty=0.3)
     assert env.reset(seed=0)[1]["difficulty"] == 0.3
     env = gym.make(env_id, curriculum={"bins": 2, "seed": 0})
@@ -213,14 +222,13 @@ def test_discrete_wrapper_passes_difficulty_and_curriculum(example) -> None:
 # ------------------------------------------------------------------------------ export
 
 
-def test_verl_rows_draw_family_and_difficulty_from_a_curriculum(example, tmp_path) -> None:
+def test_verl_rows_draw_family_and_difficulty_from_a_curriculum(serial_plate_env_id,
+                                                                 tmp_path) -> None:
     from m3gym.integrations.export import curriculum_tasks, verl_rows
     from m3gym.integrations.session import EpisodeSession, task_ref
     from m3gym.tasks.registry import make_task
 
-    env_id = "M3Bench-TestSerialPlate"
-    if env_id not in gym.registry:
-        gym.register(env_id, entry_point="m3gym.env:M3BenchEnv", kwargs={"family": "serial_plate"})
+    env_id = serial_plate_env_id
     cur = Curriculum(["serial_plate"], bins=4, seed=0)
     for _ in range(30):  # the easiest bin is mastered, the others are hopeless: band mode
         cur.update("serial_plate", 0.1, True)

@@ -18,6 +18,11 @@ def test_example_family_passes_check_family() -> None:
         assert [p.result.probe for p in report.probes] == ["choices-only", "view-only"]
         assert all(p.passes and p.result.n == 24 for p in report.probes), report.lines()
         assert report.frozen_levels == ()  # a new family: a warning line, not a failure
+        # the monotone check reads with Tesseract: without it, skipped with the reason, not raised
+        from m3gym.agents.ocr import tesseract_available
+
+        assert bool(report.skipped) != tesseract_available(), report.skipped
+        assert all("apt-get install tesseract-ocr" in s for s in report.skipped)
         assert report.warnings[0].startswith("warning: 'serial_plate' is in no level of the "
                                              "frozen 'test' split")
         easy, hard = make_task("serial_plate", 3, difficulty=0.0), \
