@@ -9,8 +9,8 @@ Training seed ``s`` is record ``s mod n`` of the split, held-out seed ``s`` reco
 ``(s - TRAIN_SEED_LIMIT) mod n``.
 
 Loaded records are cached per process (by path, size and modification time, or by content for
-Python objects), so building many tasks reads the image headers once and decodes only the
-images of the task built.
+Python objects, and by the trust options: ``allow_outside`` and the pixel budget), so building
+many tasks reads the image headers once and decodes only the images of the task built.
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.records.guard import (
+    DEFAULT_BUDGET,
+    DEFAULT_IMAGE_PIXELS,
+    DEFAULT_RECORD_PIXELS,
+    PixelBudget,
+)
 from m3gym.records.load import SPLITS, Records, load_records
 from m3gym.records.task import FAMILY, record_to_task
 from m3gym.spec import DOMAINS, Task
@@ -48,15 +54,20 @@ def _cache_key(source: Any) -> Any:
     return ("rows", json.dumps(source, sort_keys=True, default=str))
 
 
-def cached_records(source: Any) -> Records:
-    """Return :func:`~m3gym.records.load.load_records` of ``source``, cached per process."""
+def cached_records(source: Any, allow_outside: bool = False,
+                   budget: PixelBudget = DEFAULT_BUDGET) -> Records:
+    """Return :func:`~m3gym.records.load.load_records` of ``source``, cached per process.
+
+    The cache key holds ``allow_outside`` and ``budget``: records loaded with the opt-out are
+    never served to a caller without it.
+    """
     if isinstance(source, Records):
         return source
-    key = _cache_key(source)
+    key = (_cache_key(source), bool(allow_outside), budget)
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = load_records(source)
+        _CACHE[key] = load_records(source, allow_outside=allow_outside, budget=budget)
     return _CACHE[key]
 
 
@@ -92,7 +103,9 @@ class RecordsFamily(FamilyConfig):
         None: the records are as written.
     Config:
         ``records`` (a path, a list of dicts or a loaded :class:`Records`), ``split``
-        (``train``/``test``/``all``; default: the seed's), ``task_seed`` (set by ``make_task``).
+        (``train``/``test``/``all``; default: the seed's), ``task_seed`` (set by ``make_task``),
+        ``allow_outside`` (let image paths leave the records' folder; default refused),
+        ``max_image_pixels`` / ``max_record_pixels`` (the pixel budget, from the headers).
     """
 
     name: ClassVar[str] = FAMILY
@@ -104,17 +117,25 @@ class RecordsFamily(FamilyConfig):
     records: Any = str(DEMO_RECORDS)
     split: str = "all"
     task_seed: int = 0
+    allow_outside: bool = False
+    max_image_pixels: int = DEFAULT_IMAGE_PIXELS
+    max_record_pixels: int = DEFAULT_RECORD_PIXELS
+
+    def budget(self) -> PixelBudget:
+        """Return the pixel budget of ``max_image_pixels`` / ``max_record_pixels``."""
+        return PixelBudget(self.max_image_pixels, self.max_record_pixels)
 
     def validate(self) -> None:
         """Check the split name and load (or reuse) the records: a bad file raises here."""
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
-        cached_records(self.records)
+        cached_records(self.records, self.allow_outside, self.budget())
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build the task of the record ``task_seed`` names (``rng`` is not needed)."""
-        records = cached_records(self.records)
+        records = cached_records(self.records, self.allow_outside, self.budget())
         record = record_for_seed(records, self.task_seed, self.split)
         # the records file's path and sha256 stay out of the task (and its content hash): a
         # task changes only when its own record or images do (the run's config.json keeps both)
-        return record_to_task(record, extra_metadata={"record_split": self.split})
+        return record_to_task(record, extra_metadata={"record_split": self.split},
+                              budget=records.budget)

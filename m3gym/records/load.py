@@ -4,6 +4,11 @@
 the needs-no-tool warnings) or raises one :class:`~m3gym.records.validate.RecordsError` listing
 every rejected record; it never drops a record silently. Images are not decoded: only their
 headers are read (sizes), and pixels load when a task is built (:meth:`Records.task`).
+
+Every image must resolve inside the records' folder (the file's folder, ``base_dir`` or, for
+Python objects, the working directory) and fit the pixel budget
+(:mod:`m3gym.records.guard`); ``allow_outside=True`` is the explicit opt-out of the folder
+boundary, warned about and recorded on :class:`Records`.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ import hashlib
 import io
 import json
 import math
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from m3gym.records.guard import DEFAULT_BUDGET, PixelBudget
 from m3gym.records.schema import Record, RecordProblems
 from m3gym.records.validate import RecordsError, Validation, validate_rows
 from m3gym.spec import Task
@@ -46,7 +53,9 @@ class Records(Sequence[Record]):
     """Validated records from one source.
 
     ``source`` names it (a path, or ``<records>``), ``sha256`` hashes its bytes (or, for Python
-    objects, their canonical JSON), ``warnings`` lists the needs-no-tool records.
+    objects, their canonical JSON), ``warnings`` lists the needs-no-tool records. ``folder`` is
+    the folder the images stay in, ``allow_outside`` whether they were allowed out of it, and
+    ``budget`` the pixel budget tasks are built under.
     """
 
     records: tuple[Record, ...]
@@ -54,6 +63,9 @@ class Records(Sequence[Record]):
     sha256: str
     warnings: tuple[str, ...] = ()
     sizes: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
+    folder: Path | None = None
+    allow_outside: bool = False
+    budget: PixelBudget = DEFAULT_BUDGET
     _splits: dict[str, tuple[Record, ...]] = field(default_factory=dict, compare=False,
                                                    repr=False)
 
@@ -85,7 +97,7 @@ class Records(Sequence[Record]):
         from m3gym.records.task import record_to_task
 
         rec = self.by_id(record) if isinstance(record, str) else record
-        return record_to_task(rec, view_size=view_size)
+        return record_to_task(rec, view_size=view_size, budget=self.budget)
 
 
 def _table_cell(key: str, value: Any, where: str) -> Any:
@@ -263,40 +275,57 @@ def _rows_sha(rows: Sequence[tuple[str, Any]]) -> str:
 
 
 def check_records(source: Any, base_dir: str | Path | None = None,
-                  view_size: int = VIEW_SIZE) -> tuple[Validation, str, str]:
+                  view_size: int = VIEW_SIZE, *, allow_outside: bool = False,
+                  budget: PixelBudget = DEFAULT_BUDGET,
+                  decode: bool = False) -> tuple[Validation, str, str]:
     """Return ``(validation, name, sha256)`` of a source without raising on rejected records.
 
-    A source that cannot be read at all still raises :class:`RecordsError`.
+    A source that cannot be read at all still raises :class:`RecordsError`. ``allow_outside``
+    lets image paths leave the records' folder (warned about); ``budget`` bounds the pixels per
+    image and per record (from the headers); ``decode`` decodes every image in full, so a
+    truncated one is rejected here rather than when its task is built.
     """
     rows, base, name, sha = read_source(source, base_dir)
-    return validate_rows(rows, base, view_size=view_size), name, sha
+    result = validate_rows(rows, base, view_size=view_size, allow_outside=allow_outside,
+                           budget=budget, decode=decode)
+    if allow_outside:
+        warnings.warn(f"records {name}: allow_outside=True lets image paths leave the folder "
+                      f"{base if base is not None else Path.cwd()} ({len(result.outside)} image "
+                      "path(s) do)", UserWarning, stacklevel=2)
+    return result, name, sha
 
 
 def load_records(source: Any, base_dir: str | Path | None = None,
-                 view_size: int = VIEW_SIZE) -> Records:
+                 view_size: int = VIEW_SIZE, *, allow_outside: bool = False,
+                 budget: PixelBudget = DEFAULT_BUDGET) -> Records:
     """Return the :class:`Records` of ``source``; raise :class:`RecordsError` otherwise.
 
     The error lists every rejected record (or says why the source is unreadable). A
-    :class:`Records` is returned as is.
+    :class:`Records` is returned as is. Images must resolve inside the records' folder unless
+    ``allow_outside`` (see :func:`check_records`) and fit ``budget``.
     """
     if isinstance(source, Records):
         return source
-    result, name, sha = check_records(source, base_dir, view_size)
+    result, name, sha = check_records(source, base_dir, view_size, allow_outside=allow_outside,
+                                      budget=budget)
     if result.problems:
         raise RecordsError(name, result.problems, accepted=len(result.records))
     if not result.records:
         raise RecordsError(name, ["no records"])
     return Records(records=tuple(result.records), source=name, sha256=sha,
-                   warnings=tuple(result.warnings), sizes=dict(result.sizes))
+                   warnings=tuple(result.warnings), sizes=dict(result.sizes),
+                   folder=result.records[0].folder, allow_outside=allow_outside, budget=budget)
 
 
-def records_fingerprint(source: Any) -> dict[str, str]:
+def records_fingerprint(source: Any) -> dict[str, Any]:
     """Return ``{"source": name, "sha256": digest}`` of a records source (a run records it).
 
     A path is hashed as bytes (nothing is validated); Python objects by their canonical JSON.
+    Loaded :class:`Records` that were allowed outside their folder add ``"allow_outside": True``.
     """
     if isinstance(source, Records):
-        return {"source": source.source, "sha256": source.sha256}
+        out: dict[str, Any] = {"source": source.source, "sha256": source.sha256}
+        return {**out, "allow_outside": True} if source.allow_outside else out
     if isinstance(source, (str, Path)) and Path(source).expanduser().is_file():
         path = Path(source).expanduser()
         return {"source": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}

@@ -131,8 +131,11 @@ class RequiredOp:
 class Record:
     """One validated record: one task.
 
-    ``images`` are the paths as written; ``image_paths`` the resolved absolute paths.
-    ``where`` locates the record in its source (``line 3``, ``row 2``) for messages.
+    ``images`` are the paths as written; ``image_paths`` the absolute paths (relative ones
+    joined to the records' folder). ``where`` locates the record in its source (``line 3``,
+    ``row 2``) for messages. ``folder`` is the folder every image must resolve into (the records
+    file's folder, ``base_dir`` or the working directory) unless ``allow_outside``
+    (:mod:`m3gym.records.guard`).
     """
 
     id: str
@@ -150,6 +153,8 @@ class Record:
     judge_checkpoints: tuple[JudgeCheckpoint, ...] = ()
     required_ops: tuple[RequiredOp, ...] = ()
     where: str = ""
+    folder: Path | None = field(default=None, compare=False)
+    allow_outside: bool = field(default=False, compare=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,11 +339,13 @@ def _parse_list(raw: Any, name: str, keys: Sequence[str], required: Sequence[str
     return out
 
 
-def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
+def parse_record(raw: Any, base_dir: Path | None, where: str = "",
+                 allow_outside: bool = False) -> Record:
     """Return the :class:`Record` of mapping ``raw``; raise :class:`RecordProblems` otherwise.
 
     Relative image paths are resolved against ``base_dir`` (the records file's folder; ``None``:
-    the working directory). Images are neither opened nor checked here.
+    the working directory), which is also the folder the images must stay in unless
+    ``allow_outside``. Images are neither opened nor checked here.
     """
     if not isinstance(raw, Mapping):
         raise RecordProblems([f"a record must be an object, got {type(raw).__name__}"])
@@ -444,5 +451,6 @@ def parse_record(raw: Any, base_dir: Path | None, where: str = "") -> Record:
         judge_checkpoints=tuple(JudgeCheckpoint(str(j["id"]), str(j["axis"]),
                                                 str(j["question"]), j.get("image"))
                                 for j in judges),
-        required_ops=tuple(required), where=where,
+        required_ops=tuple(required), where=where, folder=base,
+        allow_outside=bool(allow_outside),
     )

@@ -32,6 +32,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from m3gym.records.guard import DEFAULT_BUDGET, PixelBudget, contained, header_size
 from m3gym.records.schema import EvidenceRecord, Record, RequiredOp, answer_text
 from m3gym.scoring.checkpoints import DEFAULT_MAX_RANK
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
@@ -142,6 +143,28 @@ def read_image(path: Path) -> np.ndarray:
     if img is None:
         raise ValueError(f"cannot decode image {path}")
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def read_record_images(record: Record, budget: PixelBudget = DEFAULT_BUDGET
+                       ) -> tuple[np.ndarray, ...]:
+    """Return the pixels of ``record``'s images, checked before anything is decoded.
+
+    Each path must still resolve inside ``record.folder`` (the working directory when unset)
+    unless ``record.allow_outside`` (:class:`~m3gym.records.guard.OutsideFolderError`), and
+    the headers must fit ``budget`` per image and together
+    (:class:`~m3gym.records.guard.PixelBudgetError`): a file changed since it was checked is
+    refused here, not decoded.
+    """
+    folder = record.folder if record.folder is not None else Path.cwd()
+    total = 0
+    for shown, path in zip(record.images, record.image_paths):
+        if not record.allow_outside:
+            contained(path, folder, shown)
+        size = header_size(path)
+        budget.check_image(shown, size)
+        total += size[0] * size[1]
+    budget.check_record(total)
+    return tuple(read_image(p) for p in record.image_paths)
 
 
 MAX_QUERY_CHARS = 500
@@ -270,15 +293,16 @@ def answer_spec(record: Record) -> AnswerSpec:
 
 
 def record_to_task(record: Record, images: tuple[np.ndarray, ...] | None = None,
-                   view_size: int = VIEW_SIZE, extra_metadata: dict[str, Any] | None = None
-                   ) -> Task:
+                   view_size: int = VIEW_SIZE, extra_metadata: dict[str, Any] | None = None,
+                   budget: PixelBudget = DEFAULT_BUDGET) -> Task:
     """Return the :class:`~m3gym.spec.Task` of ``record`` (decodes its images unless given).
 
     The task id is ``records/<record id>``; :func:`m3gym.tasks.registry.make_task` renames it
-    ``records/<seed>`` and ``metadata["record_id"]`` keeps the record's id.
+    ``records/<seed>`` and ``metadata["record_id"]`` keeps the record's id. Images are read by
+    :func:`read_record_images` (folder and pixel ``budget`` checked before decoding).
     """
     if images is None:
-        images = tuple(read_image(p) for p in record.image_paths)
+        images = read_record_images(record, budget)
     frozen = []
     for img in images:
         arr = np.ascontiguousarray(img)

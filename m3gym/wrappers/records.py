@@ -11,6 +11,7 @@ from typing import Any
 
 from m3gym.env import M3BenchEnv
 from m3gym.records.family import DEMO_RECORDS, FAMILY, cached_records
+from m3gym.records.guard import DEFAULT_BUDGET, pixel_budget
 from m3gym.registration import versioned_id
 
 RECORDS_ENV_ID: str = versioned_id("M3Bench-Records")
@@ -28,11 +29,17 @@ class RecordsEnv(M3BenchEnv):
             (default: the bundled demo set, :data:`DEMO_RECORDS`).
         split: ``train``, ``test`` or ``all`` for every episode; ``None`` (default) follows the
             task seed (training seeds draw train records).
+        allow_outside: let image paths leave the records' folder (absolute paths, ``..``,
+            symlinks); refused by default, warned about when set (``docs/records.md``).
+        max_image_pixels / max_record_pixels: the pixel budget per image and per record (one
+            episode's input), from the image headers; ``None``: the defaults.
         **kwargs: the other :class:`~m3gym.env.M3BenchEnv` arguments (``family`` and
             ``family_config`` are set here).
     """
 
-    def __init__(self, records: Any = None, split: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, records: Any = None, split: str | None = None,
+                 allow_outside: bool = False, max_image_pixels: int | None = None,
+                 max_record_pixels: int | None = None, **kwargs: Any) -> None:
         if kwargs.pop("family", FAMILY) != FAMILY:
             raise TypeError(f"M3Bench-Records draws only the {FAMILY!r} family")
         for key in ("level", "suite", "family_config"):
@@ -44,9 +51,15 @@ class RecordsEnv(M3BenchEnv):
         config: dict[str, Any] = {"records": source}
         if split is not None:
             config["split"] = split
-        cached_records(source)  # a bad file fails here, with every rejected record listed
+        if allow_outside:
+            config["allow_outside"] = True
+        budget = pixel_budget(max_image_pixels, max_record_pixels)
+        if budget != DEFAULT_BUDGET:
+            config.update(max_image_pixels=budget.image, max_record_pixels=budget.record)
+        # a bad file fails here, with every rejected record listed
+        cached_records(source, bool(allow_outside), budget)
         super().__init__(family=FAMILY, family_config=config, **kwargs)
-        self.records = cached_records(source)
+        self.records = cached_records(source, bool(allow_outside), budget)
         """The loaded records (:class:`~m3gym.records.load.Records`)."""
 
 
