@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from m3gym.codec import png_bytes
+from m3gym.records.guard import resolved_inside
 from m3gym.records.validate import validate_rows
 from m3gym.spec import DOMAINS, Checkpoint, Evidence, Task
 from m3gym.view import VIEW_SIZE
@@ -312,14 +314,19 @@ def task_images(folder: Path, number: str) -> list[Path]:
 
 
 def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str],
-                view_size: int = VIEW_SIZE) -> ImportResult:
+                view_size: int = VIEW_SIZE, allow_outside: bool = False) -> ImportResult:
     """Convert Agentic-MME folder ``folder`` (``json/`` + ``image/``) into records ``out_jsonl``.
 
     Image paths in the records are relative to ``out_jsonl``'s folder. Every record passes the
     records validator (:func:`m3gym.records.validate.validate_rows`, image headers only). Tasks
-    that cannot become records are listed in :attr:`ImportResult.skipped` (file name, reason);
-    the others are written.
-    Raises :class:`AmmeError` when ``folder`` has no ``json/`` folder of tasks.
+    that cannot become records are listed in :attr:`ImportResult.skipped` (file name, reason)
+    and the others are written: an unreadable or too deeply nested task file, a task file or
+    image that resolves outside ``folder`` (a symlink; unless ``allow_outside``), a task the
+    validator rejects. Nothing a task holds stops the import.
+
+    Raises :class:`AmmeError` when ``folder`` has no ``json/`` folder of tasks, or (unless
+    ``allow_outside``) when ``out_jsonl``'s folder does not hold ``folder``: the records' image
+    paths would leave the records' folder, which loading them refuses.
     """
     root = Path(folder)
     files = sorted((root / "json").glob("*.json")) if (root / "json").is_dir() else []
@@ -327,37 +334,81 @@ def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str
         raise AmmeError(f"{root} has no json/*.json task files (an Agentic-MME dataset folder "
                         "holds json/ and image/)")
     out = Path(out_jsonl)
+    if not allow_outside and not resolved_inside(root, out.parent)[0]:
+        raise AmmeError(f"the records file {out} is not in a folder holding the dataset folder "
+                        f"{root}: its image paths would leave the records' folder; write it "
+                        "inside the dataset folder (e.g. records.jsonl there), or opt out with "
+                        "allow_outside=True (--allow-outside)")
+    if allow_outside:
+        warnings.warn(f"import-amme {root}: allow_outside=True lets task files and images "
+                      "outside the dataset folder in, and image paths outside the records' "
+                      "folder out", UserWarning, stacklevel=2)
     result = ImportResult()
     seen: dict[str, str] = {}
+    lines: list[str] = []
     for path in files:
-        number = path.stem
         try:
-            task = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            result.skipped.append((path.name, f"not readable JSON: {exc}"))
-            continue
-        try:
-            images = task_images(root, number)
-            rel = [Path(os.path.relpath(p, out.parent.resolve())).as_posix()
-                   for p in (q.resolve() for q in images)]
-            record = amme_to_record(task, number, rel)
+            record, line = _import_task(root, path, out, view_size, allow_outside)
         except AmmeError as exc:
             result.skipped.append((path.name, str(exc)))
             continue
-        # the records validator (boxes inside the images, ops, ids): what fails it is not written
-        check = validate_rows([(f"task {number}", record)], out.parent, view_size=view_size)
-        if check.problems:
-            result.skipped.append((path.name, check.problems[0]))
-        elif record["id"] in seen:
-            result.skipped.append((path.name, f"task {number}: duplicate record id "
+        except RecursionError:
+            result.skipped.append((path.name, f"task {path.stem}: nested too deeply to convert"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - one odd task never stops the import
+            result.skipped.append((path.name, f"task {path.stem}: cannot be converted "
+                                              f"({type(exc).__name__}: not the Agentic-MME "
+                                              "task layout)"))
+            continue
+        if record["id"] in seen:
+            result.skipped.append((path.name, f"task {path.stem}: duplicate record id "
                                               f"{record['id']!r} (first in {seen[record['id']]})"))
-        else:
-            seen[record["id"]] = path.name
-            result.records.append(record)
+            continue
+        seen[record["id"]] = path.name
+        result.records.append(record)
+        lines.append(line)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in result.records),
-                   encoding="utf-8")
+    out.write_text("".join(lines), encoding="utf-8")
     return result
+
+
+def _import_task(root: Path, path: Path, out: Path, view_size: int, allow_outside: bool
+                 ) -> tuple[dict[str, Any], str]:
+    """Return the record of task file ``path`` and its JSONL line; :class:`AmmeError` if none."""
+    number = path.stem
+    if not allow_outside and not resolved_inside(path, root)[0]:
+        raise AmmeError(f"task {number}: json/{path.name} leaves the dataset folder {root} "
+                        "(a symlink); opt out with allow_outside=True (--allow-outside)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise AmmeError(f"not readable JSON: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise AmmeError(f"not readable JSON: cannot read the file ({type(exc).__name__})"
+                        ) from None
+    try:
+        task = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AmmeError(f"not readable JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+                        ) from None
+    except RecursionError:
+        raise AmmeError("not readable JSON: nested too deeply") from None
+    images = task_images(root, number)
+    if not allow_outside:
+        for q in images:
+            if not resolved_inside(q, root)[0]:
+                raise AmmeError(f"task {number}: image {q.relative_to(root).as_posix()} leaves "
+                                f"the dataset folder {root} (a symlink); opt out with "
+                                "allow_outside=True (--allow-outside)")
+    rel = [Path(os.path.relpath(p, out.parent.resolve())).as_posix()
+           for p in (q.resolve() for q in images)]
+    record = amme_to_record(task, number, rel)
+    # the records validator (boxes inside the images, ops, ids): what fails it is not written
+    check = validate_rows([(f"task {number}", record)], out.parent, view_size=view_size,
+                          allow_outside=allow_outside)
+    if check.problems:
+        raise AmmeError(check.problems[0])
+    return record, json.dumps(record, ensure_ascii=False) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

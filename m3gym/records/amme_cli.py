@@ -1,7 +1,9 @@
 """``m3gym records import-amme`` and ``m3gym records export-amme`` (Agentic-MME task folders).
 
 - ``m3gym records import-amme SRC OUT.jsonl``: an Agentic-MME folder (``json/`` + ``image/``)
-  into a records file; prints the count and one line per task it could not import (exit 1 then).
+  into a records file; prints the count and one line per task it could not import. Exit 0: every
+  task written; 1: some skipped (the rest written); 2: nothing imported (no ``json/`` tasks, or
+  ``OUT`` outside a folder holding ``SRC`` without ``--allow-outside``).
 - ``m3gym records export-amme --env ID --seeds N OUT`` (or ``--records PATH``): m3gym tasks into
   an Agentic-MME folder its own harness runs.
 """
@@ -11,16 +13,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from m3gym.records.cli import add_trust_flags
+
 
 def _cmd_import(args: argparse.Namespace) -> int:
     """Import an Agentic-MME folder into a records JSONL file."""
+    import warnings
+
     from m3gym.records.amme import AmmeError, import_amme
 
     try:
-        result = import_amme(args.src, args.out)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            result = import_amme(args.src, args.out, allow_outside=args.allow_outside)
     except AmmeError as exc:
         print(f"m3gym records import-amme: {exc}", file=sys.stderr)
         return 2
+    for w in caught:
+        print(f"warning {w.message}", file=sys.stderr)
     judged = sum(len(r.get("judge_checkpoints", ())) for r in result.records)
     print(f"{args.out}: {len(result.records)} record(s) written, {len(result.skipped)} task(s) "
           f"skipped, {judged} judge checkpoint(s) (scored only with a judge endpoint)")
@@ -86,6 +96,7 @@ def add_import_parser(sub: argparse._SubParsersAction) -> None:
                                            "into a records JSONL file")
     p.add_argument("src", help="Agentic-MME dataset folder holding json/ and image/ (or images/)")
     p.add_argument("out", help="records file to write (.jsonl); image paths are relative to it")
+    add_trust_flags(p)
     p.set_defaults(func=_cmd_import)
 
 

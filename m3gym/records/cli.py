@@ -17,13 +17,29 @@ SUBCOMMANDS: tuple[str, ...] = ("m3gym.records.cli:add_check_parser",
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    """Print the accepted count, every rejected record and the needs-no-tool warnings."""
+    """Print the accepted count, every rejected record and the needs-no-tool warnings.
+
+    Every image is decoded in full (a truncated file is rejected here, not at reset); image
+    paths must stay inside the records' folder unless ``--allow-outside``.
+    """
+    import warnings
+
+    from m3gym.records.guard import pixel_budget
     from m3gym.records.load import check_records
     from m3gym.records.validate import RecordsError
 
     try:
-        result, name, sha = check_records(args.path, base_dir=args.base_dir,
-                                          view_size=args.view_size)
+        budget = pixel_budget(args.max_image_pixels, args.max_record_pixels)
+    except ValueError as err:
+        print(f"m3gym records check: {err}", file=sys.stderr)
+        return 2
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            result, name, sha = check_records(args.path, base_dir=args.base_dir,
+                                              view_size=args.view_size,
+                                              allow_outside=args.allow_outside, budget=budget,
+                                              decode=True)
     except RecordsError as err:
         print(f"m3gym records check: {name_of(err)}: " + "; ".join(err.problems),
               file=sys.stderr)
@@ -34,6 +50,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(f"rejected {line}")
     for line in result.warnings:
         print(f"warning {line}")
+    for w in caught:
+        print(f"warning {w.message}")
     return 1 if result.problems else 0
 
 
@@ -52,7 +70,23 @@ def add_check_parser(sub: argparse._SubParsersAction) -> None:
                         "(default: the records file's folder)")
     p.add_argument("--view-size", type=int, default=768,
                    help="the agent's view (longest side) for the needs-no-tool check")
+    add_trust_flags(p, budget=True)
     p.set_defaults(func=_cmd_check)
+
+
+def add_trust_flags(p: argparse.ArgumentParser, budget: bool = False) -> None:
+    """Add ``--allow-outside`` (and, with ``budget``, the pixel-budget flags) to ``p``."""
+    from m3gym.records.guard import DEFAULT_IMAGE_PIXELS, DEFAULT_RECORD_PIXELS
+
+    p.add_argument("--allow-outside", action="store_true",
+                   help="let image paths leave their folder (absolute paths, '..', symlinks); "
+                        "refused by default: those pixels would reach the agent")
+    if budget:
+        p.add_argument("--max-image-pixels", type=int, default=None,
+                       help=f"pixel budget of one image (default {DEFAULT_IMAGE_PIXELS})")
+        p.add_argument("--max-record-pixels", type=int, default=None,
+                       help="pixel budget of one record's images together "
+                            f"(default {DEFAULT_RECORD_PIXELS})")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
