@@ -6,7 +6,9 @@
 * :func:`photo_folder` is a user's folder of JPEG/PNG photos (their captures, COCO, ...), listed
   in sorted name order (so a seed picks the same photo on every machine). An empty folder, a file
   that cannot be read and a photo smaller than :data:`MIN_PHOTO_SIDE` are refused together, one
-  line per file, in one :class:`PhotoSourceError`.
+  line per file, in one :class:`PhotoSourceError`. A file that resolves outside the folder (a
+  symlink to a photo elsewhere) is refused the same way unless ``allow_outside=True``: the
+  photos' pixels reach the agent, and data files stay inside their folder.
 * :meth:`PhotoSource.pixels` decodes a photo once per process (RGB ``uint8``, read-only, longest
   side capped at :data:`MAX_PHOTO_SIDE`). Decoded photos are kept as ``.npy`` files in the cache
   directory of the offline world (:func:`m3gym.web.store.cache_dir`), keyed on the file's sha256,
@@ -210,16 +212,31 @@ def _folder_source(folder: str, listing: tuple[tuple[str, int, int], ...],
     return PhotoSource("folder", _scan(paths, folder, min_side))
 
 
-def photo_folder(folder: str | os.PathLike[str], min_side: int = MIN_PHOTO_SIDE) -> PhotoSource:
+def _outside(path: Path, root: Path) -> str | None:
+    """Return why ``path`` leads outside folder ``root`` (resolved, symlinks followed), or None."""
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return "a link that cannot be resolved"
+    if target == root or target.is_relative_to(root):
+        return None
+    return f"a link that leaves the folder (resolves to {target})"
+
+
+def photo_folder(folder: str | os.PathLike[str], min_side: int = MIN_PHOTO_SIDE,
+                 allow_outside: bool = False) -> PhotoSource:
     """Return the photos of ``folder`` (its JPEG/PNG files, sorted by name) as a source.
 
-    Raises :class:`PhotoSourceError` for a missing folder, one without photos, or any photo that
-    cannot be read or is smaller than ``min_side`` (every such file is named). The result is
-    cached per process on the folder's listing (names, sizes, modification times).
+    Raises :class:`PhotoSourceError` for a missing folder, one without photos, any photo that
+    cannot be read or is smaller than ``min_side``, or (unless ``allow_outside``, warned about)
+    any file that resolves outside the folder, a symlink to a photo elsewhere: every such file
+    is named. The result is cached per process on the folder's listing (names, sizes,
+    modification times).
     """
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise PhotoSourceError(f"backgrounds={str(folder)!r} is not a folder")
+    root = path.resolve()
     try:
         entries = sorted(p for p in path.iterdir()
                          if p.is_file() and p.suffix.lower() in PHOTO_SUFFIXES)
@@ -228,8 +245,18 @@ def photo_folder(folder: str | os.PathLike[str], min_side: int = MIN_PHOTO_SIDE)
     if not entries:
         raise PhotoSourceError(f"backgrounds folder {path} holds no JPEG or PNG photos "
                                f"(looked for {', '.join(PHOTO_SUFFIXES)})")
+    outside = [(p.name, why) for p in entries if (why := _outside(p, root)) is not None]
+    if outside and not allow_outside:
+        shown = "\n  ".join(f"{name}: {why}" for name, why in outside[:20])
+        more = f"\n  ... and {len(outside) - 20} more" if len(outside) > 20 else ""
+        raise PhotoSourceError(f"{len(outside)} of {len(entries)} photos in {root} lie outside "
+                               "it (move them into the folder, or opt out with "
+                               f"allow_outside=True):\n  {shown}{more}")
+    if outside:
+        warnings.warn(f"backgrounds folder {root}: allow_outside=True lets {len(outside)} "
+                      "photo(s) outside it in", UserWarning, stacklevel=2)
     listing = tuple((p.name, (st := p.stat()).st_size, st.st_mtime_ns) for p in entries)
-    return _folder_source(str(path.resolve()), listing, int(min_side))
+    return _folder_source(str(root), listing, int(min_side))
 
 
 @lru_cache(maxsize=1)
@@ -257,11 +284,13 @@ SCENES: tuple[str, ...] = ("flat", "photo")
 
 
 def photo_source(scenes: str | None = None,
-                 backgrounds: str | os.PathLike[str] | None = None) -> PhotoSource | None:
+                 backgrounds: str | os.PathLike[str] | None = None,
+                 allow_outside: bool = False) -> PhotoSource | None:
     """Return the photos ``scenes``/``backgrounds`` ask for, or ``None`` for flat scenes.
 
     ``backgrounds`` (a folder) implies photo scenes; ``scenes="photo"`` alone uses the bundled
     set; ``scenes="flat"`` with a folder is a contradiction and raises ``ValueError``.
+    ``allow_outside`` lets the folder's symlinks to photos elsewhere in (:func:`photo_folder`).
     """
     if scenes is not None and scenes not in SCENES:
         raise ValueError(f"scenes must be one of {', '.join(SCENES)}, got {scenes!r}")
@@ -269,5 +298,5 @@ def photo_source(scenes: str | None = None,
         if scenes == "flat":
             raise ValueError("scenes='flat' contradicts backgrounds=FOLDER (photo scenes); "
                              "drop one of them")
-        return photo_folder(backgrounds)
+        return photo_folder(backgrounds, allow_outside=allow_outside)
     return bundled_photos() if scenes == "photo" else None
