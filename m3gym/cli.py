@@ -128,6 +128,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     except (EvalAbort, ConnectionError, IsolationUnavailable) as exc:
         print(f"m3gym: error: {exc}", file=sys.stderr)
         return 2
+    except (FileNotFoundError, FileExistsError):
+        raise  # named by main
+    except OSError as exc:  # a run-folder file it cannot write (permissions, a full disk)
+        print(f"m3gym: error: {exc}; finished episodes are in {out}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"m3gym: interrupted; finished episodes are in {out} (rerun with --resume)",
               file=sys.stderr)
@@ -211,13 +216,17 @@ class _EvalProgress:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from m3gym.eval.report import load_runs, report_warnings, write_report
+    from m3gym.eval.report import build_report
 
-    for warning in report_warnings(load_runs(args.runs)):
+    try:
+        written = build_report(args.runs, out=args.out, max_episodes=args.max_episodes,
+                               full_images=not args.no_full_images)
+    except OSError as exc:  # a file it cannot write, say: named, no traceback
+        print(f"m3gym: error: {exc}", file=sys.stderr)
+        return 2
+    for warning in written.warnings:  # after rendering: every file it skipped is named
         print(f"m3gym: warning: {warning}", file=sys.stderr)
-    paths = write_report(args.runs, out=args.out, max_episodes=args.max_episodes,
-                         full_images=not args.no_full_images)
-    for path in paths:
+    for path in written.pages:
         print(f"wrote {path}")
     return 0
 

@@ -56,27 +56,43 @@ class _RunLike(Protocol):
     def trace(self, episode_id: str) -> dict[str, Any] | None: ...
 
 
-def peer_episodes(records: Iterable[Mapping[str, Any]],
-                  read_trace: Any) -> list[PeerEpisode]:
+def peer_episodes(records: Iterable[Mapping[str, Any]], read_trace: Any,
+                  skipped: list[str] | None = None) -> list[PeerEpisode]:
     """Return the :class:`PeerEpisode` of every scored record whose trace ``read_trace`` finds.
 
     ``read_trace(episode_id)`` returns the trace dict or ``None``; unscored records (errors) are
-    left out, as in m3gym's summary.
+    left out, as in m3gym's summary. A trace that is not a finished m3gym trace
+    (:func:`~m3gym.scoring.peers.peer_episode`'s ``ValueError``) is left out and named in
+    ``skipped`` (``"<episode>: <reason>"``) when that list is given, else raises.
     """
     out = []
     for rec in records:
         if rec.get("status") != "ok":
             continue
         trace = read_trace(str(rec["episode_id"]))
-        if trace is not None:
+        if trace is None:
+            continue
+        try:
             out.append(peer_episode(trace))
+        except ValueError as exc:
+            if skipped is None:
+                raise
+            skipped.append(f"{rec['episode_id']}: {exc}")
     return out
 
 
-def _read_trace_in(folder: Path) -> Any:
+def _read_trace_in(folder: Path, skipped: list[str]) -> Any:
+    from m3gym.eval.run_folder import episode_trace_path, read_trace_checked
+
     def read(episode_id: str) -> dict[str, Any] | None:
-        path = folder / "traces" / f"{episode_id}.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        path, problem = episode_trace_path(folder, episode_id)
+        if path is not None:
+            trace, problem = read_trace_checked(path)
+            if problem is None:
+                return trace
+        if problem is not None:
+            skipped.append(f"{path or episode_id}: {problem}")
+        return None
     return read
 
 
@@ -93,11 +109,24 @@ def peer_blocks(episodes: Sequence[PeerEpisode], metrics: Iterable[str]) -> dict
 
 def run_peer_blocks(out: str | Path, records: Iterable[Mapping[str, Any]],
                     metrics: Iterable[str]) -> dict[str, Any]:
-    """Return the chosen peer blocks of the run folder ``out`` (its traces are read)."""
+    """Return the chosen peer blocks of the run folder ``out`` (its traces are read).
+
+    A trace that cannot be used (not JSON, not a trace, not finished) is left out of the blocks
+    and named in a ``UserWarning``.
+    """
     metrics = [m for m in metrics if m in PEER_FAMILIES]
     if not metrics:
         return {}
-    return peer_blocks(peer_episodes(records, _read_trace_in(Path(out))), metrics)
+    skipped: list[str] = []
+    blocks = peer_blocks(peer_episodes(records, _read_trace_in(Path(out), skipped), skipped),
+                         metrics)
+    if skipped:
+        import warnings
+
+        n = len(skipped)
+        warnings.warn(f"{n} trace{'s' if n != 1 else ''} left out of the peer metrics: "
+                      + "; ".join(skipped), UserWarning, stacklevel=2)
+    return blocks
 
 
 def _fmt(value: Any) -> str:
@@ -141,9 +170,11 @@ def print_peer_summary(summary: Mapping[str, Any], console: Any = None) -> None:
 
 def run_metrics(path: Path) -> list[str]:
     """Return the metric families a run folder's ``summary.json`` lists (``[]`` if none)."""
-    try:
-        data = json.loads((path / "summary.json").read_text())
-    except (OSError, ValueError):
+    from m3gym.eval.run_folder import read_text
+
+    try:  # ValueError: RunFolderError (a directory, a FIFO ...), not UTF-8, not JSON
+        data = json.loads(read_text(path / "summary.json"))
+    except (OSError, ValueError, RecursionError):
         return []
     found = data.get("metrics") if isinstance(data, dict) else None
     return [str(m) for m in found] if isinstance(found, list) else []
@@ -165,7 +196,14 @@ def peer_tables(runs: Sequence[_RunLike]
         for run in runs:
             if key not in chosen[run.name]:
                 continue
-            block = peer_blocks(peer_episodes(run.records, run.trace), [key])[key]
+            skipped: list[str] = []
+            block = peer_blocks(peer_episodes(run.records, run.trace, skipped), [key])[key]
+            skip = getattr(run, "skip", None)
+            for line in skipped:
+                if skip is not None:
+                    ep, _, reason = line.partition(": ")
+                    skip(run.path / "traces" / f"{ep}.json", f"not used by the peer metrics: "
+                         f"{reason}")
             rows.append([run.name, *block_rows(block.get("overall", block), columns)])
         if rows:
             tables.append((title, (["run", *(h for h, _ in columns)], rows), note))

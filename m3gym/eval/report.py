@@ -83,7 +83,9 @@ class Run:
     """A loaded run folder: its name, config, latest episode records and summary.
 
     ``unreadable`` lists the lines of ``episodes.jsonl`` that are not episode records (left out
-    of every count; the report names each).
+    of every count; the report names each). ``skipped`` maps each file of the run the report
+    could not use (a trace that is not JSON or not of the trace schema, a thumbnail that is not
+    a JPEG, ``traces`` that is not a folder ...) to why; the report names each and goes on.
     """
 
     name: str
@@ -94,38 +96,75 @@ class Run:
     unreadable: list[UnreadableLine] = field(default_factory=list)
     records_check: list[str] | None = field(default=None, repr=False, compare=False)
     """The records-file warnings, once computed (:func:`records_warnings`)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def skip(self, path: str | Path, reason: str) -> None:
+        """Record a file of the run the report cannot use, and why (named in the warnings)."""
+        self.skipped.setdefault(str(path), reason)
 
     def trace(self, episode_id: str) -> dict[str, Any] | None:
-        """Return the stored trace of an episode, or ``None`` when it is missing.
+        """Return the stored trace of an episode, or ``None`` when it is missing or skipped.
 
-        A trace that is not valid JSON raises :class:`~m3gym.config_errors.ConfigError` naming
-        the file, line and column.
+        A trace that is not a regular file, cannot be read, is not UTF-8 JSON or does not match
+        :data:`~m3gym.eval.run_folder.TRACE_SCHEMA` is skipped: recorded in :attr:`skipped`
+        with the reason (file, line and column, or key and expected type).
         """
-        from m3gym.config_errors import read_json_file
+        from m3gym.eval.run_folder import episode_trace_path, read_trace_checked
 
-        path = self.path / "traces" / f"{episode_id}.json"
-        return read_json_file(path) if path.is_file() else None
+        if str(self.path / "traces") in self.skipped:
+            return None
+        path, problem = episode_trace_path(self.path, episode_id)
+        if path is None:
+            self.skip(self.path / "episodes.jsonl", str(problem))
+            return None
+        trace, problem = read_trace_checked(path)
+        if problem is None and trace is None:
+            problem = "missing (the episode has a record but no trace)"
+        if problem is not None:
+            self.skip(path, problem)
+        return trace
 
     def thumb_data_url(self, rel: str | None) -> str | None:
-        """Return a stored thumbnail as a ``data:image/jpeg;base64`` URL."""
-        if not rel:
+        """Return a stored thumbnail as a ``data:image/jpeg;base64`` URL (``None``: none usable).
+
+        A thumbnail outside ``thumbs/`` of the run, or that is not a JPEG file, is skipped
+        (:attr:`skipped`).
+        """
+        from m3gym.eval.report_images import read_thumb
+
+        data, problem = read_thumb(self.path, rel)
+        if problem is not None:
+            self.skip(self.path / str(rel), problem)
+        if data is None:
             return None
-        path = self.path / rel
-        if not path.is_file():
-            return None
-        return "data:image/jpeg;base64," + base64.b64encode(path.read_bytes()).decode()
+        return "data:image/jpeg;base64," + base64.b64encode(data).decode()
 
 
 def load_run(path: str | Path, name: str | None = None) -> Run:
-    """Load a run folder written by ``m3gym eval`` (its summary is recomputed from records)."""
+    """Load a run folder written by ``m3gym eval`` (its summary is recomputed from records).
+
+    Raises ``FileNotFoundError`` when there is no ``episodes.jsonl`` and
+    :class:`~m3gym.eval.run_folder.RunFolderError` naming the file and the problem when
+    ``episodes.jsonl`` or ``config.json`` is not a regular file or cannot be read, or
+    ``config.json`` is malformed (:func:`~m3gym.eval.runner.read_run_config`). ``traces`` or
+    ``thumbs`` that is not a folder is recorded in :attr:`Run.skipped` (the report names it).
+    """
+    from m3gym.eval.run_folder import RunFolderError, check_file, check_folder
+
     path = Path(path)
     records_path = path / "episodes.jsonl"
-    if not records_path.is_file():
+    if not check_file(records_path):
         raise FileNotFoundError(f"{path} is not an m3gym run folder (no episodes.jsonl)")
     cfg_path = path / "config.json"
-    config = read_run_config(cfg_path) if cfg_path.is_file() else {}
+    config = read_run_config(cfg_path) if check_file(cfg_path) else {}
     records, unreadable = read_records_checked(records_path)
-    return Run(name or path.name, path, config, records, summarize(records), unreadable)
+    run = Run(name or path.name, path, config, records, summarize(records), unreadable)
+    for folder, what in (("traces", "no trace is shown"), ("thumbs", "no image is shown")):
+        try:
+            check_folder(path / folder)
+        except RunFolderError as exc:
+            run.skip(path / folder, f"{exc.problem}: {what}")
+    return run
 
 
 def load_runs(paths: Sequence[str | Path]) -> list[Run]:
@@ -323,6 +362,22 @@ def unreadable_warnings(runs: Sequence[Run]) -> list[str]:
     return out
 
 
+def skipped_warnings(runs: Sequence[Run]) -> list[str]:
+    """Return, per run with files the report could not use, a count, then one per file.
+
+    Each is named with the reason (a trace that is not JSON or not a trace, a thumbnail that is
+    not a JPEG, ``traces`` that is not a folder ...); the report shows the rest of the run.
+    """
+    out = []
+    for r in runs:
+        if r.skipped:
+            n = len(r.skipped)
+            out.append(f"run {r.name}: {n} file{'s' if n != 1 else ''} skipped (not shown; "
+                       "a skipped trace is left out of the peer metric tables too)")
+            out += [f"{path}: {reason}" for path, reason in r.skipped.items()]
+    return out
+
+
 def isolation_warnings(runs: Sequence[Run]) -> list[str]:
     """Return, per run with code-mode episodes run without isolation, how many and what it means.
 
@@ -454,10 +509,12 @@ JUDGE_NOTE: str = (
 def report_warnings(runs: Sequence[Run]) -> list[str]:
     """Return every warning the report shows.
 
-    Unreadable lines, unisolated code, changed records files or tasks, comparability.
+    Unreadable lines, skipped files, unisolated code, changed records files or tasks,
+    comparability. Files are skipped as the report reads them: call it after the pages are
+    rendered to have every one.
     """
-    return (unreadable_warnings(runs) + isolation_warnings(runs) + records_warnings(runs)
-            + comparability_warnings(runs))
+    return (unreadable_warnings(runs) + skipped_warnings(runs) + isolation_warnings(runs)
+            + records_warnings(runs) + comparability_warnings(runs))
 
 
 INTERVAL_NOTE: str = (
@@ -476,6 +533,7 @@ def _md_text(text: str) -> str:
 
 def render_markdown(runs: Sequence[Run]) -> str:
     """Return ``report.md``: runs, leaderboard, per-level, per-family and failure-mode tables."""
+    peer = peer_tables(runs)  # reads traces: before the warnings, which name skipped ones
     warnings = report_warnings(runs)
     judge = judge_table(runs)
     parts = [
@@ -493,7 +551,7 @@ def render_markdown(runs: Sequence[Run]) -> str:
         "## Failure modes", "", markdown_table(failure_table(runs)), "",
         *(["## Judge checkpoints", "", markdown_table(judge), "", JUDGE_NOTE, ""]
           if judge is not None else []),
-        *(s for title, t, note in peer_tables(runs)
+        *(s for title, t, note in peer
           for s in (f"## {title}", "", markdown_table(t), "", note, "")),
         "Acc = answer accuracy; S / V = strategy / visual-evidence checkpoints passed (V_true: "
         "evidence legible in an artifact, verified on pixels); OT = overthink "
@@ -510,6 +568,12 @@ def _png_data_url(fig: Any) -> str:
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     require_extra("matplotlib.pyplot", "eval", "the report's plots").close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _legend(ax: Any) -> None:
+    """Draw the legend when something is labelled (no runs with records: none, and no warning)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
 
 
 def level_records(run: Run) -> dict[str, list[dict[str, Any]]]:
@@ -549,7 +613,7 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
     ax.set_title("Accuracy per level (95 % bootstrap intervals)")
-    ax.legend(fontsize=8)
+    _legend(ax)
     out["accuracy"] = _png_data_url(fig)
 
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
@@ -570,7 +634,7 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     ax.set_ylabel("accuracy")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title("Overthink vs accuracy per level (95 % intervals)")
-    ax.legend(fontsize=8)
+    _legend(ax)
     out["ot_vs_acc"] = _png_data_url(fig)
 
     modes = list(FAILURE_MODES)
@@ -584,7 +648,7 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     ax.invert_yaxis()
     ax.set_xlabel("episodes")
     ax.set_title("Failure modes")
-    ax.legend(fontsize=8)
+    _legend(ax)
     out["failure_modes"] = _png_data_url(fig)
     return out
 
@@ -672,7 +736,7 @@ class ImageSource:
             url = run.thumb_data_url(entry.get("thumb"))
             return ShownImage(url) if url else None
         return self.files.image(run.path, run.name, trace, entry,
-                                int(run.config.get("thumb_size") or 256))
+                                int(run.config.get("thumb_size") or 256), on_skip=run.skip)
 
 
 def thumb_size_of(shape: Sequence[int], size: int) -> tuple[int, int]:
@@ -819,6 +883,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
     finally:
         if images is not None:
             images.close()
+    peer = peer_tables(runs)  # reads traces: before the warnings, which name skipped ones
     warnings = report_warnings(runs) + (images.problems if images is not None else [])
     judge = judge_table(runs)
     head_tables = [
@@ -832,20 +897,28 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
         _section("Accuracy per family", family_table(runs, "acc")),
         _section("Failure modes", failure_table(runs)),
         *([_section("Judge checkpoints", judge, note=JUDGE_NOTE)] if judge is not None else []),
-        *(_section(title, t, note=note) for title, t, note in peer_tables(runs)),
+        *(_section(title, t, note=note) for title, t, note in peer),
     ]
     return template_env().get_template("report.html.j2").render(
         warnings=warnings, head_tables=head_tables, plots=list(plots.items()), tables=tables,
         shown=len(chosen), total=sum(len(r.records) for r in runs), episodes=episodes)
 
 
-def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
-                 max_episodes: int = 60, full_images: bool = True) -> list[Path]:
-    """Write ``report.md``, ``report.html`` and its ``report_files/``; return the two pages.
+@dataclass
+class WrittenReport:
+    """What :func:`build_report` wrote: the two pages, the runs and every warning shown."""
 
-    ``out`` defaults to the run folder for one run and to ``<parent>/report`` for several.
-    ``report_files/`` is rewritten from scratch (:mod:`m3gym.eval.report_images`); with
-    ``full_images=False`` the episodes are not replayed and only thumbnails are linked.
+    pages: list[Path]
+    runs: list[Run]
+    warnings: list[str]
+
+
+def build_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
+                 max_episodes: int = 60, full_images: bool = True) -> WrittenReport:
+    """Write the report (:func:`write_report`) and return its pages, runs and warnings.
+
+    The warnings are :func:`report_warnings` after both pages are rendered, so they name every
+    file of the runs the report skipped.
     """
     if not run_paths:
         raise ValueError("give at least one run folder")
@@ -858,6 +931,21 @@ def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
     files = out / FILES_DIR
     if files.is_dir():
         shutil.rmtree(files)
+    # the page first: the files it skips are then named in report.md too
+    page_text = render_html(runs, max_episodes, ReportImages(out, full=full_images))
     md.write_text(render_markdown(runs))
-    page.write_text(render_html(runs, max_episodes, ReportImages(out, full=full_images)))
-    return [md, page]
+    page.write_text(page_text)
+    return WrittenReport([md, page], runs, report_warnings(runs))
+
+
+def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
+                 max_episodes: int = 60, full_images: bool = True) -> list[Path]:
+    """Write ``report.md``, ``report.html`` and its ``report_files/``; return the two pages.
+
+    ``out`` defaults to the run folder for one run and to ``<parent>/report`` for several.
+    ``report_files/`` is rewritten from scratch (:mod:`m3gym.eval.report_images`); with
+    ``full_images=False`` the episodes are not replayed and only thumbnails are linked. A file
+    of a run the report cannot use (a garbage trace, say) is skipped and named in both pages'
+    warnings (:func:`skipped_warnings`).
+    """
+    return build_report(run_paths, out, max_episodes, full_images).pages

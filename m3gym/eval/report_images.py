@@ -17,9 +17,9 @@ give the same files::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import cv2
@@ -63,6 +63,36 @@ def thumbnails_match(stored: bytes, remade: bytes) -> bool:
     return float(np.abs(a.astype(np.int16) - b.astype(np.int16)).mean()) <= THUMB_TOLERANCE
 
 
+JPEG_MAGIC: bytes = b"\xff\xd8\xff"
+"""The first bytes of every JPEG file (a stored thumbnail without them is not shown)."""
+
+
+def read_thumb(run_path: Path, rel: Any) -> tuple[bytes | None, str | None]:
+    """Return ``(bytes, None)`` of a trace's stored thumbnail, or ``(None, reason)``.
+
+    ``(None, None)`` when it has none or the file is missing. ``rel`` comes from a trace, which
+    is not trusted: it must be a relative path under ``thumbs/`` without ``..`` (no file outside
+    the run folder is ever read), name a regular file (a FIFO would block) and hold a JPEG.
+    """
+    if not rel:
+        return None, None
+    from m3gym.eval.run_folder import RunFolderError, read_bytes
+
+    parts = PurePosixPath(str(rel)).parts
+    if (not isinstance(rel, str) or "\\" in rel or "\0" in rel or not parts
+            or parts[0] != "thumbs" or ".." in parts):
+        return None, "a thumbnail path outside the run's thumbs/ folder; not read"
+    try:
+        data = read_bytes(run_path / rel)
+    except FileNotFoundError:
+        return None, None
+    except RunFolderError as exc:
+        return None, f"{exc.problem}; not shown"
+    if not data.startswith(JPEG_MAGIC):
+        return None, "not a JPEG file; not shown"
+    return data, None
+
+
 def _is_code_mode(trace: Mapping[str, Any]) -> bool:
     return any(step.get("code_cells") for step in trace.get("steps") or [])
 
@@ -93,13 +123,22 @@ class ReportImages:
         return rel
 
     def image(self, run_path: Path, run_name: str, trace: Mapping[str, Any],
-              entry: Mapping[str, Any], thumb_size: int) -> ShownImage | None:
-        """Return the URLs of one image of ``trace`` (``None`` when its thumbnail is missing)."""
+              entry: Mapping[str, Any], thumb_size: int,
+              on_skip: Callable[[Path, str], None] | None = None) -> ShownImage | None:
+        """Return the URLs of one image of ``trace`` (``None`` when its thumbnail is missing).
+
+        A thumbnail that cannot be used (:func:`read_thumb`) is not shown: ``on_skip(path,
+        reason)`` is told, by default :attr:`problems`.
+        """
         rel = entry.get("thumb")
-        path = run_path / rel if rel else None
-        if path is None or not path.is_file():
+        stored, problem = read_thumb(run_path, rel)
+        if problem is not None:
+            if on_skip is not None:
+                on_skip(run_path / str(rel), problem)
+            elif f"{run_path / str(rel)}: {problem}" not in self.problems:
+                self.problems.append(f"{run_path / str(rel)}: {problem}")
+        if stored is None:
             return None
-        stored = path.read_bytes()
         thumb = self._write("thumbs", stored, ".jpg")
         if not self.full:
             return ShownImage(thumb)

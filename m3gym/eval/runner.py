@@ -791,14 +791,18 @@ def read_records_checked(path: Path) -> tuple[list[dict[str, Any]], list[Unreada
 
     A line is unreadable when it is not UTF-8 JSON, not an object, or lacks a string
     ``episode_id`` / ``status`` (:data:`RECORD_KEYS`) or has a non-integer ``index``. Blank lines
-    carry nothing and are skipped. A missing file has no records.
+    carry nothing and are skipped. A missing file has no records; a path that is not a regular
+    file (a directory, a broken link, a FIFO) or cannot be read raises
+    :class:`~m3gym.eval.run_folder.RunFolderError` naming it.
     """
+    from m3gym.eval.run_folder import check_file, read_bytes
+
     path = Path(path)
     latest: dict[str, dict[str, Any]] = {}
     bad: list[UnreadableLine] = []
-    if not path.is_file():
+    if not check_file(path):
         return [], bad
-    for number, raw, rec, reason in _scan_lines(path.read_bytes()):
+    for number, raw, rec, reason in _scan_lines(read_bytes(path)):
         if rec is None:
             bad.append(_unreadable(path, number, raw, reason))
         else:
@@ -847,11 +851,14 @@ def drop_unreadable_lines(path: Path) -> tuple[list[UnreadableLine], Path | None
     original bytes are first copied to ``<name>.bak-<YYYYmmdd-HHMMSS>`` (a ``-2``, ``-3`` ...
     suffix where that exists: an earlier backup is never overwritten), then the record lines,
     byte for byte and in order, replace the file atomically (temporary file + ``os.replace``).
+    A path that is not a regular file raises :class:`~m3gym.eval.run_folder.RunFolderError`.
     """
+    from m3gym.eval.run_folder import check_file, read_bytes
+
     path = Path(path)
-    if not path.is_file():
+    if not check_file(path):
         return [], None
-    original = path.read_bytes()
+    original = read_bytes(path)
     bad: list[UnreadableLine] = []
     kept: list[bytes] = []
     for number, raw, rec, reason in _scan_lines(original):
@@ -898,11 +905,18 @@ class _Prepared:
 
 
 def read_run_config(path: Path) -> dict[str, Any]:
-    """Return a run's ``config.json`` (:class:`~m3gym.config_errors.ConfigError` if malformed)."""
-    from m3gym.config_errors import ConfigSource, read_json_file
+    """Return a run's ``config.json``, checked against its schema.
 
-    return dict(ConfigSource(str(path)).mapping(read_json_file(path),
-                                                what="a JSON object (the run's config)"))
+    Raises ``FileNotFoundError`` for a missing file and
+    :class:`~m3gym.eval.run_folder.RunFolderError` (a ``ConfigError``) naming the file and the
+    problem for one that is not a regular file, cannot be read, is not UTF-8 JSON, not an object
+    or has a value of the wrong type (the key and the type expected:
+    :data:`~m3gym.eval.run_folder.RUN_CONFIG_SCHEMA`).
+    """
+    from m3gym.config_errors import parse_json_text
+    from m3gym.eval.run_folder import check_run_config, read_text
+
+    return check_run_config(parse_json_text(read_text(Path(path)), path), path)
 
 
 def _records_fingerprint(env_args: Mapping[str, Any]) -> dict[str, Any]:
@@ -923,8 +937,11 @@ def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> _Prepared:
                               "pass --resume to continue it or choose another --out")
     prepared = _Prepared([])
     if nonempty:
+        from m3gym.eval.run_folder import check_file, check_layout
+
+        check_layout(out)
         cfg_path = out / "config.json"
-        if not cfg_path.is_file():
+        if not check_file(cfg_path):
             raise FileExistsError(f"{out} is not an m3gym run folder (no config.json)")
         old = read_run_config(cfg_path)
         new = cfg.identity()
@@ -943,6 +960,23 @@ def _prepare_folder(out: Path, cfg: EvalConfig, resume: bool) -> _Prepared:
     (out / "traces").mkdir(parents=True, exist_ok=True)
     (out / "thumbs").mkdir(parents=True, exist_ok=True)
     return prepared
+
+
+def check_episode_files(out: Path, episode_ids: Iterable[str]) -> None:
+    """Raise :class:`~m3gym.eval.run_folder.RunFolderError` where episode files can't be written.
+
+    That is ``traces/<episode>.json`` not a file, ``thumbs/<episode>`` not a folder (or holding
+    something that is not a file): a resumed run then stops before it starts, not midway.
+    """
+    from m3gym.eval.run_folder import check_file, check_folder
+
+    why = " (move it away: the episode runs again and writes it)"
+    for ep in episode_ids:
+        check_file(out / "traces" / f"{ep}.json", why=why)
+        thumbs = out / "thumbs" / ep
+        if check_folder(thumbs, why=why):
+            for entry in sorted(thumbs.iterdir()):
+                check_file(entry, why=why)
 
 
 def _start_pool(cfg: EvalConfig, n_specs: int) -> Any:
@@ -981,14 +1015,23 @@ def terminate_last_line(path: Path) -> None:
     """End the file's last line if it lacks a newline, so the next record starts on its own line.
 
     (A line cut by a crash is removed first, on ``--resume``, by :func:`drop_unreadable_lines`.)
+    A path that is not a regular file raises :class:`~m3gym.eval.run_folder.RunFolderError`.
     """
-    if path.is_file() and path.stat().st_size:
-        with path.open("rb") as f:
-            f.seek(-1, 2)
-            last = f.read(1)
-        if last != b"\n":
-            with path.open("a") as f:
-                f.write("\n")
+    from m3gym.eval.run_folder import RunFolderError, check_file
+
+    if not check_file(path):
+        return
+    try:
+        if path.stat().st_size:
+            with path.open("rb") as f:
+                f.seek(-1, 2)
+                last = f.read(1)
+            if last != b"\n":
+                with path.open("a") as f:
+                    f.write("\n")
+    except OSError as exc:
+        raise RunFolderError(path, f"cannot be read or appended to ({exc.strerror or exc})"
+                             ) from None
 
 
 @contextlib.contextmanager
@@ -1047,6 +1090,10 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     agent = build_agent(cfg.agent, 0, cfg.agent_args)  # fail fast on unknown names / arguments
     if backend is not None:
         backend.start()  # connect before anything is written (fail fast on a bad address)
+    if resume and out.is_dir():
+        from m3gym.eval.run_folder import check_layout
+
+        check_layout(out)  # every file it reads or writes is of its kind, before anything runs
     finished = {r["episode_id"] for r in read_records_checked(out / "episodes.jsonl")[0]
                 if r.get("status") not in RERUN_STATUSES} if resume else set()
     manifest = cfg.manifest_data()
@@ -1061,6 +1108,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
                           f"kept as {prepared.backup}", UserWarning, stacklevel=2)
     done = {r["episode_id"] for r in prepared.records if r.get("status") not in RERUN_STATUSES}
     todo = [s for s in specs if s.episode_id not in done]
+    check_episode_files(out, [s.episode_id for s in todo])
     (out / "config.json").write_text(json.dumps(
         {**cfg.to_dict(), "episode_ids": [s.episode_id for s in specs],
          "versions": run_versions(agent, manifest),
