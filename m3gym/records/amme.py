@@ -343,6 +343,7 @@ def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str
         warnings.warn(f"import-amme {root}: allow_outside=True lets task files and images "
                       "outside the dataset folder in, and image paths outside the records' "
                       "folder out", UserWarning, stacklevel=2)
+    out.parent.mkdir(parents=True, exist_ok=True)  # the validator resolves paths through it
     result = ImportResult()
     seen: dict[str, str] = {}
     lines: list[str] = []
@@ -367,7 +368,6 @@ def import_amme(folder: str | os.PathLike[str], out_jsonl: str | os.PathLike[str
         seen[record["id"]] = path.name
         result.records.append(record)
         lines.append(line)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(lines), encoding="utf-8")
     return result
 
