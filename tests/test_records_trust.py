@@ -435,3 +435,30 @@ def test_backgrounds_ignore_a_linked_folder_and_keep_links_inside(tmp_path: Path
 def test_backgrounds_with_no_links_are_unchanged(tmp_path: Path) -> None:
     folder, _ = _photos(tmp_path)
     assert [p.name for p in photo_folder(folder, allow_outside=True).photos] == ["a.png"]
+
+
+# ------------------------------------------------------------------------------ a recorded run
+
+
+@needs_symlinks
+def test_an_eval_run_records_the_opt_out_and_rescores(layout: dict[str, Path],
+                                                      tmp_path: Path) -> None:
+    from m3gym.eval.rescore import rescore_trace
+    from m3gym.eval.runner import EvalConfig, run_eval
+
+    _escape(layout, "symlinked file")
+    cfg = EvalConfig(envs=("M3Bench-Records",), agent="oracle", episodes=1, split="train",
+                     env_args={"records": str(layout["jsonl"]), "split": "all",
+                               "allow_outside": True})
+    with pytest.warns(UserWarning, match="allow_outside"):
+        result = run_eval(cfg, tmp_path / "run")
+    (ep,) = result.records
+    assert ep["status"] == "ok" and ep["answer_correct"], ep
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["env_args"]["allow_outside"] is True
+    trace = json.loads((tmp_path / "run" / "traces" / f"{ep['episode_id']}.json").read_text())
+    assert rescore_trace(trace)["metrics"]["S"] == 1.0
+    refused = EvalConfig(envs=("M3Bench-Records",), agent="oracle", episodes=1, split="train",
+                         env_args={"records": str(layout["jsonl"]), "split": "all"})
+    with pytest.raises(RecordsError, match="leaves the folder"):
+        run_eval(refused, tmp_path / "run2")
