@@ -71,7 +71,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from m3gym.records.validate import RecordsError
 
         try:
-            records = load_records(args.records)
+            records = load_records(args.records, allow_outside=args.allow_outside)
         except RecordsError as exc:
             print(f"m3gym records export-amme: {exc}", file=sys.stderr)
             return 1
@@ -108,4 +108,5 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=10, help="number of seeds (with --env)")
     p.add_argument("--seed-start", type=int, default=0, help="first seed (with --env)")
     p.add_argument("--records", default=None, help="records file whose tasks to export")
+    add_trust_flags(p)
     p.set_defaults(func=_cmd_export)
