@@ -69,9 +69,11 @@ def test_recorded_mcp_run_matches_m3gym_eval(tmp_path) -> None:
     ({"env_id": "M3Bench-L1"}, "give either seed, or split and index"),
     ({"env_id": "M3Bench-L1", "seed": 1, "split": "test", "index": 0}, "not both"),
     ({"env_id": "M3Bench-L1", "split": "train", "index": 0}, "split must be 'test' or 'val'"),
-    ({"env_id": "M3Bench-L1", "split": "test", "index": 10**6}, "is more"),
-    ({"env_id": "M3Bench-L1", "seed": 1, "reward": "nope"}, "bad reward 'nope'"),
-    ({"env_id": 3, "seed": 1}, "env_id must be a string"),
+    ({"env_id": "M3Bench-L1", "split": "test", "index": 10**5}, "is more"),
+    ({"env_id": "M3Bench-L1", "split": "test", "index": 10**6}, "index must be an integer in"),
+    ({"env_id": "M3Bench-L1", "seed": 1, "index": 0}, "index goes with split"),
+    ({"env_id": "M3Bench-L1", "seed": 1, "reward": "nope"}, "unknown reward 'nope'"),
+    ({"env_id": 3, "seed": 1}, "unknown env 3: this server offers"),
 ])
 def test_bad_starts_are_refused_precisely(kwargs: dict, message: str) -> None:
     table = EpisodeTable()

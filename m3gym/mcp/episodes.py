@@ -11,18 +11,27 @@ recorded MCP run (:class:`RunFolder`) sits beside any other in ``m3gym report``.
 This module does not import the ``mcp`` SDK: the table is plain Python (and testable without it).
 Bad input raises :class:`EpisodeError` with a precise message, which the server turns into an
 MCP tool error (``isError``); nothing here lets input crash the server.
+
+Trust rules (docs/mcp.md): a client chooses only among what the operator allowed (the env ids
+and reward choices of :class:`EpisodeTable`), never a path; an episode belongs to the ``owner``
+key it was started with, and any other owner is answered exactly as for an unknown episode
+(unless the operator shares episodes); no error text quotes a file's content.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import itertools
 import json
+import logging
 import secrets
+import sys
 import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +59,23 @@ from m3gym.eval.runner import (
 )
 from m3gym.mcp import DEFAULT_RESPONSE_BYTES, IMAGE_FORMATS
 
+logger = logging.getLogger(__name__)
+
 MAX_SEED = 2**31 - 1
 """Largest reset seed ``start_episode`` accepts."""
+
+MAX_INDEX = 100_000
+"""Largest split ``index`` ``start_episode`` accepts (frozen splits are far smaller)."""
+
+MAX_CALLS = 64
+"""Most calls one ``parallel_calls`` step may carry (the env allows fewer; checked first)."""
+
+EPISODE_ID_BYTES = 16
+"""Random bytes in an ``episode_id`` (128 bits): unguessable, so where the transport gives no
+session identity the id itself is the capability to act on the episode."""
+
+TRIM_INTERVAL_S = 2.0
+"""Least seconds between two returns of freed heap memory to the OS (:func:`release_memory`)."""
 
 
 class EpisodeError(ValueError):
@@ -73,7 +97,11 @@ class McpLimits:
         image_format: ``auto`` (PNG when it fits, else JPEG), ``png``, ``jpeg`` or ``webp``.
         image_quality: the first JPEG/WebP quality tried (1-100); lower ones follow if needed.
         finished_kept: finished or evicted episodes remembered for reports and precise errors.
-        max_pooled_envs: idle envs kept for reuse, over all env ids together.
+        finished_bytes: bytes (as JSON) of the traces of those remembered episodes.
+        max_pooled_envs: idle envs kept for reuse, over all env ids together (they keep no
+            episode's images).
+        max_busy: env resets and steps that run at once (others wait their turn): bounds the
+            transient memory of many sessions rendering at the same moment.
     """
 
     max_episodes: int = 32
@@ -84,11 +112,14 @@ class McpLimits:
     image_format: str = "auto"
     image_quality: int = 85
     finished_kept: int = 256
+    finished_bytes: int = 32 * 1024 * 1024
     max_pooled_envs: int = 4
+    max_busy: int = 4
 
     def validate(self) -> None:
         """Raise ``ValueError`` for a bound that cannot work."""
-        for name in ("max_episodes", "max_images", "max_episode_bytes", "finished_kept"):
+        for name in ("max_episodes", "max_images", "max_episode_bytes", "finished_kept",
+                     "finished_bytes", "max_busy"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         if self.max_pooled_envs < 0:
@@ -322,7 +353,8 @@ class RunFolder:
     non-empty folder is refused.
     """
 
-    def __init__(self, path: str | Path, env_args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, path: str | Path, env_args: Mapping[str, Any] | None = None,
+                 settings: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path)
         if self.path.exists() and not self.path.is_dir():
             raise FileExistsError(f"{self.path} exists and is not a folder")
@@ -354,8 +386,23 @@ class RunFolder:
                      if env_args else {})
             cfg_path.write_text(json.dumps(
                 {"agent": "mcp", "envs": [], "split": "mcp", "seed": 0, "reward": None,
-                 "versions": run_versions(None, load_manifest("test")), **extra},
+                 "versions": run_versions(None, load_manifest("test")), **extra,
+                 **({"mcp_server": dict(settings)} if settings is not None else {})},
                 indent=2, default=str) + "\n")
+        elif settings is not None:
+            self._record_settings(cfg_path, settings)
+
+    @staticmethod
+    def _record_settings(cfg_path: Path, settings: Mapping[str, Any]) -> None:
+        """Keep an appended run's server settings: shared episodes once shared stay recorded."""
+        cfg = read_run_config(cfg_path)
+        old = dict(cfg.get("mcp_server") or {})
+        new = {**dict(settings),
+               "shared_episodes": bool(old.get("shared_episodes")) or
+               bool(settings.get("shared_episodes"))}
+        if old != new:
+            cfg["mcp_server"] = new
+            cfg_path.write_text(json.dumps(cfg, indent=2, default=str) + "\n")
 
     def next_index(self) -> int:
         """Return the index the next recorded episode gets."""
@@ -385,6 +432,7 @@ class _Live:
     key: str
     rec: EpisodeRecorder
     last_used: float
+    owner: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -394,6 +442,8 @@ class _Ended:
 
     outcome: EpisodeOutcome | None
     reason: str
+    owner: str | None = None
+    nbytes: int = 0
 
 
 SERVER_ENV_KEYS: tuple[str, ...] = ("reward", "max_images", "max_bytes", "disable_env_checker")
@@ -401,6 +451,9 @@ SERVER_ENV_KEYS: tuple[str, ...] = ("reward", "max_images", "max_bytes", "disabl
 
 RECORDS_ENV_KEYS: tuple[str, ...] = ("records", "split")
 """Env arguments of the records env (``M3Bench-Records``) on top of every env's."""
+
+DEFAULT_REWARD = "m3"
+"""The reward a client gets without naming one, when the operator names none."""
 
 
 def check_server_env_args(env_args: Mapping[str, Any]) -> None:
@@ -430,6 +483,136 @@ def check_server_env_args(env_args: Mapping[str, Any]) -> None:
             raise ValueError(f"--env-arg records={env_args['records']!r}: {exc}") from None
 
 
+def unversioned(env_id: str) -> str:
+    """Return ``env_id`` without its ``-vN`` suffix: ``M3Bench-L2-v3`` → ``M3Bench-L2``."""
+    head, sep, tail = env_id.rpartition("-v")
+    return head if sep and tail.isdigit() else env_id
+
+
+def default_env_ids(env_args: Mapping[str, Any] | None = None) -> list[str]:
+    """Return the env ids a server offers when the operator names none (unversioned).
+
+    Every registered m3gym id except those that need operator data: the records suite's ids
+    (``M3Bench-Records``) are offered only when ``env_args`` names a ``records`` source.
+    """
+    from m3gym.registration import env_ids, family_env_id
+    from m3gym.tasks.registry import family_names
+
+    records = {family_env_id(f) for f in family_names(suite="records")}
+    with_records = env_args is not None and env_args.get("records") is not None
+    return [unversioned(e) for e in env_ids() if with_records or e not in records]
+
+
+def allowed_env_ids(envs: Sequence[str] | None, env_args: Mapping[str, Any] | None = None
+                    ) -> dict[str, str]:
+    """Return ``{name a client may give: registered id}`` for the operator's env ids.
+
+    Each operator id is offered by its unversioned name and by its registered (versioned) id.
+    Raises ``ValueError`` naming an operator id that is not registered.
+    """
+    from m3gym.registration import env_ids, resolve_env_id
+
+    known = set(env_ids())
+    out: dict[str, str] = {}
+    for env_id in (default_env_ids(env_args) if envs is None else envs):
+        try:
+            resolved = resolve_env_id(str(env_id))
+        except Exception:  # gymnasium rejects a malformed id
+            resolved = str(env_id)
+        if resolved not in known:
+            raise ValueError(f"--env {env_id!r} is not an m3gym env id; known: "
+                             f"{', '.join(unversioned(e) for e in sorted(known))}")
+        out[unversioned(resolved)] = resolved
+        out[resolved] = resolved
+    if not out:
+        raise ValueError("the server offers no env id (--env)")
+    return out
+
+
+def reward_choices(rewards: Sequence[str] | None) -> tuple[dict[str, Any], dict[str, str], str]:
+    """Return the reward choices of a server: ``({name: config}, {name: source}, default)``.
+
+    Every preset (:data:`m3gym.reward.PRESETS`) is a choice. Each operator entry is a preset
+    name, a YAML path (offered by its file stem) or ``NAME=PATH``; the first entry is the
+    default (``m3`` without any). A file is loaded here, once: a client names it, never its
+    path. Raises ``ValueError`` for a file that does not load or a name given twice.
+    """
+    from m3gym.reward import PRESETS, load_reward_config
+
+    configs: dict[str, Any] = {name: name for name in PRESETS}
+    sources: dict[str, str] = {name: name for name in PRESETS}
+    default = DEFAULT_REWARD
+    for n, entry in enumerate(rewards or ()):
+        entry = str(entry)
+        name, sep, path = entry.partition("=")
+        if not sep:
+            name, path = (entry, "") if entry in PRESETS else (Path(entry).stem, entry)
+        if path:
+            if name in sources:
+                raise ValueError(f"--reward {entry}: the name {name!r} is taken (a preset or "
+                                 "another file); give the file a name: --reward NAME=PATH")
+            if not name or not name.replace("_", "").replace("-", "").isalnum():
+                raise ValueError(f"--reward {entry}: name a file with letters, digits, _ or -")
+            try:
+                configs[name] = load_reward_config(path)
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"--reward {entry}: {exc}") from None
+            sources[name] = str(Path(path))
+        elif name not in PRESETS:
+            raise ValueError(f"--reward {entry}: not a preset ({', '.join(PRESETS)}) nor a file")
+        if n == 0:
+            default = name
+    return configs, sources, default
+
+
+def quote(value: Any, limit: int = 80) -> str:
+    """Return a client's value as quoted in an error: its ``repr``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+_LIBC: Any = None
+
+
+def release_memory() -> bool:
+    """Return freed heap memory to the OS (glibc ``malloc_trim``); False where unavailable.
+
+    Images are large allocations; freed by many threads they stay in glibc's arenas (the
+    server's RSS then stays at its peak). Trimming hands the free pages back.
+    """
+    global _LIBC
+    if not sys.platform.startswith("linux"):
+        return False
+    if _LIBC is None:
+        try:
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC.malloc_trim  # noqa: B018 - glibc only (musl has none)
+        except (OSError, AttributeError):
+            _LIBC = False
+    if not _LIBC:
+        return False
+    _LIBC.malloc_trim(0)
+    return True
+
+
+def _release_episode(env: gym.Env) -> None:
+    """Drop the images of an env's last episode (the env goes to the pool; reset rebuilds them)."""
+    from m3gym.state import ImageState
+
+    inner = env.unwrapped
+    if hasattr(inner, "state") and hasattr(inner, "max_images"):
+        inner.state = ImageState(inner.max_images, inner.max_bytes)
+        inner._views = {}
+        inner.task = None
+        inner._ctx = None
+
+
+def _image_bytes(env: gym.Env) -> int:
+    """Return the bytes of image data an env holds (its episode's image state)."""
+    state = getattr(env.unwrapped, "state", None)
+    return int(getattr(state, "bytes_used", 0))
+
+
 class EpisodeTable:
     """The server-side table of MCP episodes (thread-safe; see the module docstring).
 
@@ -439,40 +622,65 @@ class EpisodeTable:
         clock: seconds, monotonic (injectable for tests).
         env_args: extra ``gym.make`` keyword arguments of every env (checked here:
             :func:`check_server_env_args`).
+        envs: the env ids clients may start (default :func:`default_env_ids`).
+        rewards: the operator's reward entries (:func:`reward_choices`; presets are always
+            offered, the first entry is the default).
+        shared: let any caller act on any episode (``--shared-episodes``); by default an
+            episode answers only the ``owner`` it was started with.
     """
 
     def __init__(self, limits: McpLimits | None = None, record: str | Path | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 env_args: Mapping[str, Any] | None = None) -> None:
+                 env_args: Mapping[str, Any] | None = None, envs: Sequence[str] | None = None,
+                 rewards: Sequence[str] | None = None, shared: bool = False) -> None:
         self.limits = limits or McpLimits()
         self.limits.validate()
         self.env_args = dict(env_args or {})
         check_server_env_args(self.env_args)
-        self.folder = RunFolder(record, self.env_args) if record is not None else None
+        self.envs = allowed_env_ids(envs, self.env_args)
+        self.rewards, self.reward_sources, self.default_reward = reward_choices(rewards)
+        self.shared = bool(shared)
+        self.folder = RunFolder(record, self.env_args, self.settings()) \
+            if record is not None else None
         self.clock = clock
         self._live: dict[str, _Live] = {}
+        self._starting = 0
         self._ended: OrderedDict[str, _Ended] = OrderedDict()
+        self._ended_bytes = 0
         self._free_envs: dict[str, list[gym.Env]] = {}
         self._lock = threading.Lock()
-        self._counter = itertools.count(1)
+        self._busy = threading.BoundedSemaphore(self.limits.max_busy)
         self._stop = threading.Event()
+        self._last_trim = 0.0
+
+    def settings(self) -> dict[str, Any]:
+        """Return what the operator allowed (recorded in a ``--record`` run's ``config.json``)."""
+        return {"envs": sorted({unversioned(e) for e in self.envs}),
+                "rewards": dict(self.reward_sources), "default_reward": self.default_reward,
+                "shared_episodes": self.shared}
+
+    def env_names(self) -> list[str]:
+        """Return the env ids clients may start (unversioned names)."""
+        return sorted({unversioned(e) for e in self.envs})
 
     # ------------------------------------------------------------------ envs
     def _take_env(self, env_id: str, reward: str) -> tuple[str, gym.Env]:
-        from m3gym.registration import resolve_env_id  # importing m3gym registers the ids
-
         key = json.dumps([env_id, reward])
         with self._lock:
             pool = self._free_envs.get(key)
             if pool:
-                return key, pool.pop()
-        env = gym.make(resolve_env_id(env_id), reward=reward, disable_env_checker=True,
+                env = pool.pop()
+                if not pool:
+                    del self._free_envs[key]
+                return key, env
+        env = gym.make(self.envs[env_id], reward=self.rewards[reward], disable_env_checker=True,
                        max_images=self.limits.max_images,
                        max_bytes=self.limits.max_episode_bytes, **self.env_args)
         return key, env
 
     def _give_env(self, key: str, env: gym.Env) -> None:
         """Keep ``env`` for reuse; beyond ``limits.max_pooled_envs`` (all ids) close the oldest."""
+        _release_episode(env)
         closing: list[gym.Env] = []
         with self._lock:
             self._free_envs.setdefault(key, []).append(env)
@@ -489,6 +697,35 @@ class EpisodeTable:
         """Return the number of idle envs kept for reuse."""
         with self._lock:
             return sum(map(len, self._free_envs.values()))
+
+    def _trim(self) -> None:
+        """Return freed memory to the OS, at most every :data:`TRIM_INTERVAL_S` seconds."""
+        now = time.monotonic()
+        if now - self._last_trim < TRIM_INTERVAL_S:
+            return
+        self._last_trim = now
+        release_memory()
+
+    def measure(self) -> dict[str, int]:
+        """Return what the table holds now, beside its bounds (docs/mcp.md, Memory).
+
+        ``live`` + ``starting`` never exceed ``max_episodes``; ``live_image_bytes`` is at most
+        ``live × max_episode_bytes``; pooled envs hold no images; ended traces stay within
+        ``finished_kept`` and ``finished_bytes``.
+        """
+        with self._lock:
+            lives = list(self._live.values())
+            pooled = [e for pool in self._free_envs.values() for e in pool]
+            out = {"live": len(lives), "starting": self._starting,
+                   "ended_kept": len(self._ended), "ended_bytes": self._ended_bytes,
+                   "pooled_envs": len(pooled)}
+        out["live_image_bytes"] = sum(_image_bytes(live.rec.env) for live in lives)
+        out["pooled_image_bytes"] = sum(_image_bytes(env) for env in pooled)
+        limits = self.limits
+        out.update(max_episodes=limits.max_episodes, max_episode_bytes=limits.max_episode_bytes,
+                   finished_kept=limits.finished_kept, finished_bytes=limits.finished_bytes,
+                   max_pooled_envs=limits.max_pooled_envs)
+        return out
 
     # ------------------------------------------------------------------ lifecycle
     def evict_idle(self) -> list[str]:
@@ -507,74 +744,99 @@ class EpisodeTable:
                     live.lock.release()
         return evicted
 
+    def _reserve(self) -> None:
+        """Take a slot for an episode being started, or refuse: the cap counts resets too."""
+        self.evict_idle()
+        with self._lock:
+            held = len(self._live) + self._starting
+            if held >= self.limits.max_episodes:
+                raise EpisodeError(
+                    f"the server is full: {held} episodes in progress or starting (its maximum, "
+                    f"--max-episodes {self.limits.max_episodes}); answer one, or wait for idle "
+                    f"ones to be evicted (after {self.limits.idle_s:g} s)")
+            self._starting += 1
+
     def start(self, env_id: str, seed: int | None = None, split: str | None = None,
-              index: int | None = None, reward: str | None = None) -> tuple[str, dict[str, Any],
-                                                                         list[EncodedImage]]:
-        """Start an episode; return its id, the prompt data and the input images.
+              index: int | None = None, reward: str | None = None, owner: str | None = None,
+              ) -> tuple[str, dict[str, Any], list[EncodedImage]]:
+        """Start an episode for ``owner``; return its id, the prompt data and the input images.
 
         Give either ``seed`` (a reset seed: the env draws the task) or ``split`` + ``index``
         (the ``index``-th task ``m3gym eval --split SPLIT`` runs on ``env_id``, with its reset
-        seed, so metrics equal that run's).
+        seed, so metrics equal that run's). ``env_id`` and ``reward`` must be among the
+        operator's choices (a reward is named, never a path).
         """
-        from m3gym.reward import load_reward_config
-
-        reward = reward or "m3"
+        reward = self._reward(reward)
         spec = self._plan(env_id, seed, split, index)
+        self._reserve()
+        episode_id = "ep-" + secrets.token_urlsafe(EPISODE_ID_BYTES)
         try:
-            load_reward_config(reward)
-        except (ValueError, FileNotFoundError, OSError) as exc:
-            raise EpisodeError(f"bad reward {reward!r}: {exc}") from None
-        self.evict_idle()
-        with self._lock:
-            if len(self._live) >= self.limits.max_episodes:
-                raise EpisodeError(
-                    f"the server holds {len(self._live)} episodes in progress (its maximum): "
-                    "answer or abandon one, or wait for idle ones to be evicted "
-                    f"(after {self.limits.idle_s:g} s)")
-            episode_id = f"ep{next(self._counter)}-{secrets.token_hex(6)}"
-        key, env = self._take_env(env_id, reward)
-        rec = EpisodeRecorder(env)
-        options = None if spec.family == "" else {"family": spec.family,
-                                                  "task_seed": spec.task_seed}
-        try:
-            obs, info = rec.reset(seed=spec.seed, options=options)
-        except Exception as exc:  # a task that cannot be built: refuse it, keep serving
-            raise EpisodeError(f"cannot start {env_id}: {type(exc).__name__}: {exc}") from None
-        if options is None:  # the env drew the task: name it as eval would
-            family, _, task_seed = rec.task.task_id.rpartition("/")
-            spec = EpisodeSpec(spec.index, f"{env_id}.{family}.{task_seed}", env_id,
-                               rec.task.level, family, int(task_seed), spec.seed)
-        cfg = EvalConfig(envs=(env_id,), agent="mcp", episodes=1, split=split or "seed",
-                         seed=0, reward=reward, env_args=dict(self.env_args))
-        live = _Live(episode_id, spec, cfg, key, rec, self.clock())
-        with self._lock:
-            self._live[episode_id] = live
-        data = {"episode_id": episode_id, "prompt": obs["text"],
-                "image_indices": list(obs["image_indices"]), **info}
+            with self._busy:
+                key, env = self._take_env(env_id, reward)
+                rec = EpisodeRecorder(env)
+                options = None if spec.family == "" else {"family": spec.family,
+                                                          "task_seed": spec.task_seed}
+                try:
+                    obs, info = rec.reset(seed=spec.seed, options=options)
+                except Exception as exc:  # a task that cannot be built: refuse it, keep serving
+                    env.close()  # the message may quote operator data: the log has it
+                    logger.warning("cannot start %s: %s: %s", env_id, type(exc).__name__, exc)
+                    raise EpisodeError(f"cannot start {env_id}: the task could not be built "
+                                       f"({type(exc).__name__}; the server's log says more)"
+                                       ) from None
+                if options is None:  # the env drew the task: name it as eval would
+                    family, _, task_seed = rec.task.task_id.rpartition("/")
+                    spec = EpisodeSpec(spec.index, f"{env_id}.{family}.{task_seed}", env_id,
+                                       rec.task.level, family, int(task_seed), spec.seed)
+                cfg = EvalConfig(envs=(env_id,), agent="mcp", episodes=1, split=split or "seed",
+                                 seed=0, reward=self.reward_sources[reward],
+                                 env_args=dict(self.env_args))
+                live = _Live(episode_id, spec, cfg, key, rec, self.clock(), owner)
+                data = {"episode_id": episode_id, "prompt": obs["text"],
+                        "image_indices": list(obs["image_indices"]), **info}
+                sizes = _full_sizes(rec, obs["image_indices"])
+                with self._lock:
+                    self._live[episode_id] = live
+                    self._starting -= 1
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            raise
         data.pop("tool_schemas", None)
         text, images = fit_images(self.limits, start_text(data), data,
-                                  tuple(obs["image_indices"]), tuple(obs["images"]),
-                                  _full_sizes(rec, obs["image_indices"]))
+                                  tuple(obs["image_indices"]), tuple(obs["images"]), sizes)
         data["text"] = text
         return episode_id, data, images
 
+    def _reward(self, reward: Any) -> str:
+        if reward is None:
+            return self.default_reward
+        if isinstance(reward, str) and reward in self.rewards:
+            return reward
+        # the same line for any refused value: a path that exists, one that does not, a dict
+        raise EpisodeError(f"unknown reward {quote(reward)}: this server offers "
+                           f"{', '.join(sorted(self.rewards))} (default {self.default_reward}); "
+                           "name one of them")
+
     def _plan(self, env_id: Any, seed: Any, split: Any, index: Any) -> EpisodeSpec:
-        if not isinstance(env_id, str):
-            raise EpisodeError("env_id must be a string such as 'M3Bench-L1'")
-        try:
-            level, _ = env_scope(env_id)
-        except ValueError as exc:
-            raise EpisodeError(str(exc)) from None
+        if not isinstance(env_id, str) or env_id not in self.envs:
+            raise EpisodeError(f"unknown env {quote(env_id)}: this server offers "
+                               f"{', '.join(self.env_names())}")
+        level, _ = env_scope(self.envs[env_id])
         if (seed is None) == (split is None):
             raise EpisodeError("give either seed, or split and index (not both)")
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-                raise EpisodeError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
+                raise EpisodeError(f"seed must be an integer in [0, {MAX_SEED}], got "
+                                   f"{quote(seed)}")
+            if index is not None:
+                raise EpisodeError("index goes with split, not with seed")
             return EpisodeSpec(0, "", env_id, level, "", 0, int(seed))
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise EpisodeError(f"index must be an integer >= 0 with split, got {index!r}")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= MAX_INDEX:
+            raise EpisodeError(f"index must be an integer in [0, {MAX_INDEX}] with split, got "
+                               f"{quote(index)}")
         if split not in ("test", "val"):
-            raise EpisodeError(f"split must be 'test' or 'val', got {split!r}")
+            raise EpisodeError(f"split must be 'test' or 'val', got {quote(split)}")
         try:
             family, task_seed = env_tasks(env_id, split, index + 1, 0)[index]
         except ValueError as exc:
@@ -582,54 +844,66 @@ class EpisodeTable:
         return EpisodeSpec(index, f"{env_id}.{family}.{task_seed}", env_id, level, family,
                            task_seed, episode_seed(0, task_seed))
 
-    def _get(self, episode_id: Any) -> _Live:
+    def _mine(self, owner_of_episode: str | None, owner: str | None) -> bool:
+        return self.shared or owner_of_episode == owner
+
+    def _get(self, episode_id: Any, owner: str | None) -> _Live:
         if not isinstance(episode_id, str):
             raise EpisodeError("episode_id must be a string returned by start_episode")
         self.evict_idle()
         with self._lock:
             live = self._live.get(episode_id)
             ended = self._ended.get(episode_id)
-        if live is not None:
+        if live is not None and self._mine(live.owner, owner):
             return live
-        if ended is not None:
+        if ended is not None and self._mine(ended.owner, owner):
             raise EpisodeError(f"episode {episode_id} has ended ({ended.reason}); "
                                "start a new one (episode_report still reads it)")
-        raise EpisodeError(f"unknown episode {episode_id!r}; start one with start_episode")
+        # another caller's episode is answered exactly as one never started
+        raise EpisodeError(f"unknown episode {quote(episode_id)}; start one with start_episode")
 
-    def call(self, episode_id: str, calls: list[dict[str, Any]]) -> StepReply:
-        """Run tool calls (in parallel, as one step) on an episode and return the reply."""
+    def call(self, episode_id: str, calls: list[dict[str, Any]], owner: str | None = None
+             ) -> StepReply:
+        """Run tool calls (in parallel, as one step) on ``owner``'s episode; return the reply."""
         if not isinstance(calls, list) or not calls:
             raise EpisodeError("calls must be a non-empty list of {name, arguments} objects")
+        if len(calls) > MAX_CALLS:
+            raise EpisodeError(f"{len(calls)} calls in one step; at most {MAX_CALLS}")
         for c in calls:
             if not isinstance(c, Mapping) or not isinstance(c.get("name"), str) or \
                     not isinstance(c.get("arguments", {}), Mapping):
                 raise EpisodeError("each call must be an object {name: str, arguments: object}, "
-                                   f"got {c!r}"[:300])
+                                   f"got {quote(c, 200)}")
             if c["name"] == "answer":
                 raise EpisodeError("answer with the answer tool, on its own")
         return self._step(episode_id, [{"name": c["name"], "arguments": dict(c.get("arguments")
                                                                              or {})}
-                                       for c in calls])
+                                       for c in calls], owner)
 
-    def answer(self, episode_id: str, text: Any) -> StepReply:
-        """Give the final answer; return the verdict and every metric."""
+    def answer(self, episode_id: str, text: Any, owner: str | None = None) -> StepReply:
+        """Give the final answer to ``owner``'s episode; return the verdict and every metric."""
         if not isinstance(text, str):
             raise EpisodeError("text must be a string")
-        return self._step(episode_id, {"name": "answer", "arguments": {"text": text}})
+        return self._step(episode_id, {"name": "answer", "arguments": {"text": text}}, owner)
 
-    def _step(self, episode_id: str, action: Any) -> StepReply:
-        live = self._get(episode_id)
+    def _step(self, episode_id: str, action: Any, owner: str | None) -> StepReply:
+        live = self._get(episode_id, owner)
         with live.lock:
             if episode_id not in self._live:  # ended while this call waited
-                return self._step(episode_id, action)
+                return self._step(episode_id, action, owner)
             live.last_used = self.clock()
             try:
-                obs, _r, terminated, truncated, info = live.rec.step(action)
+                with self._busy:
+                    obs, _r, terminated, truncated, info = live.rec.step(action)
             except Exception as exc:  # an env failure: record it, keep serving
                 live.rec.fail(exc)
                 self._end(live, f"env error: {live.rec.error}", status=None)
-                raise EpisodeError(f"the env failed on this call: {type(exc).__name__}: "
-                                   f"{exc}") from None
+                logger.warning("episode %s: the env failed: %s: %s", episode_id,
+                               type(exc).__name__, exc)
+                raise EpisodeError(f"the env failed on this call ({type(exc).__name__}; the "
+                                   "server's log says more); the episode has ended") from None
+            # read the image sizes before the env can go back to the pool
+            sizes = _full_sizes(live.rec, obs["image_indices"])
             records = info.get("calls") or []
             failed = [r for r in records if not r.get("ok")]
             reply = StepReply(str(obs["text"]), [], is_error=bool(failed) or bool(info.get(
@@ -647,7 +921,7 @@ class EpisodeTable:
                            f"{reply.data['rounds']} rounds.)")
             reply.text, reply.images = fit_images(
                 self.limits, reply.text, reply.data, tuple(obs["image_indices"]),
-                tuple(obs["images"]), _full_sizes(live.rec, obs["image_indices"]))
+                tuple(obs["images"]), sizes)
             return reply
 
     def _end(self, live: _Live, reason: str, status: str | None) -> EpisodeOutcome | None:
@@ -665,29 +939,34 @@ class EpisodeTable:
         outcome = assemble_outcome(spec, live.cfg, rec)
         if self.folder is not None:
             self.folder.write(outcome)
+        nbytes = _json_len(outcome.trace) + _json_len(outcome.record)
         with self._lock:  # thumbnails are in the run folder (if any): not kept in memory
             self._ended[live.episode_id] = _Ended(EpisodeOutcome(outcome.record, outcome.trace),
-                                                  reason)
-            while len(self._ended) > self.limits.finished_kept:
-                self._ended.popitem(last=False)
+                                                  reason, live.owner, nbytes)
+            self._ended_bytes += nbytes
+            while len(self._ended) > self.limits.finished_kept or (
+                    self._ended_bytes > self.limits.finished_bytes and len(self._ended) > 1):
+                self._ended_bytes -= self._ended.popitem(last=False)[1].nbytes
         self._give_env(live.key, rec.env)
+        self._trim()
         return outcome
 
-    def report(self, episode_id: Any) -> dict[str, Any]:
-        """Return an episode's trace (in progress: the steps so far)."""
+    def report(self, episode_id: Any, owner: str | None = None) -> dict[str, Any]:
+        """Return ``owner``'s episode's trace (in progress: the steps so far)."""
         if not isinstance(episode_id, str):
             raise EpisodeError("episode_id must be a string returned by start_episode")
         with self._lock:
             ended = self._ended.get(episode_id)
             live = self._live.get(episode_id)
-        if ended is not None and ended.outcome is not None:
+        if ended is not None and ended.outcome is not None and self._mine(ended.owner, owner):
             return {**ended.outcome.trace, "ended": ended.reason}
-        if live is not None:
+        if live is not None and self._mine(live.owner, owner):
             with live.lock:
                 return {"status": "in progress", "ended": None, "episode_id": episode_id,
                         "prompt": live.rec.prompt, "steps": list(live.rec.steps)}
-        raise EpisodeError(f"unknown episode {episode_id!r} (never started, or forgotten: the "
-                           f"server remembers the last {self.limits.finished_kept} ended ones)")
+        raise EpisodeError(f"unknown episode {quote(episode_id)} (never started, or forgotten: "
+                           f"the server remembers the last {self.limits.finished_kept} ended "
+                           "ones)")
 
     def close(self, reason: str = "the server stopped") -> list[str]:
         """End every episode in progress (recorded as ``interrupted``); return their ids.
