@@ -72,7 +72,7 @@ def test_recorded_mcp_run_matches_m3gym_eval(tmp_path) -> None:
     ({"env_id": "M3Bench-L1", "split": "test", "index": 10**5}, "is more"),
     ({"env_id": "M3Bench-L1", "split": "test", "index": 10**6}, "index must be an integer in"),
     ({"env_id": "M3Bench-L1", "seed": 1, "index": 0}, "index goes with split"),
-    ({"env_id": "M3Bench-L1", "seed": 1, "reward": "nope"}, "unknown reward 'nope'"),
+    ({"env_id": "M3Bench-L1", "seed": 1, "reward": "nope"}, "unknown reward: this server offers"),
     ({"env_id": 3, "seed": 1}, "unknown env 3: this server offers"),
 ])
 def test_bad_starts_are_refused_precisely(kwargs: dict, message: str) -> None:

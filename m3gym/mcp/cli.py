@@ -31,6 +31,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="keyword argument of every env the server makes, value parsed as JSON "
                         "when it parses (repeatable; as m3gym eval), e.g. records=data.jsonl "
                         "for M3Bench-Records episodes")
+    p.add_argument("--env", action="append", default=None, metavar="ID", dest="envs",
+                   help="an env id clients may start (repeatable; default: every m3gym id, "
+                        "M3Bench-Records only with --env-arg records=...)")
+    p.add_argument("--reward", action="append", default=None, metavar="PRESET_OR_PATH",
+                   dest="rewards",
+                   help="a reward clients may name (repeatable; the first is the default, m3 "
+                        "without any): a preset, or a YAML file offered by its file stem "
+                        "(NAME=PATH names it); every preset is offered, a path never")
+    p.add_argument("--shared-episodes", action="store_true",
+                   help="let any client act on any episode it has the id of (recorded in "
+                        "--record's config.json); by default an episode answers only the MCP "
+                        "session that started it")
     p.set_defaults(func=run)
 
 
@@ -58,11 +70,17 @@ def run(args: argparse.Namespace) -> int:
         limits = McpLimits(max_episodes=args.max_episodes, idle_s=args.idle_s,
                            max_response_bytes=args.max_response_bytes,
                            image_format=args.image_format, image_quality=args.image_quality)
-        table = EpisodeTable(limits, record=args.record, env_args=env_args)
+        table = EpisodeTable(limits, record=args.record, env_args=env_args,
+                             envs=getattr(args, "envs", None),
+                             rewards=getattr(args, "rewards", None),
+                             shared=bool(getattr(args, "shared_episodes", False)))
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = build_server(table)
+    if table.shared:
+        print("m3gym mcp: --shared-episodes: any client may act on any episode it has the id "
+              "of", file=sys.stderr)
     table.start_reaper()
     # SIGTERM as SIGINT: the transport stops (uvicorn handles both and re-raises them after
     # its shutdown), and the finally below records the episodes still in progress

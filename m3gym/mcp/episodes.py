@@ -813,8 +813,9 @@ class EpisodeTable:
             return self.default_reward
         if isinstance(reward, str) and reward in self.rewards:
             return reward
-        # the same line for any refused value: a path that exists, one that does not, a dict
-        raise EpisodeError(f"unknown reward {quote(reward)}: this server offers "
+        # the same line for any refused value (a path that exists, one that does not, a
+        # dict): nothing of the value is echoed, so nothing tells one from another
+        raise EpisodeError("unknown reward: this server offers "
                            f"{', '.join(sorted(self.rewards))} (default {self.default_reward}); "
                            "name one of them")
 

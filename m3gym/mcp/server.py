@@ -16,6 +16,13 @@ Tools:
 State lives in the :class:`~m3gym.mcp.episodes.EpisodeTable`, keyed by ``episode_id``, never in
 the MCP session. Bad calls come back as MCP tool errors (``isError``) with a precise message.
 
+Who may act on an episode (:func:`caller_owner`): an episode belongs to the MCP session that
+started it where the transport gives one (stdio and in-memory clients on the handshake protocol,
+streamable HTTP with an ``Mcp-Session-Id``); another session's ``episode_id`` is refused exactly
+like an unknown one. Protocol 2026-07-28 requests (the official client's default) and stateless
+HTTP carry no session: there the 128-bit random ``episode_id`` is the capability, and a caller
+with a session never reaches an episode started without one (nor the reverse).
+
 Every tool has a title, annotations (:data:`ANNOTATIONS`) and an output schema; everything in a
 reply's structured content that an agent needs is in its text too. Every reply, as sent, stays
 under ``limits.max_response_bytes`` (768 KiB by default, under the official client's 1 MiB per
@@ -31,12 +38,42 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from m3gym.mcp.episodes import EncodedImage, EpisodeError, EpisodeTable, StepReply
+from m3gym.mcp.episodes import EncodedImage, EpisodeError, EpisodeTable, StepReply, quote
+
+OWNER_KEY = "m3gym.mcp.owner"
+"""Key of the caller's owner token in the MCP connection's per-connection ``state``."""
+
+
+def caller_owner(ctx: Any) -> str | None:
+    """Return the owner key of the session making a request, or ``None`` when it has none.
+
+    A handshake-era connection that persists across requests (stdio, in memory, stateful
+    streamable HTTP: one per ``Mcp-Session-Id``) gets a random token kept in its ``state``;
+    the episodes it starts answer only it. A 2026-07-28 request, or a stateless HTTP one, comes
+    on a connection made for that request alone: no session identity exists, and ``None``
+    makes the unguessable ``episode_id`` the capability (docs/mcp.md, Trust rules).
+    """
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    try:
+        connection = ctx.request_context.session._connection  # the SDK has no public path
+    except (AttributeError, ValueError):
+        return None
+    if connection.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS or \
+            not connection.has_standalone_channel:  # a connection made for one request
+        return None
+    owner = connection.state.get(OWNER_KEY)
+    if owner is None:
+        import secrets
+
+        owner = connection.state.setdefault(OWNER_KEY, "session-" + secrets.token_hex(16))
+    return str(owner)
 
 ENVELOPE_BYTES = 256
 """Bytes of the JSON-RPC envelope around a result (``{"jsonrpc": "2.0", "id": ..., ...}``)."""
@@ -191,13 +228,16 @@ def _error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def _guarded(fn: Callable[[dict[str, Any]], CallToolResult], limit: int
-             ) -> Callable[[dict[str, Any]], CallToolResult]:
+ToolFn = Callable[[dict[str, Any], str | None], CallToolResult]
+"""A tool body: the call's arguments and the caller's owner key (:func:`caller_owner`)."""
+
+
+def _guarded(fn: ToolFn, limit: int) -> Callable[..., CallToolResult]:
     """Turn :class:`EpisodeError` (bad input) into a tool error result; fit every reply."""
 
-    def run(arguments: dict[str, Any]) -> CallToolResult:
+    def run(arguments: dict[str, Any], ctx: Context | None = None) -> CallToolResult:
         try:
-            return fit_result(fn(arguments), limit)
+            return fit_result(fn(arguments, caller_owner(ctx)), limit)
         except EpisodeError as exc:
             return fit_result(_error(str(exc)), limit)
 
@@ -209,13 +249,16 @@ def _title(name: str) -> str:
 
 
 def _tool(table: EpisodeTable, name: str, description: str, schema: dict[str, Any],
-          output: dict[str, Any], fn: Callable[[dict[str, Any]], CallToolResult]) -> Tool:
-    """Return an MCP tool (hand-made input and output schemas; the function gets raw arguments)."""
+          output: dict[str, Any], fn: ToolFn) -> Tool:
+    """Return an MCP tool (hand-made input and output schemas).
+
+    Its function gets the raw arguments and the caller's owner key.
+    """
     kind = name if name in ANNOTATIONS else "tool"
     return Tool(fn=_guarded(fn, table.limits.max_response_bytes), name=name, title=_title(name),
                 description=description, parameters=schema,
                 fn_metadata=FuncMetadata(arg_model=_Arguments, output_schema=output),
-                annotations=ANNOTATIONS[kind], is_async=False)
+                annotations=ANNOTATIONS[kind], is_async=False, context_kwarg="ctx")
 
 
 def _reply_result(reply: StepReply) -> CallToolResult:
@@ -226,7 +269,8 @@ def _reply_result(reply: StepReply) -> CallToolResult:
 def _only(arguments: dict[str, Any], allowed: set[str], tool: str) -> None:
     extra = sorted(set(arguments) - allowed)
     if extra:
-        raise EpisodeError(f"{tool}: unknown argument(s) {extra}; allowed: {sorted(allowed)}")
+        raise EpisodeError(f"{tool}: unknown argument(s) {quote(extra, 200)}; allowed: "
+                           f"{sorted(allowed)}")
 
 
 def episode_tools(table: EpisodeTable) -> list[Tool]:
@@ -252,12 +296,12 @@ def _env_tool(table: EpisodeTable, schema: dict[str, Any]) -> Tool:
     input_schema = {**inner, "properties": props,
                     "required": ["episode_id", *inner.get("required", [])]}
 
-    def run(arguments: dict[str, Any]) -> CallToolResult:
+    def run(arguments: dict[str, Any], owner: str | None) -> CallToolResult:
         args = dict(arguments)
         episode_id = args.pop("episode_id", None)
         if episode_id is None:
             raise EpisodeError(f"{name}: episode_id is required")
-        return _reply_result(table.call(episode_id, [{"name": name, "arguments": args}]))
+        return _reply_result(table.call(episode_id, [{"name": name, "arguments": args}], owner))
 
     return _tool(table, name, schema["description"], input_schema, STEP_OUTPUT, run)
 
@@ -266,21 +310,24 @@ def _start_tool(table: EpisodeTable) -> Tool:
     schema = {
         "type": "object", "additionalProperties": False, "required": ["env_id"],
         "properties": {
-            "env_id": {"type": "string", "description": "An m3gym env id, e.g. M3Bench-L2."},
+            "env_id": {"type": "string", "enum": table.env_names(),
+                       "description": "An env id this server offers, e.g. M3Bench-L2."},
             "seed": {"type": "integer", "minimum": 0,
                      "description": "Reset seed (the env draws the task); or give split+index."},
             "split": {"type": "string", "enum": ["test", "val"],
                       "description": "A frozen split; with index: the task m3gym eval runs."},
             "index": {"type": "integer", "minimum": 0, "description": "Task index in split."},
-            "reward": {"type": "string", "description": "Reward preset (default m3)."},
+            "reward": {"type": "string", "enum": sorted(table.rewards),
+                       "description": "A reward this server offers, by name (default "
+                                      f"{table.default_reward})."},
         },
     }
 
-    def run(arguments: dict[str, Any]) -> CallToolResult:
+    def run(arguments: dict[str, Any], owner: str | None) -> CallToolResult:
         _only(arguments, set(schema["properties"]), "start_episode")
         episode_id, data, images = table.start(
             arguments.get("env_id"), seed=arguments.get("seed"), split=arguments.get("split"),
-            index=arguments.get("index"), reward=arguments.get("reward"))
+            index=arguments.get("index"), reward=arguments.get("reward"), owner=owner)
         text = data.pop("text")
         content = [TextContent(type="text", text=text), *(_image(i) for i in images)]
         return CallToolResult(content=content, structured_content=data)
@@ -305,9 +352,10 @@ def _parallel_tool(table: EpisodeTable, schemas: list[dict[str, Any]]) -> Tool:
         },
     }
 
-    def run(arguments: dict[str, Any]) -> CallToolResult:
+    def run(arguments: dict[str, Any], owner: str | None) -> CallToolResult:
         _only(arguments, {"episode_id", "calls"}, "parallel_calls")
-        return _reply_result(table.call(arguments.get("episode_id"), arguments.get("calls")))
+        return _reply_result(table.call(arguments.get("episode_id"), arguments.get("calls"),
+                                        owner))
 
     return _tool(table, "parallel_calls", "Run several m3gym tool calls in one step, in "
                  "parallel.", schema, STEP_OUTPUT, run)
@@ -320,9 +368,9 @@ def _answer_tool(table: EpisodeTable) -> Tool:
                        "text": {"type": "string", "description": "The final answer."}},
     }
 
-    def run(arguments: dict[str, Any]) -> CallToolResult:
+    def run(arguments: dict[str, Any], owner: str | None) -> CallToolResult:
         _only(arguments, {"episode_id", "text"}, "answer")
-        reply = table.answer(arguments.get("episode_id"), arguments.get("text"))
+        reply = table.answer(arguments.get("episode_id"), arguments.get("text"), owner)
         return CallToolResult(content=[TextContent(type="text", text=reply.text + "\n" +
                                                    json.dumps(reply.data, default=str))],
                               structured_content=reply.data, is_error=reply.is_error)
@@ -351,12 +399,13 @@ def _report_tool(table: EpisodeTable) -> Tool:
         return CallToolResult(content=[TextContent(type="text", text=text)],
                               structured_content=data)
 
-    def run(arguments: dict[str, Any]) -> CallToolResult:
+    def run(arguments: dict[str, Any], owner: str | None) -> CallToolResult:
         _only(arguments, {"episode_id", "first_step"}, "episode_report")
         first = arguments.get("first_step", 0)
         if isinstance(first, bool) or not isinstance(first, int) or first < 0:
-            raise EpisodeError(f"first_step must be an integer >= 0, got {first!r}")
-        report = json.loads(json.dumps(table.report(arguments.get("episode_id")), default=str))
+            raise EpisodeError(f"first_step must be an integer >= 0, got {quote(first)}")
+        report = json.loads(json.dumps(table.report(arguments.get("episode_id"), owner),
+                                       default=str))
         report.setdefault("ended", None)
         total = len(report.get("steps") or [])
         if first > total:
