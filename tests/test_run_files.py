@@ -188,7 +188,9 @@ def _is_record(raw: bytes) -> bool:
         return False
     return (isinstance(obj, dict) and isinstance(obj.get("episode_id"), str)
             and isinstance(obj.get("status"), str)
-            and type(obj.get("index", 0)) is int)
+            and type(obj.get("index", 0)) is int
+            and type(obj.get("reward")) in (int, float, type(None))  # RECORD_SCHEMA
+            and isinstance(obj.get("metrics", {}), (dict, type(None))))
 
 
 _junk = st.one_of(

@@ -267,6 +267,15 @@ def check_run_config(data: Any, path: str | Path) -> dict[str, Any]:
     return dict(data)
 
 
+RECORD_SCHEMA: dict[str, Any] = {
+    "episode_id": Required(str), "status": Required(str), "index": int,
+    "reward": (float, None), "metrics": (dict, None),
+}
+"""The schema of a line of ``episodes.jsonl``: a line that does not match is not an episode
+record (named, left out of every count; ``--resume`` removes it, keeping a backup, and reruns
+its episode). The summary and the report read the other fields defensively."""
+
+
 _CALL: dict[str, Any] = {"arguments": object, "output_index": object}
 _STEP: dict[str, Any] = {
     "reward": float, "reward_components": (dict, None), "checkpoints_passed": ([str], None),

@@ -770,6 +770,11 @@ def _line_problem(raw: bytes) -> tuple[dict[str, Any] | None, str]:
     index = rec.get("index", 0)
     if isinstance(index, bool) or not isinstance(index, int):
         return None, "not an episode record: 'index' is not an integer"
+    from m3gym.eval.run_folder import RECORD_SCHEMA, schema_problem
+
+    found = schema_problem(rec, RECORD_SCHEMA)
+    if found is not None:
+        return None, f"not an episode record: key {found[0]!r}: {found[1]}"
     return rec, ""
 
 
@@ -790,7 +795,8 @@ def read_records_checked(path: Path) -> tuple[list[dict[str, Any]], list[Unreada
     """Return the latest record of each episode (ordered by index) and the unreadable lines.
 
     A line is unreadable when it is not UTF-8 JSON, not an object, or lacks a string
-    ``episode_id`` / ``status`` (:data:`RECORD_KEYS`) or has a non-integer ``index``. Blank lines
+    ``episode_id`` / ``status`` (:data:`RECORD_KEYS`), has a non-integer ``index`` or a value
+    of another type than :data:`~m3gym.eval.run_folder.RECORD_SCHEMA` says. Blank lines
     carry nothing and are skipped. A missing file has no records; a path that is not a regular
     file (a directory, a broken link, a FIFO) or cannot be read raises
     :class:`~m3gym.eval.run_folder.RunFolderError` naming it.
