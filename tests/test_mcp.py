@@ -286,3 +286,42 @@ def test_the_last_guard_cuts_what_the_table_did_not_size() -> None:
     assert "characters cut" in out.content[0].text
     small = CallToolResult(content=[TextContent(type="text", text="ok")])
     assert fit_result(small, 128 * 1024) is small
+
+
+def test_another_sessions_episode_is_refused_as_unknown(tmp_path: Path) -> None:
+    """Handshake-era sessions own their episodes; a 2026 request (no session) owns none of them."""
+    secret = tmp_path / "shadow"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\nalice:$6$hash:19000:0:99999:7:::\n")
+    server = build_server()
+
+    async def main() -> None:
+        async with Client(server, mode="legacy") as alice, \
+                Client(server, mode="legacy") as mallory, Client(server) as anonymous:
+            res = await alice.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 2})
+            eid = res.structured_content["episode_id"]
+            fake = "ep-" + "B" * (len(eid) - 3)
+            for tool, args in (
+                    ("answer", {"text": "x"}), ("episode_report", {}),
+                    ("grayscale", {"image_index": 0}),
+                    ("parallel_calls", {"calls": [{"name": "grayscale",
+                                                   "arguments": {"image_index": 0}}]})):
+                for client in (mallory, anonymous):
+                    theirs = await client.call_tool(tool, {"episode_id": eid, **args})
+                    unknown = await client.call_tool(tool, {"episode_id": fake, **args})
+                    assert theirs.is_error and unknown.is_error
+                    assert theirs.content[0].text.replace(eid, "ID") == \
+                        unknown.content[0].text.replace(fake, "ID")
+            done = await alice.call_tool("answer", {"episode_id": eid, "text": "x"})
+            assert not done.is_error and done.structured_content["status"] == "ok"
+            # the reward probe: a path is never read, and the reply does not say if it exists
+            there = await mallory.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 1,
+                                                              "reward": str(secret)})
+            gone = await mallory.call_tool("start_episode", {
+                "env_id": "M3Bench-L1", "seed": 1, "reward": str(tmp_path / "missing")})
+            assert there.is_error and there.content[0].text == gone.content[0].text
+            assert "root" not in there.content[0].text and "$6$" not in there.content[0].text
+            listed = {t.name: t for t in (await mallory.list_tools()).tools}
+            props = listed["start_episode"].input_schema["properties"]
+            assert "M3Bench-L2" in props["env_id"]["enum"] and "m3" in props["reward"]["enum"]
+
+    anyio.run(main)

@@ -186,7 +186,9 @@ def test_a_client_that_leaves_mid_episode(server_url: str) -> None:
                 await client.call_tool("parallel_calls", {"episode_id": eid, "calls": [
                     {"name": "crop", "arguments": {"image_index": 0, "bbox_2d": box}}
                     for box in CROPS]})
-        async with Client(server_url) as client:  # state is the server's: another session
+        # the official client speaks protocol 2026 here: no session, so the episode_id is the
+        # capability and a new client holding it goes on (docs/mcp.md, Trust rules)
+        async with Client(server_url) as client:
             rep = await client.call_tool("episode_report", {"episode_id": eid})
             assert not rep.is_error and rep.structured_content["ended"] is None
             step = await client.call_tool("grayscale", {"episode_id": eid, "image_index": 0})
@@ -241,3 +243,38 @@ def test_inspector_cli_lists_tools_over_http(server_url: str, tmp_path: Path) ->
     assert tools["answer"]["annotations"]["destructiveHint"] is True
     assert tools["start_episode"]["title"] == "Start episode"
     assert "outputSchema" in tools["start_episode"]
+
+
+def test_operator_flags_and_sessions_over_http(tmp_path: Path) -> None:
+    """--env and --reward limit what a client may choose; an Mcp-Session-Id owns its episodes."""
+    reward = tmp_path / "strict.yaml"
+    reward.write_text("name: strict\nanswer: 2.0\n")
+    proc, url = start_server("--env", "M3Bench-L1", "--reward", str(reward),
+                             "--record", str(tmp_path / "run"))
+    try:
+        async def main() -> None:
+            async with Client(url, mode="legacy") as alice, \
+                    Client(url, mode="legacy") as mallory, Client(url) as anonymous:
+                bad = await alice.call_tool("start_episode", {"env_id": "M3Bench-L2", "seed": 1})
+                assert bad.is_error and "this server offers M3Bench-L1" in bad.content[0].text
+                by_path = await alice.call_tool("start_episode", {
+                    "env_id": "M3Bench-L1", "seed": 1, "reward": str(reward)})
+                assert by_path.is_error and str(reward) not in by_path.content[0].text
+                res = await alice.call_tool("start_episode", {"env_id": "M3Bench-L1", "seed": 1,
+                                                              "reward": "strict"})
+                assert not res.is_error, res.content[0].text
+                eid = res.structured_content["episode_id"]
+                for client in (mallory, anonymous):
+                    stolen = await client.call_tool("answer", {"episode_id": eid, "text": "x"})
+                    assert stolen.is_error and "unknown episode" in stolen.content[0].text
+                done = await alice.call_tool("answer", {"episode_id": eid, "text": "x"})
+                assert done.structured_content["status"] == "ok"
+
+        anyio.run(main)
+    finally:
+        err = stop(proc)
+    assert proc.returncode == 0, err[-2000:]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["mcp_server"]["envs"] == ["M3Bench-L1"]
+    assert config["mcp_server"]["default_reward"] == "strict"
+    assert config["mcp_server"]["shared_episodes"] is False
