@@ -53,7 +53,12 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the server until its transport closes, SIGINT or SIGTERM; then record what is live."""
     from m3gym.eval.runner import parse_key_values
-    from m3gym.mcp.episodes import EpisodeTable, McpLimits, check_server_env_args
+    from m3gym.mcp.episodes import (
+        EpisodeTable,
+        McpLimits,
+        check_server_env_args,
+        limit_heap_retention,
+    )
 
     try:  # a bad --env-arg stops the server here, not every episode
         env_args = parse_key_values(getattr(args, "env_arg", None) or [])
@@ -78,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     server = build_server(table)
+    limit_heap_retention()  # freed images go back to the OS (docs/mcp.md, Memory)
     if table.shared:
         print("m3gym mcp: --shared-episodes: any client may act on any episode it has the id "
               "of", file=sys.stderr)

@@ -580,19 +580,49 @@ def release_memory() -> bool:
     Images are large allocations; freed by many threads they stay in glibc's arenas (the
     server's RSS then stays at its peak). Trimming hands the free pages back.
     """
-    global _LIBC
-    if not sys.platform.startswith("linux"):
+    libc = _libc()
+    if not libc:
         return False
-    if _LIBC is None:
-        try:
-            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _LIBC.malloc_trim  # noqa: B018 - glibc only (musl has none)
-        except (OSError, AttributeError):
-            _LIBC = False
-    if not _LIBC:
-        return False
-    _LIBC.malloc_trim(0)
+    libc.malloc_trim(0)
     return True
+
+
+MMAP_THRESHOLD = 4 * 1024 * 1024
+"""Allocations from this size on get their own memory map (:func:`limit_heap_retention`)."""
+
+_M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameter number of ``M_MMAP_THRESHOLD``."""
+
+
+def limit_heap_retention(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Give every allocation of ``threshold`` bytes or more its own map (glibc; process-wide).
+
+    glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after which
+    the images of an episode (a few MiB each) land in the heap arenas of the threads that made
+    them, and freed ones stay resident. A fixed threshold returns each freed image to the OS at
+    once. ``m3gym mcp`` calls it at start-up (docs/mcp.md, Memory). Returns False where it is
+    unavailable.
+    """
+    libc = _libc()
+    if not libc:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, int(threshold)))
+
+
+def _libc() -> Any:
+    """Return glibc (``malloc_trim`` and ``mallopt``), or False where there is none."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = False
+        if sys.platform.startswith("linux"):
+            try:
+                lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+                lib.malloc_trim  # noqa: B018 - glibc only (musl has none)
+                lib.mallopt  # noqa: B018
+                _LIBC = lib
+            except (OSError, AttributeError):
+                pass
+    return _LIBC
 
 
 def _release_episode(env: gym.Env) -> None:

@@ -4,7 +4,8 @@
 and the largest 4-crop ``parallel_calls`` reply as sent (bytes of the JSON-RPC message, what the
 client's 1 MiB server-sent-event limit applies to), beside what the same images would take as
 PNG at view resolution (the encoding before replies were sized); ``--rss-episodes N`` then plays
-N short episodes and prints the server process's resident memory. Needs the ``mcp`` extra.
+N short episodes and prints the server process's resident memory; ``--threads 64`` plays them
+from 64 threads against the episode table (concurrent sessions). Needs the ``mcp`` extra.
 """
 
 from __future__ import annotations
@@ -122,6 +123,56 @@ async def measure_rss(client: Any, env_ids: Sequence[str], episodes: int
     return points
 
 
+def concurrent_rss(env_ids: Sequence[str], threads: int, episodes: int,
+                   max_episodes: int = 32) -> list[dict[str, Any]]:
+    """Return RSS checkpoints of ``episodes`` episodes played from ``threads`` threads.
+
+    Each is short (start, zoomed crop, answer), played against an
+    :class:`~m3gym.mcp.episodes.EpisodeTable` with memory set up as ``m3gym mcp`` does; each
+    checkpoint carries what the table holds (:meth:`EpisodeTable.measure`). A start refused
+    because the table is full is retried after 50 ms.
+    """
+    import threading
+    import time
+
+    from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits, limit_heap_retention
+
+    limit_heap_retention()
+    table = EpisodeTable(McpLimits(max_episodes=max_episodes))
+    points: list[dict[str, Any]] = [{"episodes": 0, "rss_mb": round(rss_mb())}]
+    done = [0]
+    lock = threading.Lock()
+    todo = iter(range(episodes))
+
+    def worker() -> None:
+        while True:
+            with lock:
+                n = next(todo, None)
+            if n is None:
+                return
+            while True:
+                try:
+                    eid, _, _ = table.start(env_ids[n % len(env_ids)], seed=10_000 + n)
+                    break
+                except EpisodeError:
+                    time.sleep(0.05)
+            table.call(eid, [{"name": "crop", "arguments": {
+                "image_index": 0, "bbox_2d": [250, 250, 750, 750], "zoom_scale": 2}}])
+            table.answer(eid, "x")
+            with lock:
+                done[0] += 1
+                if done[0] % max(1, episodes // 6) == 0 or done[0] == episodes:
+                    points.append({"episodes": done[0], "rss_mb": round(rss_mb()),
+                                   **table.measure()})
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return points
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the measurements and print one JSON line per result."""
     import anyio
@@ -136,7 +187,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--no-crops", action="store_true", help="measure start_episode only")
     p.add_argument("--rss-episodes", type=int, default=0, help="then play N episodes for RSS")
+    p.add_argument("--threads", type=int, default=0,
+                   help="with --rss-episodes: play them from N threads against the episode "
+                        "table directly (concurrent sessions), then stop")
     args = p.parse_args(argv)
+    if args.threads:
+        for point in concurrent_rss(args.envs, args.threads, args.rss_episodes or 184):
+            print(json.dumps(point), flush=True)
+        return 0
     table = EpisodeTable(McpLimits())
     server = build_server(table)
 
