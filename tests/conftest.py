@@ -43,6 +43,7 @@ _ENV_VARS_SET_BY_LIBRARIES = frozenset({
     # set once by libraries on their first import (not by tests); never read by m3gym
     "KMP_DUPLICATE_LIB_OK", "KMP_INIT_AT_FORK", "TF_CPP_MIN_LOG_LEVEL", "TOKENIZERS_PARALLELISM",
     "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING", "RAY_USAGE_STATS_ENABLED",
+    "TORCHINDUCTOR_CACHE_DIR",  # torch._inductor names its cache dir on first use
     "PYTEST_CURRENT_TEST",  # pytest names the running test phase in it
 })
 
