@@ -97,22 +97,26 @@ def require_knobs(families: Sequence[str]) -> None:
                          f"none: {', '.join(missing)}")
 
 
-def scene_options(scenes: str | None,
-                  backgrounds: str | os.PathLike[str] | None) -> dict[str, str]:
+def scene_options(scenes: str | None, backgrounds: str | os.PathLike[str] | None,
+                  allow_outside: bool = False) -> dict[str, Any]:
     """Return the ``make_task`` config keys for ``scenes``/``backgrounds`` (checked now).
 
     A bad folder raises :class:`~m3gym.tasks.render.photos.PhotoSourceError` at construction,
-    not at the first reset.
+    not at the first reset; so does a photo that resolves outside it unless ``allow_outside``
+    (then recorded in the keys, so every task built from them carries the opt-in).
     """
     if scenes is None and backgrounds is None:
         return {}
     from m3gym.tasks.render.photos import photo_source
 
-    source = photo_source(scenes, backgrounds)
+    source = photo_source(scenes, backgrounds, allow_outside=allow_outside)
     if source is None:
         return {}
     if backgrounds is not None:
-        return {"backgrounds": str(Path(backgrounds).expanduser().resolve())}
+        keys: dict[str, Any] = {"backgrounds": str(Path(backgrounds).expanduser().resolve())}
+        if allow_outside:
+            keys["allow_outside"] = True
+        return keys
     return {"scenes": "photo"}
 
 
@@ -173,7 +177,11 @@ class M3BenchEnv(gym.Env[dict, Any]):
         backgrounds: a folder of the user's own JPEG/PNG photos to draw scenes into (picked by
             the task seed, decoded once per machine). An empty folder, an unreadable file or a
             photo under 256 px raises :class:`~m3gym.tasks.render.photos.PhotoSourceError`
-            here, naming each file.
+            here, naming each file; so does a photo that resolves outside the folder (a
+            symlink to elsewhere).
+        allow_outside: the explicit opt-in that lets ``backgrounds`` photos resolve outside
+            their folder (warned about, and recorded in every task's config); the records env
+            takes the same word for its image paths.
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 1,
@@ -203,6 +211,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         curriculum_update: bool = True,
         scenes: str | None = None,
         backgrounds: str | os.PathLike[str] | None = None,
+        allow_outside: bool = False,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
@@ -212,7 +221,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         self.suite = suite
         self.families, self._family_probs = level_families(level, family, family_weights, suite)
         self.family_config = dict(family_config or {})
-        self.scenes = scene_options(scenes, backgrounds)
+        self.scenes = scene_options(scenes, backgrounds, allow_outside)
         self.family_config.update(self.scenes)
         self.difficulty = None if difficulty is None else check_difficulty(difficulty)
         self.curriculum = None

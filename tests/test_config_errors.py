@@ -206,7 +206,7 @@ def test_agent_args_of_a_factory_with_kwargs_pass_by_name():
 
 
 @pytest.mark.parametrize("arg, expected", [
-    ("foo=1", "unknown key 'foo' (known: backgrounds, curriculum, "),
+    ("foo=1", "unknown key 'foo' (known: allow_outside, backgrounds, curriculum, "),
     ("max_tool_calls=abc", "key 'max_tool_calls': expected an integer, got 'abc'"),
     ("show_choices=3", "key 'show_choices': expected true or false, got 3"),
     ("reward=sparse", "key 'reward': set by the run (--reward), not an env argument"),

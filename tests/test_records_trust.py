@@ -437,6 +437,50 @@ def test_backgrounds_with_no_links_are_unchanged(tmp_path: Path) -> None:
     assert [p.name for p in photo_folder(folder, allow_outside=True).photos] == ["a.png"]
 
 
+@needs_symlinks
+def test_the_env_takes_the_backgrounds_opt_in_and_its_tasks_carry_it(tmp_path: Path) -> None:
+    from m3gym.env import M3BenchEnv
+    from m3gym.integrations.export import family_config
+    from m3gym.tasks.registry import make_task
+
+    folder, outside = _photos(tmp_path)
+    (folder / "b.png").symlink_to(outside / "secret.png")
+    with pytest.raises(PhotoSourceError, match="lie outside it"):
+        M3BenchEnv(family="tiny_text", backgrounds=folder)
+    with pytest.warns(UserWarning, match="allow_outside=True lets 1 photo"):
+        env = M3BenchEnv(family="tiny_text", backgrounds=folder, allow_outside=True)
+    assert env.family_config == {"backgrounds": str(folder.resolve()), "allow_outside": True}
+    _, info = env.reset(seed=0)
+    # the task the env built is the one its config rebuilds; without the opt-in it is refused
+    task_seed = int(info["task_id"].rpartition("/")[2])
+    assert make_task("tiny_text", task_seed, dict(env.family_config)).content_hash() == \
+        env.unwrapped.task.content_hash()
+    with pytest.raises(PhotoSourceError, match="lie outside it"):
+        make_task("tiny_text", 0, {"backgrounds": str(folder)})
+    # exported rows carry the opt-in and the records env's pixel budget
+    assert family_config({"backgrounds": str(folder), "allow_outside": True}) == \
+        {"backgrounds": str(folder), "allow_outside": True}
+    assert family_config({"records": "r.jsonl", "max_image_pixels": 10}) == \
+        {"records": "r.jsonl", "max_image_pixels": 10}
+    assert family_config({"backgrounds": str(folder), "max_image_pixels": 10}) == \
+        {"backgrounds": str(folder)}
+    env.close()
+
+
+@needs_symlinks
+def test_an_mcp_server_takes_the_records_opt_in_and_budget(layout: dict[str, Path]) -> None:
+    from m3gym.mcp.episodes import check_server_env_args
+
+    _escape(layout, "symlinked file")
+    with pytest.raises(ValueError, match="leaves the folder"):
+        check_server_env_args({"records": str(layout["jsonl"])})
+    with pytest.warns(UserWarning, match="allow_outside"):
+        check_server_env_args({"records": str(layout["jsonl"]), "allow_outside": True})
+    with pytest.raises(ValueError, match="budget"):
+        check_server_env_args({"records": str(layout["jsonl"]), "allow_outside": True,
+                               "max_image_pixels": 1})
+
+
 # ------------------------------------------------------------------------------ a recorded run
 
 

@@ -127,13 +127,20 @@ def verl_rows(env_id: str, n: int | None, split: str = "train", seed: int = 0,
 def family_config(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Return the family config the env built with ``env_kwargs`` gives its tasks.
 
-    ``family_config``, the records env's ``records``/``split`` (its family's config), and the
-    scene's ``scenes``/``backgrounds`` (photographic scenes, read by ``make_task``).
+    ``family_config``, the records env's ``records``/``split`` and pixel budget (its family's
+    config), the scene's ``scenes``/``backgrounds`` (photographic scenes, read by
+    ``make_task``) and the ``allow_outside`` opt-in of either.
     """
     config = dict(env_kwargs.get("family_config") or {})
     for key in ("records", "split", "scenes", "backgrounds"):
         if env_kwargs.get(key) is not None:
             config[key] = env_kwargs[key]
+    if env_kwargs.get("allow_outside"):  # the data-folder opt-in (records, backgrounds)
+        config["allow_outside"] = True
+    if env_kwargs.get("records") is not None:  # the records env's pixel budget
+        for key in ("max_image_pixels", "max_record_pixels"):
+            if env_kwargs.get(key) is not None:
+                config[key] = env_kwargs[key]
     return config
 
 

@@ -449,7 +449,8 @@ class _Ended:
 SERVER_ENV_KEYS: tuple[str, ...] = ("reward", "max_images", "max_bytes", "disable_env_checker")
 """``gym.make`` arguments the server sets itself (per episode, or from its limits)."""
 
-RECORDS_ENV_KEYS: tuple[str, ...] = ("records", "split")
+RECORDS_ENV_KEYS: tuple[str, ...] = ("records", "split", "max_image_pixels",
+                                     "max_record_pixels")
 """Env arguments of the records env (``M3Bench-Records``) on top of every env's."""
 
 DEFAULT_REWARD = "m3"
@@ -476,10 +477,13 @@ def check_server_env_args(env_args: Mapping[str, Any]) -> None:
                                      if k not in RECORDS_ENV_KEYS})
     if "records" in env_args:
         from m3gym.records.family import cached_records
+        from m3gym.records.guard import pixel_budget
 
         try:
-            cached_records(env_args["records"])
-        except (OSError, ValueError) as exc:
+            cached_records(env_args["records"], bool(env_args.get("allow_outside", False)),
+                           pixel_budget(env_args.get("max_image_pixels"),
+                                        env_args.get("max_record_pixels")))
+        except (OSError, ValueError, TypeError) as exc:
             raise ValueError(f"--env-arg records={env_args['records']!r}: {exc}") from None
 
 

@@ -158,7 +158,14 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
         config["split"] = world_split_for_seed(seed)
     if "task_seed" not in config and any(f.name == "task_seed" for f in fields(cls)):
         config["task_seed"] = int(seed)  # families that index data by seed (records)
+    # allow_outside is the data-folder opt-in: the scene reads it; a family with a field of that
+    # name (records) reads it too
+    allow_outside = bool(config.get("allow_outside", False))
+    if not any(f.name == "allow_outside" for f in fields(cls)):
+        config.pop("allow_outside", None)
     scene_options = {k: config.pop(k) for k in SCENE_OPTION_KEYS if k in config}
+    if allow_outside and scene_options:
+        scene_options["allow_outside"] = True
     cfg = cls(**config)
     cfg.validate()
     rng = task_seed_rng(family, seed)
@@ -201,7 +208,8 @@ def _check_scene_options(options: dict[str, Any]) -> Any:
             value = float(options[key])
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{key} must lie in [0, 1], got {options[key]!r}")
-    source = photo_source(options.get("scenes"), options.get("backgrounds"))
+    source = photo_source(options.get("scenes"), options.get("backgrounds"),
+                          allow_outside=bool(options.get("allow_outside", False)))
     if source is None and options.get("scenes") is None and any(
             k in options for k in ("photo_clutter", "photo_camera")):
         raise ValueError("photo_clutter / photo_camera need scenes='photo' or backgrounds=FOLDER")

@@ -58,7 +58,8 @@ class RecordsEnv(M3BenchEnv):
             config.update(max_image_pixels=budget.image, max_record_pixels=budget.record)
         # a bad file fails here, with every rejected record listed
         cached_records(source, bool(allow_outside), budget)
-        super().__init__(family=FAMILY, family_config=config, **kwargs)
+        super().__init__(family=FAMILY, family_config=config, allow_outside=allow_outside,
+                         **kwargs)
         self.records = cached_records(source, bool(allow_outside), budget)
         """The loaded records (:class:`~m3gym.records.load.Records`)."""
 
