@@ -75,6 +75,7 @@ def caller_owner(ctx: Any) -> str | None:
         owner = connection.state.setdefault(OWNER_KEY, "session-" + secrets.token_hex(16))
     return str(owner)
 
+
 ENVELOPE_BYTES = 256
 """Bytes of the JSON-RPC envelope around a result (``{"jsonrpc": "2.0", "id": ..., ...}``)."""
 
