@@ -186,18 +186,30 @@ def answer_spec(entry: Mapping[str, Any]) -> AnswerSpec:
     """Return the answer spec (accepted spellings, match rule) of the task a row names.
 
     ``entry`` is a row of :func:`prompt_rows` / :func:`prompt_dataset` (or a verl row, whose
-    fields sit in ``extra_info``): ``family`` + ``task_seed``, ``task_id``, or ``env_id`` +
-    ``task_seed``, with its ``difficulty`` if any. A row that names no task raises ``ValueError``.
+    fields sit in ``extra_info``): ``family`` + ``task_seed``, ``task_id``, ``env_id`` +
+    ``task_seed``, or ``env_id`` + ``seed`` (the reset seed), with its ``difficulty`` if any. A
+    row that names no task raises ``ValueError``.
     """
     if not isinstance(entry, Mapping):
         raise ValueError(f"entry must be a dataset row (a mapping), got {type(entry).__name__}")
     ref = task_ref(entry)
     seed = ref.options.get("task_seed")
+    if seed is None and ref.seed is not None:  # env_id + seed: the reset seed
+        return _reset_seed_answer(ref.env_id, int(ref.seed), ref.options.get("difficulty"))
     if seed is None:
-        raise ValueError("entry names no task: it needs family + task_seed, task_id or "
-                         "env_id + task_seed (a row of m3gym.integrations.datasets)")
+        raise ValueError("entry names no task: it needs family + task_seed, task_id, "
+                         "env_id + task_seed or env_id + seed (a row of "
+                         "m3gym.integrations.datasets)")
     return _task_answer(ref.env_id, int(seed), ref.options.get("family"),
                         ref.options.get("difficulty"))
+
+
+@lru_cache(maxsize=4096)
+def _reset_seed_answer(env_id: str, seed: int, difficulty: float | None) -> AnswerSpec:
+    session = EpisodeSession(env_id)  # exactly gym.make(env_id).reset(seed=seed)
+    session.start({"env_id": env_id, "seed": seed,
+                   **({"difficulty": difficulty} if difficulty is not None else {})})
+    return session.task.answer
 
 
 def score_answer(answer: str | None, entry: Mapping[str, Any]) -> float:

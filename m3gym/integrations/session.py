@@ -5,11 +5,17 @@ thing from m3gym: put an env on the task a dataset row names, feed it the model'
 read the episode return and metrics at the end, without an exception ever escaping for bad model
 output. :class:`EpisodeSession` is that, shared by every adapter; it needs no extra dependency.
 
-A row names its task with ``env_id`` plus ``task_seed`` (the family is then drawn from the env's
-families with the task seed as reset seed, the same rule for every caller), or ``family`` plus
-``task_seed`` (a frozen split entry), or ``task_id`` = ``"family/task_seed"``; an optional
-``difficulty`` in ``[0, 1]`` builds the task at that difficulty. Same row ⇒ the byte-identical
-task, which is what a GRPO group needs.
+A row names its task in one of two ways, each with its own word (the seed rule every entry point
+follows: ``docs/environments.md#one-seed-rule``):
+
+* ``env_id`` plus ``seed``: the **reset seed**, exactly ``gym.make(env_id).reset(seed=seed)`` (the
+  env draws the family and the task seed from it), as MCP's ``start_episode(seed=)`` does;
+* ``task_seed`` (the **task seed**, the family's own seed): with ``family`` (a frozen split entry),
+  or ``task_id`` = ``"family/task_seed"``, or with ``env_id`` alone (the family is then drawn from
+  the env's families with the task seed as reset seed).
+
+A row may not give both a ``seed`` and a task seed. An optional ``difficulty`` in ``[0, 1]`` builds
+the task at that difficulty. Same row ⇒ the byte-identical task, which is what a GRPO group needs.
 """
 
 from __future__ import annotations
@@ -66,6 +72,14 @@ def task_ref(row: Mapping[str, Any], default_env_id: str = DEFAULT_ENV_ID) -> Ta
         family, task_seed = fam, seed_text
     options: dict[str, Any] = {}
     seed = None
+    reset_seed = fields.get("seed")
+    if reset_seed is not None:
+        if task_seed is not None or family is not None:
+            raise ValueError("a row gives either 'seed' (the reset seed: the env draws the family "
+                             "and task) or 'task_seed' / 'family' / 'task_id' (the task), not both")
+        seed = _as_int(reset_seed, "seed")
+        if seed < 0:
+            raise ValueError(f"row field 'seed' must be an integer >= 0, got {seed}")
     if task_seed is not None:
         seed = _as_int(task_seed, "task_seed")
         options["task_seed"] = seed

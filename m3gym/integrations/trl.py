@@ -154,8 +154,9 @@ class M3GymToolEnvBase:
     def reset(self, **row: Any) -> ContentBlocks | None:
         """Start the episode the row names; return what the prompt lacks of the task.
 
-        The row names the task with ``env_id``/``task_seed``, ``family``/``task_seed`` or
-        ``task_id`` (see :mod:`m3gym.integrations.session`). Returned blocks: the input images at
+        The row names the task with ``env_id``/``seed`` (the reset seed, as ``reset(seed=)``),
+        ``env_id``/``task_seed``, ``family``/``task_seed`` or ``task_id`` (see
+        :mod:`m3gym.integrations.session`). Returned blocks: the input images at
         view resolution unless the row carries ``images``, and the task text unless it carries a
         ``prompt`` (rows of :func:`m3gym.integrations.datasets.prompt_dataset` carry both, and
         ``None`` is returned). A row naming an unknown env or a malformed seed raises

@@ -5,7 +5,8 @@ verl 0.9 runs multi-turn environments as agent loops (``AgentLoopBase``, ``@regi
 :class:`M3GymAgentLoop` drives one m3gym episode per sample:
 
 1. reset the env from the row's ``extra_info`` (``env_id`` + ``task_seed``, or ``family`` +
-   ``task_seed``, as :func:`m3gym export verl <m3gym.integrations.export.write_verl>` writes);
+   ``task_seed``, as :func:`m3gym export verl <m3gym.integrations.export.write_verl>` writes; or
+   ``env_id`` + ``seed``, the reset seed of ``reset(seed=)``: :mod:`m3gym.integrations.session`);
 2. render the system prompt, the tool schemas and the user turn (input images at view
    resolution + task text) with the processor's chat template;
 3. each turn: ``server_manager.generate`` on the whole context; the model's tokens go in with

@@ -792,24 +792,34 @@ class EpisodeTable:
 
     def start(self, env_id: str, seed: int | None = None, split: str | None = None,
               index: int | None = None, reward: str | None = None, owner: str | None = None,
+              task_seed: int | None = None, family: str | None = None,
               ) -> tuple[str, dict[str, Any], list[EncodedImage]]:
         """Start an episode for ``owner``; return its id, the prompt data and the input images.
 
-        Give either ``seed`` (a reset seed: the env draws the task) or ``split`` + ``index``
-        (the ``index``-th task ``m3gym eval --split SPLIT`` runs on ``env_id``, with its reset
-        seed, so metrics equal that run's). ``env_id`` and ``reward`` must be among the
-        operator's choices (a reward is named, never a path).
+        Give one of (the seed rule, ``docs/environments.md#one-seed-rule``):
+
+        * ``seed``: the reset seed, exactly ``gym.make(env_id).reset(seed=seed)`` (the env draws
+          the family and the task);
+        * ``task_seed`` (optionally with one of the env's ``family``): the task a dataset row
+          ``{"env_id", "task_seed", "family"}`` names
+          (:func:`~m3gym.integrations.session.task_ref`);
+        * ``split`` + ``index``: the ``index``-th task ``m3gym eval --split SPLIT`` runs on
+          ``env_id``, with its reset seed, so metrics equal that run's.
+
+        ``env_id`` and ``reward`` must be among the operator's choices (a reward is named, never
+        a path).
         """
         reward = self._reward(reward)
-        spec = self._plan(env_id, seed, split, index)
+        spec, task_options = self._plan(env_id, seed, split, index, task_seed, family)
         self._reserve()
         episode_id = "ep-" + secrets.token_urlsafe(EPISODE_ID_BYTES)
         try:
             with self._busy:
                 key, env = self._take_env(env_id, reward)
                 rec = EpisodeRecorder(env)
-                options = None if spec.family == "" else {"family": spec.family,
-                                                          "task_seed": spec.task_seed}
+                options = task_options if task_options is not None else (
+                    None if spec.family == "" else {"family": spec.family,
+                                                    "task_seed": spec.task_seed})
                 try:
                     obs, info = rec.reset(seed=spec.seed, options=options)
                 except Exception as exc:  # a task that cannot be built: refuse it, keep serving
@@ -818,7 +828,7 @@ class EpisodeTable:
                     raise EpisodeError(f"cannot start {env_id}: the task could not be built "
                                        f"({type(exc).__name__}; the server's log says more)"
                                        ) from None
-                if options is None:  # the env drew the task: name it as eval would
+                if spec.family == "":  # the env drew the task: name it as eval would
                     family, _, task_seed = rec.task.task_id.rpartition("/")
                     spec = EpisodeSpec(spec.index, f"{env_id}.{family}.{task_seed}", env_id,
                                        rec.task.level, family, int(task_seed), spec.seed)
@@ -853,20 +863,42 @@ class EpisodeTable:
                            f"{', '.join(sorted(self.rewards))} (default {self.default_reward}); "
                            "name one of them")
 
-    def _plan(self, env_id: Any, seed: Any, split: Any, index: Any) -> EpisodeSpec:
+    def _plan(self, env_id: Any, seed: Any, split: Any, index: Any, task_seed: Any = None,
+              family: Any = None) -> tuple[EpisodeSpec, dict[str, Any] | None]:
+        """Return the episode's spec and, for a ``task_seed``, the reset options of its row."""
         if not isinstance(env_id, str) or env_id not in self.envs:
             raise EpisodeError(f"unknown env {quote(env_id)}: this server offers "
                                f"{', '.join(self.env_names())}")
-        level, _ = env_scope(self.envs[env_id])
-        if (seed is None) == (split is None):
-            raise EpisodeError("give either seed, or split and index (not both)")
+        level, families = env_scope(self.envs[env_id])
+        if sum(v is not None for v in (seed, split, task_seed)) != 1:
+            raise EpisodeError("give one of: seed (the reset seed), task_seed (optionally with "
+                               "family), or split and index")
+        if family is not None and task_seed is None:
+            raise EpisodeError("family goes with task_seed")
+        if task_seed is not None:
+            if isinstance(task_seed, bool) or not isinstance(task_seed, int) or \
+                    not 0 <= task_seed <= MAX_SEED:
+                raise EpisodeError(f"task_seed must be an integer in [0, {MAX_SEED}], got "
+                                   f"{quote(task_seed)}")
+            if index is not None:
+                raise EpisodeError("index goes with split, not with task_seed")
+            if family is not None and (not isinstance(family, str) or family not in families):
+                raise EpisodeError(f"unknown family {quote(family)} for {env_id}: it draws "
+                                   f"{', '.join(families)}")
+            from m3gym.integrations.session import task_ref
+
+            row = {"env_id": env_id, "task_seed": task_seed}
+            if family is not None:
+                row["family"] = family
+            ref = task_ref(row)
+            return EpisodeSpec(0, "", env_id, level, "", 0, int(ref.seed or 0)), ref.options
         if seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
                 raise EpisodeError(f"seed must be an integer in [0, {MAX_SEED}], got "
                                    f"{quote(seed)}")
             if index is not None:
                 raise EpisodeError("index goes with split, not with seed")
-            return EpisodeSpec(0, "", env_id, level, "", 0, int(seed))
+            return EpisodeSpec(0, "", env_id, level, "", 0, int(seed)), None
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= MAX_INDEX:
             raise EpisodeError(f"index must be an integer in [0, {MAX_INDEX}] with split, got "
                                f"{quote(index)}")
@@ -877,7 +909,7 @@ class EpisodeTable:
         except ValueError as exc:
             raise EpisodeError(str(exc)) from None
         return EpisodeSpec(index, f"{env_id}.{family}.{task_seed}", env_id, level, family,
-                           task_seed, episode_seed(0, task_seed))
+                           task_seed, episode_seed(0, task_seed)), None
 
     def _mine(self, owner_of_episode: str | None, owner: str | None) -> bool:
         return self.shared or owner_of_episode == owner

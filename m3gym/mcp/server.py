@@ -314,7 +314,14 @@ def _start_tool(table: EpisodeTable) -> Tool:
             "env_id": {"type": "string", "enum": table.env_names(),
                        "description": "An env id this server offers, e.g. M3Bench-L2."},
             "seed": {"type": "integer", "minimum": 0,
-                     "description": "Reset seed (the env draws the task); or give split+index."},
+                     "description": "Reset seed: the task gym.make(env_id).reset(seed=seed) "
+                                    "gives (the env draws the family and task). Or give "
+                                    "task_seed, or split+index."},
+            "task_seed": {"type": "integer", "minimum": 0,
+                          "description": "Task seed: the task a dataset row {env_id, task_seed, "
+                                         "family} names (m3gym's TRL/verl/prompt datasets)."},
+            "family": {"type": "string",
+                       "description": "With task_seed: one of the env's task families."},
             "split": {"type": "string", "enum": ["test", "val"],
                       "description": "A frozen split; with index: the task m3gym eval runs."},
             "index": {"type": "integer", "minimum": 0, "description": "Task index in split."},
@@ -328,7 +335,8 @@ def _start_tool(table: EpisodeTable) -> Tool:
         _only(arguments, set(schema["properties"]), "start_episode")
         episode_id, data, images = table.start(
             arguments.get("env_id"), seed=arguments.get("seed"), split=arguments.get("split"),
-            index=arguments.get("index"), reward=arguments.get("reward"), owner=owner)
+            index=arguments.get("index"), reward=arguments.get("reward"), owner=owner,
+            task_seed=arguments.get("task_seed"), family=arguments.get("family"))
         text = data.pop("text")
         content = [TextContent(type="text", text=text), *(_image(i) for i in images)]
         return CallToolResult(content=content, structured_content=data)
