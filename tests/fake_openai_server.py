@@ -7,6 +7,8 @@ It serves ``POST /v1/chat/completions`` from a script (one entry per request) an
   (string arguments are sent verbatim, so malformed JSON can be scripted);
 - ``{"content": "text"}``;
 - ``{"status": 500}`` (optionally ``"message"`` and ``"headers"``): an error response;
+- ``{"status": 400, "body": dict | str}``: an error response with exactly that body (a ``str``
+  is sent as ``text/plain``), e.g. the real servers' bodies below (:data:`BODIES`);
 - ``{"delay": seconds, ...}``: wait before answering (for timeout tests).
 
 When the script runs out, ``default`` answers (an HTTP 500 "script exhausted" when unset).
@@ -19,6 +21,58 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+BODIES: dict[str, tuple[int, dict[str, Any] | str]] = {
+    # transformers serve 5.25: the tool-call region of a response is not JSON (ValueError -> 400)
+    "transformers_bad_json": (400, {"detail": (
+        "json parser could not parse region as JSON.\nContent: '{\"name\": \"crop\", "
+        "\"arguments\": {\"image_index\": 0, \"box\": [0, 0'\nError: Expecting ',' "
+        "delimiter: line 1 column 58 (char 57)")}),
+    # transformers serve 5.25: a call without "arguments" (KeyError in _normalize_tool_call):
+    # Starlette's bare 500, indistinguishable from a server fault
+    "transformers_no_arguments": (500, "Internal Server Error"),
+    # the same with a server that names the exception (a debug traceback)
+    "no_arguments_traceback": (500, "Traceback (most recent call last):\n  ...\n"
+                                    "KeyError: 'arguments'"),
+    # transformers serve 5.25: the prompt leaves no room for an answer (ValueError -> 400)
+    "transformers_context": (400, {"detail": (
+        "The prompt has 4101 tokens, but the model takes at most 4096, prompt and answer "
+        "(`--max-model-len`).")}),
+    # transformers serve 5.25: a field it does not know (top_k) -> 422
+    "transformers_unknown_field": (422, {"detail": "Unexpected fields in the request: {'top_k'}"}),
+    # vLLM (OpenAI-style error object)
+    "vllm_context": (400, {"object": "error", "message": (
+        "This model's maximum context length is 4096 tokens. However, you requested 5120 tokens "
+        "(4096 in the messages, 1024 in the completion). Please reduce the length of the "
+        "messages or completion."), "type": "BadRequestError", "param": None, "code": 400}),
+    "vllm_decoder_prompt": (400, {"error": {"message": (
+        "The decoder prompt (length 5000) is longer than the maximum model length of 4096. "
+        "Make sure that `max_model_len` is no smaller than the number of text tokens plus "
+        "multimodal tokens."), "type": "BadRequestError", "param": None, "code": 400}}),
+    # SGLang
+    "sglang_context": (400, {"object": "error", "message": (
+        "The input (5000 tokens) is longer than the model's context length (4096 tokens)."),
+        "type": "BadRequestError", "param": None, "code": 400}),
+    # OpenAI
+    "openai_context": (400, {"error": {"message": (
+        "This model's maximum context length is 128000 tokens. However, your messages resulted "
+        "in 130000 tokens. Please reduce the length of the messages."),
+        "type": "invalid_request_error", "param": "messages",
+        "code": "context_length_exceeded"}}),
+    # a 400 that is no one's output: an unknown model
+    "unknown_model": (400, {"detail": "Model 'nope' not found"}),
+    # an overloaded server
+    "overloaded": (503, {"error": "The engine is overloaded"}),
+}
+"""Error responses (status, body) of real OpenAI-compatible servers, for ``{"status", "body"}``
+entries (transformers serve's are read from its 5.25 source; vLLM's, SGLang's and OpenAI's are
+their documented / commonly reported messages)."""
+
+
+def error_entry(name: str) -> dict[str, Any]:
+    """Return the script entry answering the real server's error :data:`BODIES` ``[name]``."""
+    status, body = BODIES[name]
+    return {"status": status, "body": body}
 
 
 class QuietHTTPServer(ThreadingHTTPServer):
@@ -113,6 +167,16 @@ class FakeOpenAIServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def _send_raw(self, status: int, body: dict[str, Any] | str) -> None:
+                text = isinstance(body, str)
+                data = body.encode() if text else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain; charset=utf-8" if text
+                                 else "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
@@ -135,6 +199,9 @@ class FakeOpenAIServer:
                 if entry.get("delay"):
                     time.sleep(float(entry["delay"]))
                 status = int(entry.get("status", 200))
+                if status != 200 and "body" in entry:
+                    self._send_raw(status, entry["body"])
+                    return
                 if status != 200:
                     self._send(status, {"error": {
                         "message": entry.get("message", "scripted error"),

@@ -21,3 +21,29 @@ class InfrastructureError(RuntimeError):
         super().__init__(message)
         self.status_code = status_code
         self.attempts = attempts
+
+
+class ModelOutputError(RuntimeError):
+    """The endpoint refused a request because of the model's own output: the model's failure.
+
+    An OpenAI-compatible server that parses tool calls itself answers an error (``transformers
+    serve``: HTTP 400 "could not parse region as JSON" for broken or cut-off tool JSON, 500 for a
+    call without ``arguments``) where a lenient server would pass the text on; a conversation
+    grown past the model's context is refused the same way (vLLM: "maximum context length").
+    Rerunning cannot help (the same prompt fails the same way at temperature 0), so the eval
+    harness scores the episode as a failed one with :attr:`failure_mode` instead of recording an
+    infrastructure error (:func:`m3gym.eval.episode.record_episode`).
+
+    Attributes:
+        failure_mode: the failure-taxonomy label: ``tool_misexecution`` or ``context_overflow``
+            (:data:`m3gym.scoring.taxonomy.FAILURE_LABELS`).
+        status_code: the HTTP status the endpoint answered.
+        reason: the server's own reason (its error body, bounded in length).
+    """
+
+    def __init__(self, message: str, *, failure_mode: str, status_code: int | None = None,
+                 reason: str = "") -> None:
+        super().__init__(message)
+        self.failure_mode = failure_mode
+        self.status_code = status_code
+        self.reason = reason

@@ -13,6 +13,15 @@ the env records a parse error, a counted misexecution rather than a crash.
 Transport failures (connection refused, timeouts, 429, 5xx) are retried with exponential
 backoff; when retries run out, or on errors retrying cannot fix (401, 404, bad request),
 :class:`~m3gym.agents.errors.InfrastructureError` is raised. The agent never invents an answer.
+An error the server answers *because of the model's own output* (tool-call JSON it cannot parse,
+a call without ``arguments``, a conversation past the context: :func:`model_failure_mode` reads
+the status and the server's reason) raises :class:`~m3gym.agents.errors.ModelOutputError`
+instead, at once: the eval harness scores that episode as the model's failure. Every recorded
+error carries the server's own reason (:func:`error_body`).
+
+Past assistant tool calls are sent back with JSON-object ``arguments`` (``"{}"`` for a call
+without arguments or with arguments that are not a JSON object; the env still gets them as the
+model wrote them), since servers that render history through a chat template parse them.
 
 Configuration comes from constructor arguments, else the environment: ``OPENAI_BASE_URL``,
 ``M3GYM_MODEL`` or ``OPENAI_MODEL``, ``OPENAI_API_KEY`` (``"EMPTY"`` for local servers). Without a
@@ -23,7 +32,9 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -32,7 +43,7 @@ from typing import Any, Literal
 import cv2
 import numpy as np
 
-from m3gym.agents.errors import InfrastructureError
+from m3gym.agents.errors import InfrastructureError, ModelOutputError
 from m3gym.agents.prompts import (
     ToolMode,
     image_caption,
@@ -48,6 +59,30 @@ openai = require_extra("openai", "eval", "the OpenAI agent (--agent openai)")
 ImageFormat = Literal["png", "jpeg"]
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 """HTTP statuses worth retrying (plus every other 5xx)."""
+
+ERROR_BODY_CHARS = 500
+"""The most characters of a server's error body kept in a recorded error."""
+
+CONTEXT_OVERFLOW_PATTERNS: tuple[str, ...] = (
+    r"maximum context length",  # vLLM, SGLang, OpenAI: "This model's maximum context length is"
+    r"context_length_exceeded",  # OpenAI's error code
+    r"longer than the maximum model length",  # vLLM: "The decoder prompt (length N) is longer ..."
+    r"longer than the model's context length",  # SGLang: "The input (N tokens) is longer ..."
+    r"exceeds? the available context size",  # llama.cpp server
+    r"takes at most \d+, prompt and answer",  # transformers serve: "The prompt has N tokens, ..."
+)
+"""Server reasons (regular expressions, case-insensitive) of a prompt past the model's context."""
+
+TOOL_OUTPUT_PATTERNS: tuple[str, ...] = (
+    r"could not parse region as json",  # transformers serve: broken or cut-off tool-call JSON
+    r"could not parse after dialect transforms",  # transformers serve: the same, lax JSON
+    r"keyerror: '(arguments|name|function)'",  # a tool call without arguments, when the 500
+    # body names the exception
+)
+"""Server reasons (regular expressions, case-insensitive) of tool calls it could not parse."""
+
+MODEL_FAILURE_STATUS: frozenset[int] = frozenset({400, 413, 422, 500})
+"""HTTP statuses a server answers for a model's own bad output or an overlong prompt."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +103,14 @@ class OpenAIAgentConfig:
         tool_mode: ``native`` sends OpenAI tool schemas; ``text`` lists them in the system
             prompt and expects ``<tool_call>`` blocks (for servers without a tool parser).
         image_format / jpeg_quality: how images are encoded into data URLs.
-        image_detail: the ``detail`` field of image parts (``low``/``high``/``auto``), or ``None``.
-        tool_choice: sent as ``tool_choice`` in native mode when set (e.g. ``"auto"``).
+        image_detail: the ``detail`` field of image parts (``low``/``high``/``auto``), or ``None``
+            (vLLM, SGLang and ``transformers serve`` ignore it: docs/evaluation.md, "Server
+            support of the request options").
+        tool_choice: sent as ``tool_choice`` in native mode when set (e.g. ``"auto"``;
+            ``transformers serve`` ignores it).
         extra_body: extra JSON fields merged into each request (e.g. vLLM's
-            ``{"chat_template_kwargs": {...}}``).
+            ``{"chat_template_kwargs": {...}}``); a server that does not know a field may refuse
+            the request (``transformers serve``: HTTP 422 for ``top_k``), an infrastructure error.
     """
 
     base_url: str | None = None
@@ -174,11 +213,75 @@ def retry_after_seconds(exc: Exception) -> float | None:
         return None
 
 
+def error_body(exc: Exception, limit: int = ERROR_BODY_CHARS) -> str:
+    """Return the server's own reason of an HTTP error (its body), on one line, bounded.
+
+    The openai SDK keeps the parsed body in ``exc.body`` (the ``error`` object of an OpenAI-style
+    body, else the whole JSON body; ``message`` / ``detail`` are taken from it) and the raw
+    response in ``exc.response``; ``""`` when there is neither (connection errors).
+    """
+    body = getattr(exc, "body", None)
+    text = ""
+    if isinstance(body, dict):
+        for key in ("message", "detail", "error"):
+            value = body.get(key)
+            if isinstance(value, dict):
+                value = value.get("message") or value.get("detail")
+            if value:
+                text = value if isinstance(value, str) else json.dumps(value, default=str)
+                break
+        else:
+            text = json.dumps(body, default=str)
+    elif isinstance(body, str):
+        text = body
+    elif body is not None:
+        text = str(body)
+    if not text:
+        response = getattr(exc, "response", None)
+        try:
+            text = str(getattr(response, "text", "") or "")
+        except Exception:  # a streamed response that was never read
+            text = ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def model_failure_mode(status: int | None, reason: str) -> str | None:
+    """Return the failure label of an error caused by the model's own output, else ``None``.
+
+    ``context_overflow``: a 400/413/422/500 whose reason says the prompt is past the context
+    (:data:`CONTEXT_OVERFLOW_PATTERNS`); ``tool_misexecution``: one whose reason says the
+    server could not parse the model's tool call (:data:`TOOL_OUTPUT_PATTERNS`). Any other
+    status or reason (a bare "Internal Server Error", a bad key, an unknown model) is not the
+    model's doing.
+    """
+    if status not in MODEL_FAILURE_STATUS or not reason:
+        return None
+    if any(re.search(p, reason, re.IGNORECASE) for p in CONTEXT_OVERFLOW_PATTERNS):
+        return "context_overflow"
+    if any(re.search(p, reason, re.IGNORECASE) for p in TOOL_OUTPUT_PATTERNS):
+        return "tool_misexecution"
+    return None
+
+
 def describe_error(exc: Exception) -> str:
-    """Return a one-line description of a client error (status and message)."""
+    """Return a one-line description of a client error: status, type and the server's reason."""
     status = getattr(exc, "status_code", None)
     prefix = f"HTTP {status}: " if status is not None else ""
-    return f"{prefix}{type(exc).__name__}: {str(exc)[:300]}"
+    message = " ".join(str(exc).split())[:300]
+    reason = error_body(exc)
+    if reason and reason not in message:
+        message = f"{message} ({reason})" if message else reason
+    return f"{prefix}{type(exc).__name__}: {message}"
+
+
+def history_arguments(arguments: str) -> str:
+    """Return tool-call ``arguments`` fit for the history: a JSON object's text, else ``"{}"``."""
+    try:
+        value = json.loads(arguments)
+    except (TypeError, ValueError):
+        return "{}"
+    return arguments if isinstance(value, dict) else "{}"
 
 
 def elide_images(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -355,8 +458,11 @@ class OpenAIAgent:
         self._pending = [(tc["id"], tc["function"]["name"]) for tc in tool_calls]
         if not tool_calls:
             return {"role": "assistant", "content": content}, content
-        assistant = {"role": "assistant", "content": content or None, "tool_calls": tool_calls}
-        return assistant, copy.deepcopy(assistant)
+        action = {"role": "assistant", "content": content or None, "tool_calls": tool_calls}
+        assistant = copy.deepcopy(action)  # the env gets the arguments as written, history JSON
+        for tc in assistant["tool_calls"]:
+            tc["function"]["arguments"] = history_arguments(tc["function"]["arguments"])
+        return assistant, action
 
     def _unique_id(self, call_id: Any, position: int) -> str:
         base = str(call_id) if isinstance(call_id, (str, int)) and str(call_id) else \
@@ -409,6 +515,12 @@ class OpenAIAgent:
                 return call()
             except openai.OpenAIError as exc:
                 status = getattr(exc, "status_code", None)
+                reason = error_body(exc)
+                mode = model_failure_mode(status, reason)
+                if mode is not None:  # the model's own output: retrying gets the same answer
+                    raise ModelOutputError(
+                        f"{what} refused ({mode}): {describe_error(exc)}", failure_mode=mode,
+                        status_code=status, reason=reason) from exc
                 if not is_retryable(exc):
                     raise InfrastructureError(f"{what} failed: {describe_error(exc)}",
                                               status_code=status, attempts=attempts) from exc

@@ -24,7 +24,7 @@ import gymnasium as gym
 import numpy as np
 
 from m3gym.agents.base import Agent, OracleAgent
-from m3gym.agents.errors import InfrastructureError
+from m3gym.agents.errors import InfrastructureError, ModelOutputError
 
 AGENT_RESET_KEYS: tuple[str, ...] = ("choices", "tool_schemas", "max_tool_calls", "max_rounds")
 """Keys of the env's reset info an agent is given (what a policy sees)."""
@@ -122,7 +122,9 @@ class EpisodeRecorder:
         steps: one :func:`step_record` per step.
         final: the env's info of the last step (metrics, answer, audit).
         status: ``ok``, ``agent_error``, ``env_error`` or ``infra_error``.
-        error: the error message when ``status`` is not ``ok``.
+        error: the error message when ``status`` is not ``ok``, or the reason of a model failure
+            (:meth:`model_failure`; the status stays ``ok``: the episode is scored).
+        model_failure_mode: the failure label a model failure forced (``None`` otherwise).
     """
 
     env: gym.Env
@@ -135,6 +137,7 @@ class EpisodeRecorder:
     reward_total: float = 0.0
     status: str = "ok"
     error: str | None = None
+    model_failure_mode: str | None = None
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
 
@@ -175,6 +178,30 @@ class EpisodeRecorder:
             self.ended = time.perf_counter()
         return obs, float(reward), terminated, truncated, agent_info(info, AGENT_STEP_KEYS)
 
+    def model_failure(self, exc: ModelOutputError) -> bool:
+        """End the episode as the model's failure (scored, not an error); return whether it could.
+
+        The endpoint refused the model's own output or an overlong prompt
+        (:class:`~m3gym.agents.errors.ModelOutputError`): the env ends the episode without an
+        answer, as a truncation (``finish``), and the episode's ``failure_mode`` is the error's
+        label. Returns ``False`` (nothing changed) for an env without ``finish`` or one whose
+        episode is already over.
+        """
+        finish = getattr(self.base, "finish", None)
+        if finish is None or getattr(self.base, "episode_over", True):
+            return False
+        reward, info = finish()
+        self.reward_total += float(reward)
+        self.truncated = True
+        self.final = dict(info)
+        metrics = dict(self.final.get("metrics") or {})
+        metrics["failure_mode"] = exc.failure_mode
+        self.final["metrics"] = metrics
+        self.model_failure_mode = exc.failure_mode
+        self.error = f"{type(exc).__name__}: {exc}"
+        self.ended = time.perf_counter()
+        return True
+
     def fail(self, exc: BaseException) -> None:
         """Record that the episode stopped on ``exc`` (an :class:`AgentFailure` or env error)."""
         cause = exc.cause if isinstance(exc, AgentFailure) else exc
@@ -199,7 +226,10 @@ def record_episode(env: gym.Env, agent: Agent | Callable[[], Agent], seed: int |
     agent's: a failure is an ``agent_error``). The agent gets the observations and the agent's
     part of the info only; an :class:`~m3gym.agents.base.OracleAgent` is also handed the task.
     Agents with a ``bind_space`` method (sampling agents) are given the env's action space. With
-    ``catch`` (the default) errors end the episode with a status; otherwise they propagate.
+    ``catch`` (the default) errors end the episode with a status; otherwise they propagate. An
+    agent's :class:`~m3gym.agents.errors.ModelOutputError` (the endpoint refused the model's own
+    output) ends the episode as a scored failure in either case (:meth:`EpisodeRecorder.
+    model_failure`).
     """
     rec = EpisodeRecorder(env)
     try:
@@ -218,6 +248,9 @@ def record_episode(env: gym.Env, agent: Agent | Callable[[], Agent], seed: int |
             if terminated or truncated:
                 break
     except Exception as exc:
+        if isinstance(exc, AgentFailure) and isinstance(exc.cause, ModelOutputError) \
+                and rec.model_failure(exc.cause):
+            return rec
         if not catch:
             raise exc.cause if isinstance(exc, AgentFailure) else exc from None
         rec.fail(exc)

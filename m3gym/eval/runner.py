@@ -14,7 +14,11 @@ An episode is identified by ``<env>.<family>.<task_seed>``; its reset seed (env 
 derived from the run seed and the task seed only, so results do not depend on the order episodes
 run in or on the number of workers. An agent raising :class:`InfrastructureError` (or a
 connection/timeout error) marks the episode ``"status": "infra_error"``: never scored, re-run on
-``--resume``. Too many consecutive infrastructure errors abort the run (:class:`EvalAbort`).
+``--resume``. Too many consecutive infrastructure errors abort the run (:class:`EvalAbort`). An
+endpoint that refuses the model's own output (:class:`~m3gym.agents.errors.ModelOutputError`:
+unparseable tool JSON, a prompt past the context) is the model's failure: the episode is scored
+(``status`` ``ok``, unanswered, ``failure_mode`` ``tool_misexecution`` / ``context_overflow``,
+``error`` = the server's reason) and ``--resume`` does not run it again.
 
 Before any episode runs, every frozen task of the plan is built and its hash compared with the
 manifest (:mod:`m3gym.eval.frozen`); a changed task stops the run with

@@ -25,9 +25,10 @@ SCORE_KEYS: tuple[str, ...] = (
 FAILURE_MODES: tuple[str, ...] = (
     "missing_search", "bad_search_query", "unfaithful_visual_tool_use",
     "missing_visual_tool_use", "overthinking_collapse", "tool_misexecution",
-    "post_visual_perception_deficit",
+    "post_visual_perception_deficit", "context_overflow",
 )
-"""The seven Agentic-MME failure-mode labels."""
+"""The seven Agentic-MME failure-mode labels, then the harness's ``context_overflow`` (the model's
+prompt outgrew its context: :data:`m3gym.scoring.taxonomy.HARNESS_FAILURE_LABELS`)."""
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("Acc", "acc"), ("S", "S"), ("V", "V"), ("V_true", "V_true"), ("OT", "OT"), ("M3", "m3"),

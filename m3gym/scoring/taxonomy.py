@@ -41,6 +41,13 @@ itself was sound).
                                           wrong
 ====  ==================================  ====================================================
 
+Two labels come from the evaluation harness rather than these rules: when the model endpoint
+refuses the model's own output (``transformers serve`` cannot parse its tool-call JSON, or a call
+has no ``arguments``) the episode ends there, unanswered, as ``tool_misexecution``; when the
+conversation has grown past the model's context (the server says so: vLLM "maximum context
+length") it ends as ``context_overflow`` (:data:`HARNESS_FAILURE_LABELS`). Both are scored
+failures of the model, never infrastructure errors (:class:`m3gym.agents.errors.ModelOutputError`).
+
 "Needed tools" of a checkpoint: ``crop_covers`` → ``crop``; ``rotate_upright`` → ``rotate``,
 ``flip``; ``contrast_op``/``global_op``/``v_tool`` → its ``tools``; ``search_hit`` → its
 ``tool``; ``fetch`` → ``fetch_webpage``; ``v_true`` → any visual tool.
@@ -62,6 +69,10 @@ FAILURE_LABELS: tuple[str, ...] = (
     "missing_visual_tool_use", "overthinking_collapse", "tool_misexecution",
     "post_visual_perception_deficit",
 )
+"""The seven Agentic-MME labels :func:`classify_failure` decides between."""
+HARNESS_FAILURE_LABELS: tuple[str, ...] = ("context_overflow",)
+"""Labels the eval harness sets without :func:`classify_failure`: ``context_overflow`` = the
+prompt outgrew the model's context and the endpoint refused it (the episode ends unanswered)."""
 RETRIEVAL_TOOL_NAMES: frozenset[str] = _RETRIEVAL | frozenset(TOOL_ALIASES)
 """Retrieval tools, the harness aliases included."""
 VISUAL_KINDS: frozenset[str] = frozenset({
