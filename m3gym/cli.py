@@ -348,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     from m3gym.mcp.cli import add_parser as add_mcp_parser
 
     add_mcp_parser(sub)
+    from m3gym.openenv.cli import add_parser as add_openenv_parser
+
+    add_openenv_parser(sub)
     from m3gym.cli_export import add_export_parser
 
     add_export_parser(sub)
