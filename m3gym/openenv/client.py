@@ -47,7 +47,9 @@ class M3GymEnv(EnvClient[M3GymAction, M3GymObservation, M3GymState]):
     ``reward`` (a name the server offers) and ``difficulty``. Use ``.sync()`` for sync code.
     """
 
-    def _step_payload(self, action: M3GymAction) -> dict[str, Any]:
+    def _step_payload(self, action: M3GymAction | dict[str, Any]) -> dict[str, Any]:
+        if isinstance(action, dict):  # sent as is: the server validates it
+            return action
         return action.model_dump(exclude_none=True)
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[M3GymObservation]:

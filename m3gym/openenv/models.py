@@ -12,6 +12,7 @@ from typing import Any
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 
 class ToolCall(BaseModel):
@@ -34,10 +35,12 @@ class M3GymAction(Action):
 
     @model_validator(mode="after")
     def _one_form(self) -> M3GymAction:
+        # a PydanticCustomError (not a ValueError) keeps the error JSON-serialisable: OpenEnv
+        # sends validation errors to the client as they are
         if (self.tool_calls is None) == (self.text is None):
-            raise ValueError("give exactly one of tool_calls or text")
+            raise PydanticCustomError("m3gym_action", "give exactly one of tool_calls or text")
         if self.tool_calls is not None and not self.tool_calls:
-            raise ValueError("tool_calls must hold at least one call")
+            raise PydanticCustomError("m3gym_action", "tool_calls must hold at least one call")
         return self
 
     def env_action(self) -> Any:
