@@ -11,6 +11,8 @@ warns).
 
 from __future__ import annotations
 
+import importlib.util
+
 from m3gym.env import M3BenchEnv
 from m3gym.parsing import ToolCall, parse_action
 from m3gym.registration import (
@@ -43,3 +45,21 @@ __all__ = ["CLASSIC_ENV_ID", "ENTRY_POINT", "ENV_VERSION", "M3BenchEnv", "Reward
            "ToolCall", "env_ids", "family_env_id", "family_names", "get_family", "level_env_id",
            "load_reward_config", "make_task", "parse_action", "register_envs", "resolve_env_id",
            "score_answer", "versioned_id", "__version__"]
+
+
+# verifiers (``pip install "m3gym[verifiers]"``) loads an environment by importing the module named
+# after its id, ``m3gym``, and taking the Taskset and Harness subclasses that ``__all__`` exports:
+# they are listed only where verifiers is installed and imported only when asked for
+# (m3gym.verifiers; ``import m3gym`` never imports verifiers).
+_VERIFIERS_EXPORTS = ("M3GymTaskset", "M3GymHarness")
+if importlib.util.find_spec("verifiers") is not None:
+    __all__ += list(_VERIFIERS_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    """Import the verifiers taskset and harness on first use (see ``_VERIFIERS_EXPORTS``)."""
+    if name in _VERIFIERS_EXPORTS:
+        from m3gym import verifiers as _verifiers
+
+        return getattr(_verifiers, name)
+    raise AttributeError(f"module 'm3gym' has no attribute {name!r}")

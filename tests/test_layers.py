@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 6: the environment
     ("env", "render_frame", "vector"),
     # 7: what runs envs: evaluation, integrations, wrappers, audits, servers
-    ("eval", "integrations", "wrappers", "rollout", "distributed", "audit", "mcp", "testing", "openenv"),
+    ("eval", "integrations", "wrappers", "rollout", "distributed", "audit", "mcp", "testing",
+     "verifiers", "openenv"),
     # 8: entry points (the command line of a unit counts as one)
     ("cli", "cli_export", "__init__", "records.cli", "records.amme_cli"),
 )
