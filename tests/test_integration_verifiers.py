@@ -184,7 +184,11 @@ def test_vf_eval_replaying_the_oracle_scores_its_return(tmp_path):
              "--num_rollouts", "1", "--max_concurrent", "1",
              "--env.agent.runtime.type", "subprocess", "--push", "false",
              "--output_dir", str(out)],
-            env={**os.environ, "FAKE_OPENAI_KEY": "x"}, capture_output=True, text=True,
+            # the venv's uv (the extra) runs the harness's chat program; without it on PATH
+            # verifiers would `pip install --user uv`
+            env={**os.environ, "FAKE_OPENAI_KEY": "x",
+                 "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
+            capture_output=True, text=True,
             timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (traces,) = out.rglob("traces.jsonl")
