@@ -20,6 +20,7 @@ import pytest
 
 import m3gym  # noqa: F401  (registers the ids)
 from m3gym.integrations.datasets import answer_spec
+from m3gym.integrations.export import compute_score
 from m3gym.integrations.session import EpisodeSession, task_ref
 from m3gym.integrations.trl import environment_factory
 from m3gym.mcp.episodes import EpisodeTable
@@ -76,7 +77,10 @@ def test_a_reset_seed_names_one_task_everywhere(env_id: str, seed: int) -> None:
         discrete.close()
     env = gym.make(env_id, disable_env_checker=True)
     env.reset(seed=seed)
-    assert answer_spec(row) == env.unwrapped.task.answer, "answer lookup of a row"
+    answer = env.unwrapped.task.answer
+    assert answer_spec(row) == answer, "answer lookup of a row"
+    # verl's reward function scores with the task the row names, not the row's ground_truth
+    assert compute_score("m3gym", f"<answer>{answer.value}</answer>", "not it", row) == 1.0
     env.close()
 
 

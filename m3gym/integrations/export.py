@@ -216,7 +216,7 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any,
     if answer is None:
         return 0.0
     info = dict(extra_info or {})
-    names_task = info.get("task_seed") is not None or info.get("task_id") is not None
+    names_task = any(info.get(k) is not None for k in ("task_seed", "task_id", "seed"))
     spec = answer_spec(info) if names_task else AnswerSpec(value=str(ground_truth))
     return 1.0 if answer_is_correct(answer, spec) else 0.0
 
