@@ -161,8 +161,8 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
     # allow_outside is the data-folder opt-in: the scene reads it; a family with a field of that
     # name (records) reads it too
     allow_outside = bool(config.get("allow_outside", False))
-    if not any(f.name == "allow_outside" for f in fields(cls)):
-        config.pop("allow_outside", None)
+    if "allow_outside" in config and not any(f.name == "allow_outside" for f in fields(cls)):
+        del config["allow_outside"]
     scene_options = {k: config.pop(k) for k in SCENE_OPTION_KEYS if k in config}
     if allow_outside and scene_options:
         scene_options["allow_outside"] = True
