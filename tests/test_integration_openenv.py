@@ -1,4 +1,4 @@
-"""m3gym served through OpenEnv (needs ``pip install .[openenv]``; scripts/ci_openenv.sh).
+"""m3gym served through OpenEnv (needs ``pip install .[openenv]``; scripts/ci_extra.sh openenv tests/test_integration_openenv.py).
 
 The real server (``m3gym openenv``) runs in a subprocess and is reached with OpenEnv's own
 ``GenericEnvClient`` and m3gym's typed ``M3GymEnv``: oracle episodes equal local ``gym.make``

@@ -3,7 +3,7 @@
 Starts ``transformers serve`` on a free port with a tiny random Qwen3-VL built here into
 ``tmp_path`` (m3gym.integrations.tiny_vlm: no download) and runs two L1 episodes: whatever the
 random model writes (garbage text, broken tool JSON the server refuses), every episode must be
-scored (no ``infra_error``), its failure recorded. Needs ``.[serve]`` (scripts/ci_serve.sh);
+scored (no ``infra_error``), its failure recorded. Needs ``.[serve]`` (M3GYM_REAL_SERVER=1 scripts/ci_extra.sh serve ...);
 skipped where transformers is not installed, and unless ``M3GYM_REAL_SERVER=1`` (it takes about
 a minute and starts a server process).
 """
@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("transformers")
 pytest.importorskip("fastapi")
 if os.environ.get("M3GYM_REAL_SERVER") != "1":
-    pytest.skip("set M3GYM_REAL_SERVER=1 to start a real transformers serve (scripts/ci_serve.sh)",
+    pytest.skip("set M3GYM_REAL_SERVER=1 to start a real transformers serve (scripts/ci_extra.sh serve ...)",
                 allow_module_level=True)
 
 
