@@ -27,23 +27,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="image encoding in replies: auto = PNG when it fits, else JPEG")
     p.add_argument("--image-quality", type=int, default=85,
                    help="first JPEG/WebP quality tried, 1-100 (lower ones follow to fit)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="keyword argument of every env the server makes, value parsed as JSON "
-                        "when it parses (repeatable; as m3gym eval), e.g. records=data.jsonl "
-                        "for M3Bench-Records episodes")
-    p.add_argument("--env", action="append", default=None, metavar="ID", dest="envs",
-                   help="an env id clients may start (repeatable; default: every m3gym id, "
-                        "M3Bench-Records only with --env-arg records=...)")
-    p.add_argument("--reward", action="append", default=None, metavar="PRESET_OR_PATH",
-                   dest="rewards",
-                   help="a reward clients may name (repeatable; the first is the default, m3 "
-                        "without any): a preset, or a YAML file offered by its file stem "
-                        "(NAME=PATH names it); every preset is offered, a path never")
+    add_operator_choices(p)
     p.add_argument("--shared-episodes", action="store_true",
                    help="let any client act on any episode it has the id of (recorded in "
                         "--record's config.json); by default an episode answers only the MCP "
                         "session that started it")
     p.set_defaults(func=run)
+
+
+def add_operator_choices(p: argparse.ArgumentParser) -> None:
+    """Add what an episode server's operator chooses and its clients pick from.
+
+    ``--env-arg`` (operator only), ``--env`` (the env ids clients may start) and ``--reward``
+    (the rewards clients may name); shared by ``m3gym mcp`` and ``m3gym openenv``.
+    """
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of every env the server makes, value parsed as JSON "
+                        "when it parses (repeatable; operator only, as m3gym eval), e.g. "
+                        "records=data.jsonl for M3Bench-Records episodes")
+    p.add_argument("--env", action="append", default=None, metavar="ID", dest="envs",
+                   help="an env id clients may start (repeatable; an OpenEnv reset without "
+                        "one takes the first; default: every m3gym id, M3Bench-Records only "
+                        "with --env-arg records=...)")
+    p.add_argument("--reward", action="append", default=None, metavar="PRESET_OR_PATH",
+                   dest="rewards",
+                   help="a reward clients may name (repeatable; the first is the default, m3 "
+                        "without any): a preset, or a YAML file offered by its file stem "
+                        "(NAME=PATH names it); every preset is offered, a path never")
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

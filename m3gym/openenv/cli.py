@@ -5,24 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from m3gym.mcp.cli import add_operator_choices
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``m3gym openenv`` on the CLI's subparsers."""
     p = sub.add_parser("openenv", help="serve m3gym episodes through OpenEnv (HTTP + WebSocket)")
     p.add_argument("--port", type=int, required=True, help="port to serve on")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--env", action="append", default=None, metavar="ID", dest="envs",
-                   help="an env id clients may reset onto (repeatable; the first is the default; "
-                        "default: every m3gym id, M3Bench-Records only with --env-arg "
-                        "records=...)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="keyword argument of every env the server makes, value parsed as JSON "
-                        "when it parses (repeatable; operator only, as m3gym mcp)")
-    p.add_argument("--reward", action="append", default=None, metavar="PRESET_OR_PATH",
-                   dest="rewards",
-                   help="a reward clients may name (repeatable; the first is the default, m3 "
-                        "without any): a preset, or a YAML file offered by its file stem "
-                        "(NAME=PATH names it); every preset is offered, a path never")
+    add_operator_choices(p)
     p.add_argument("--max-sessions", type=int, default=None,
                    help="WebSocket sessions served at once (default 8)")
     p.set_defaults(func=run)
