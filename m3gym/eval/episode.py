@@ -123,8 +123,8 @@ class EpisodeRecorder:
         final: the env's info of the last step (metrics, answer, audit).
         status: ``ok``, ``agent_error``, ``env_error`` or ``infra_error``.
         error: the error message when ``status`` is not ``ok``, or the reason of a model failure
-            (:meth:`model_failure`; the status stays ``ok``: the episode is scored).
-        model_failure_mode: the failure label a model failure forced (``None`` otherwise).
+            (:meth:`model_failure`; the status stays ``ok``: the episode is scored, its label in
+            ``final["metrics"]["failure_mode"]``).
     """
 
     env: gym.Env
@@ -137,7 +137,6 @@ class EpisodeRecorder:
     reward_total: float = 0.0
     status: str = "ok"
     error: str | None = None
-    model_failure_mode: str | None = None
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
 
@@ -197,7 +196,6 @@ class EpisodeRecorder:
         metrics = dict(self.final.get("metrics") or {})
         metrics["failure_mode"] = exc.failure_mode
         self.final["metrics"] = metrics
-        self.model_failure_mode = exc.failure_mode
         self.error = f"{type(exc).__name__}: {exc}"
         self.ended = time.perf_counter()
         return True

@@ -42,11 +42,12 @@ itself was sound).
 ====  ==================================  ====================================================
 
 Two labels come from the evaluation harness rather than these rules: when the model endpoint
-refuses the model's own output (``transformers serve`` cannot parse its tool-call JSON, or a call
-has no ``arguments``) the episode ends there, unanswered, as ``tool_misexecution``; when the
-conversation has grown past the model's context (the server says so: vLLM "maximum context
-length") it ends as ``context_overflow`` (:data:`HARNESS_FAILURE_LABELS`). Both are scored
-failures of the model, never infrastructure errors (:class:`m3gym.agents.errors.ModelOutputError`).
+refuses the model's own output (``transformers serve`` cannot parse its tool-call JSON; a server
+that names a call without ``arguments`` in its error body) the episode ends there, unanswered, as
+``tool_misexecution``; when the conversation has grown past the model's context (the server says
+so: vLLM "maximum context length") it ends as ``context_overflow``
+(:data:`HARNESS_FAILURE_LABELS`). Both are scored failures of the model, never infrastructure
+errors (:class:`m3gym.agents.errors.ModelOutputError`).
 
 "Needed tools" of a checkpoint: ``crop_covers`` → ``crop``; ``rotate_upright`` → ``rotate``,
 ``flip``; ``contrast_op``/``global_op``/``v_tool`` → its ``tools``; ``search_hit`` → its
