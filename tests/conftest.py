@@ -45,6 +45,7 @@ _ENV_VARS_SET_BY_LIBRARIES = frozenset({
     "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING", "RAY_USAGE_STATS_ENABLED",
     "TORCHINDUCTOR_CACHE_DIR",  # torch._inductor names its cache dir on first use
     "PYTEST_CURRENT_TEST",  # pytest names the running test phase in it
+    "TORCH_CUDA_ARCH_LIST",  # verl sets it when it first builds a (CPU-only) worker config
 })
 
 
