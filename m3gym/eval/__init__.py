@@ -1,18 +1,11 @@
 """Evaluation: the ``m3gym eval`` runner, frozen test splits, summaries, HTML/Markdown reports."""
 
 from m3gym.agents.errors import InfrastructureError
+from m3gym.eval.config import EpisodeSpec, EvalAbort, EvalConfig
+from m3gym.eval.episodes_jsonl import UnreadableLine, read_records, read_records_checked
+from m3gym.eval.plan import plan_episodes
 from m3gym.eval.replay import replay_trace
-from m3gym.eval.runner import (
-    EpisodeSpec,
-    EvalAbort,
-    EvalConfig,
-    EvalResult,
-    UnreadableLine,
-    plan_episodes,
-    read_records,
-    read_records_checked,
-    run_eval,
-)
+from m3gym.eval.runner import EvalResult, run_eval
 from m3gym.eval.splits import check_manifest, split_entries, write_manifest
 from m3gym.eval.summary import print_summary, summarize
 

@@ -77,7 +77,7 @@ def _write(path: Path, items: list[dict[str, Any]]) -> None:
 
 def scored_traces(run_dir: str | Path) -> Iterable[dict[str, Any]]:
     """Yield the stored traces of a run folder's scored episodes, in record order."""
-    from m3gym.eval.runner import read_records
+    from m3gym.eval.episodes_jsonl import read_records
 
     run = Path(run_dir)
     if not (run / "episodes.jsonl").is_file():

@@ -145,7 +145,7 @@ class ReportImages:
         array = self._replayed(run_name, trace, int(entry["index"]))
         if array is None:
             return ShownImage(thumb)
-        from m3gym.eval.runner import thumbnail_jpeg
+        from m3gym.eval.outcome import thumbnail_jpeg
 
         if list(array.shape) != list(entry.get("shape") or []) or \
                 not thumbnails_match(stored, thumbnail_jpeg(array, thumb_size)):

@@ -233,7 +233,7 @@ def schema_problem(value: Any, schema: Any, key: str = "") -> tuple[str, str] | 
 
 
 RUN_CONFIG_SCHEMA: dict[str, Any] = {
-    # EvalConfig (m3gym.eval.runner), as EvalConfig.to_dict writes it
+    # EvalConfig (m3gym.eval.config), as EvalConfig.to_dict writes it
     "envs": [str], "agent": str, "episodes": int, "split": str, "seed": int,
     "reward": (str, None),  # the MCP server's run folders record no reward preset
     "workers": int, "agent_args": dict, "env_args": dict, "max_consecutive_infra": int,
