@@ -62,13 +62,11 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server until its transport closes, SIGINT or SIGTERM; then record what is live."""
-    from m3gym.eval.runner import parse_key_values
-    from m3gym.mcp.episodes import (
-        EpisodeTable,
-        McpLimits,
-        check_server_env_args,
-        limit_heap_retention,
-    )
+    from m3gym.eval.config import parse_key_values
+    from m3gym.mcp.choices import check_server_env_args
+    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.limits import McpLimits
+    from m3gym.mcp.memory import limit_heap_retention
 
     try:  # a bad --env-arg stops the server here, not every episode
         env_args = parse_key_values(getattr(args, "env_arg", None) or [])

@@ -5,8 +5,9 @@ started by :meth:`EpisodeTable.start`, stepped by :meth:`EpisodeTable.call` (one
 parallel tool calls), ended by :meth:`EpisodeTable.answer`, and read back by
 :meth:`EpisodeTable.report`. Every step goes through the one episode loop's
 :class:`~m3gym.eval.episode.EpisodeRecorder`, and a finished episode is assembled into the same
-record and trace as ``m3gym eval`` writes (:func:`~m3gym.eval.runner.assemble_outcome`), so a
-recorded MCP run (:class:`RunFolder`) sits beside any other in ``m3gym report``.
+record and trace as ``m3gym eval`` writes (:func:`~m3gym.eval.outcome.assemble_outcome`), so a
+recorded MCP run (:class:`~m3gym.mcp.recording.RunFolder`) sits beside any other in
+``m3gym report``.
 
 This module does not import the ``mcp`` SDK: the table is plain Python (and testable without it).
 Bad input raises :class:`EpisodeError` with a precise message, which the server turns into an
@@ -16,48 +17,58 @@ Trust rules (docs/mcp.md): a client chooses only among what the operator allowed
 and reward choices of :class:`EpisodeTable`), never a path; an episode belongs to the ``owner``
 key it was started with, and any other owner is answered exactly as for an unknown episode
 (unless the operator shares episodes); no error text quotes a file's content.
+
+The table's neighbours, whose names this module re-exports (``from m3gym.mcp.episodes import
+McpLimits`` keeps working): :mod:`m3gym.mcp.limits` (the server's bounds),
+:mod:`m3gym.mcp.images` (images encoded to fit a reply),
+:mod:`m3gym.mcp.replies` (what a reply says), :mod:`m3gym.mcp.recording` (the run
+folder), :mod:`m3gym.mcp.choices` (the operator's env ids and rewards) and
+:mod:`m3gym.mcp.memory` (freed memory back to the OS).
 """
+
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import itertools
 import json
 import logging
 import secrets
-import sys
 import threading
 import time
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
 import gymnasium as gym
-import numpy as np
 
-from m3gym.codec import png_bytes
+from m3gym.eval.config import EpisodeOutcome, EpisodeSpec, EvalConfig
 from m3gym.eval.episode import EpisodeRecorder
-from m3gym.eval.runner import (
-    EpisodeOutcome,
-    EpisodeSpec,
-    EvalConfig,
-    assemble_outcome,
-    drop_unreadable_lines,
-    env_scope,
-    env_tasks,
-    episode_seed,
-    read_records_checked,
-    read_run_config,
-    terminate_last_line,
-    unreadable_message,
-    write_outcome,
+from m3gym.eval.outcome import assemble_outcome
+from m3gym.eval.plan import env_scope, env_tasks, episode_seed
+from m3gym.mcp.choices import DEFAULT_REWARD as DEFAULT_REWARD
+from m3gym.mcp.choices import RECORDS_ENV_KEYS as RECORDS_ENV_KEYS
+from m3gym.mcp.choices import SERVER_ENV_KEYS as SERVER_ENV_KEYS
+from m3gym.mcp.choices import (
+    allowed_env_ids,
+    check_server_env_args,
+    reward_choices,
+    unversioned,
 )
-from m3gym.mcp import DEFAULT_RESPONSE_BYTES, IMAGE_FORMATS
+from m3gym.mcp.choices import default_env_ids as default_env_ids
+from m3gym.mcp.images import NOTE_BYTES as NOTE_BYTES
+from m3gym.mcp.images import REPLY_OVERHEAD as REPLY_OVERHEAD
+from m3gym.mcp.images import EncodedImage, fit_images, json_len
+from m3gym.mcp.images import encode_image as encode_image
+from m3gym.mcp.images import encode_images as encode_images
+from m3gym.mcp.images import image_budget as image_budget
+from m3gym.mcp.limits import MIN_RESPONSE_BYTES as MIN_RESPONSE_BYTES
+from m3gym.mcp.limits import McpLimits
+from m3gym.mcp.memory import MMAP_THRESHOLD as MMAP_THRESHOLD
+from m3gym.mcp.memory import TRIM_INTERVAL_S, image_bytes, release_episode_images, release_memory
+from m3gym.mcp.memory import limit_heap_retention as limit_heap_retention
+from m3gym.mcp.recording import RunFolder
+from m3gym.mcp.replies import StepReply, start_text, verdict
 
 logger = logging.getLogger(__name__)
 
@@ -74,352 +85,14 @@ EPISODE_ID_BYTES = 16
 """Random bytes in an ``episode_id`` (128 bits): unguessable, so where the transport gives no
 session identity the id itself is the capability to act on the episode."""
 
-TRIM_INTERVAL_S = 2.0
-"""Least seconds between two returns of freed heap memory to the OS (:func:`release_memory`)."""
-
-
 class EpisodeError(ValueError):
     """A call the table refuses (unknown or finished episode, bad arguments, limits)."""
-
-
-@dataclass(frozen=True)
-class McpLimits:
-    """Bounds of one MCP server.
-
-    Attributes:
-        max_episodes: episodes in progress at once (finished ones no longer count).
-        idle_s: an episode untouched this long is evicted (its env is freed).
-        max_images: images one episode may hold (the env's image-state bound).
-        max_episode_bytes: bytes of image data one episode may hold.
-        max_response_bytes: bytes of one reply as sent (its JSON: text, structured content and
-            base64 images). Images are re-encoded (lossy, then downscaled, the scale stated in
-            the text) to fit, and left out with a note only when even a small one cannot.
-        image_format: ``auto`` (PNG when it fits, else JPEG), ``png``, ``jpeg`` or ``webp``.
-        image_quality: the first JPEG/WebP quality tried (1-100); lower ones follow if needed.
-        finished_kept: finished or evicted episodes remembered for reports and precise errors.
-        finished_bytes: bytes (as JSON) of the traces of those remembered episodes.
-        max_pooled_envs: idle envs kept for reuse, over all env ids together (they keep no
-            episode's images).
-        max_busy: env resets and steps that run at once (others wait their turn): bounds the
-            transient memory of many sessions rendering at the same moment.
-    """
-
-    max_episodes: int = 32
-    idle_s: float = 900.0
-    max_images: int = 48
-    max_episode_bytes: int = 192 * 1024 * 1024
-    max_response_bytes: int = DEFAULT_RESPONSE_BYTES
-    image_format: str = "auto"
-    image_quality: int = 85
-    finished_kept: int = 256
-    finished_bytes: int = 32 * 1024 * 1024
-    max_pooled_envs: int = 4
-    max_busy: int = 4
-
-    def validate(self) -> None:
-        """Raise ``ValueError`` for a bound that cannot work."""
-        for name in ("max_episodes", "max_images", "max_episode_bytes", "finished_kept",
-                     "finished_bytes", "max_busy"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if self.max_pooled_envs < 0:
-            raise ValueError("max_pooled_envs must be >= 0")
-        if self.max_response_bytes < MIN_RESPONSE_BYTES:
-            raise ValueError(f"max_response_bytes must be >= {MIN_RESPONSE_BYTES} (room for the "
-                             f"text of a reply), got {self.max_response_bytes}")
-        if self.image_format not in IMAGE_FORMATS:
-            raise ValueError(f"image_format must be one of {list(IMAGE_FORMATS)}, got "
-                             f"{self.image_format!r}")
-        if not 1 <= self.image_quality <= 100:
-            raise ValueError(f"image_quality must be in [1, 100], got {self.image_quality}")
-        if not self.idle_s > 0:
-            raise ValueError("idle_s must be > 0")
-
-
-MIN_RESPONSE_BYTES = 64 * 1024
-"""Smallest ``max_response_bytes``: a reply's text (a fetched page, a verdict) must fit."""
-
-
-@dataclass
-class EncodedImage:
-    """An image ready for an MCP image content block, with how it was sent.
-
-    Attributes:
-        index: the image's index in the episode.
-        data: the encoded bytes.
-        mime_type: ``image/png``, ``image/jpeg`` or ``image/webp``.
-        width: pixel width as sent.
-        height: pixel height as sent.
-        quality: the JPEG/WebP quality (``None`` for lossless PNG).
-        view_width: width of the env's view the image was encoded from.
-        full_width: width of the full-resolution image in the env (0 when unknown).
-        full_height: height of the full-resolution image (0 when unknown).
-    """
-
-    index: int
-    data: bytes
-    mime_type: str
-    width: int = 0
-    height: int = 0
-    quality: int | None = None
-    view_width: int = 0
-    full_width: int = 0
-    full_height: int = 0
-
-    @property
-    def downscaled(self) -> bool:
-        """Whether the image was sent smaller than the env's view."""
-        return self.width < self.view_width
-
-    def info(self) -> dict[str, Any]:
-        """Return how the image was sent (for structured content)."""
-        return {"index": self.index, "mime_type": self.mime_type, "width": self.width,
-                "height": self.height, "quality": self.quality,
-                "full_width": self.full_width, "full_height": self.full_height,
-                "full_px_per_px": round(self.full_width / self.width, 4)
-                if self.full_width and self.width else None}
-
-    def note(self) -> str:
-        """Return the sentence the reply text carries when the image is not the lossless view."""
-        how = ("PNG" if self.quality is None else
-               f"{self.mime_type.split('/')[1].upper()} quality {self.quality}")
-        size = f"{self.width}x{self.height} {how}"
-        if self.full_width:
-            ratio = self.full_width / self.width
-            return (f"Image {self.index} is sent as {size} to fit the reply limit: 1 px here = "
-                    f"{ratio:.3g} px of its {self.full_width}x{self.full_height} "
-                    "full-resolution image (multiply pixel positions by that).")
-        return f"Image {self.index} is sent as {size} to fit the reply limit."
-
-
-@dataclass
-class StepReply:
-    """What a tool call returns: text, new images, whether it failed, and (when done) metrics."""
-
-    text: str
-    images: list[EncodedImage] = field(default_factory=list)
-    is_error: bool = False
-    done: bool = False
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-_LOSSY_STEPS = (0, 15, 30, 45)
-"""Quality steps below ``image_quality`` tried before downscaling (floored at 20)."""
-
-_DOWNSCALE = 0.75
-"""Side factor of each downscaling step when no quality fits."""
-
-
-def _imencode(img: np.ndarray, fmt: str, quality: int | None) -> bytes | None:
-    if fmt == "png":
-        return png_bytes(img)
-    bgr = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
-    if fmt == "webp":
-        ok, buf = cv2.imencode(".webp", bgr, [cv2.IMWRITE_WEBP_QUALITY, int(quality or 85)])
-    else:
-        ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality or 85)])
-    return buf.tobytes() if ok else None
-
-
-def encode_image(array: np.ndarray, budget: int, fmt: str = "auto", quality: int = 85,
-                 index: int = 0, full_size: tuple[int, int] = (0, 0)) -> EncodedImage | None:
-    """Return an RGB/gray ``uint8`` image encoded within ``budget`` bytes, or None.
-
-    ``auto``: PNG when it fits, else JPEG from ``quality`` down (steps of 15, floor 20), then
-    the same at 3/4 of the size, again and again (down to 16 px on the short side). ``png``
-    only downscales; ``jpeg`` / ``webp`` never send PNG. ``full_size`` (width, height) is the
-    full-resolution image's size, for the note on how it was sent.
-    """
-    img = array
-    view_w = int(array.shape[1])
-
-    def done(data: bytes, mime: str, q: int | None, im: np.ndarray) -> EncodedImage:
-        return EncodedImage(int(index), data, mime, int(im.shape[1]), int(im.shape[0]), q,
-                            view_w, int(full_size[0]), int(full_size[1]))
-
-    lossy = "webp" if fmt == "webp" else "jpeg"
-    qualities = sorted({max(20, quality - step) for step in _LOSSY_STEPS}, reverse=True)
-    while min(img.shape[:2]) >= 16:
-        if fmt in ("auto", "png"):
-            data = _imencode(img, "png", None)
-            if data is not None and len(data) <= budget:
-                return done(data, "image/png", None, img)
-        if fmt != "png":
-            for q in qualities:
-                data = _imencode(img, lossy, q)
-                if data is not None and len(data) <= budget:
-                    return done(data, f"image/{lossy}", q, img)
-        size = (max(1, int(img.shape[1] * _DOWNSCALE)), max(1, int(img.shape[0] * _DOWNSCALE)))
-        img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
-    return None
-
-
-def encode_images(indices: tuple[int, ...], images: tuple[np.ndarray, ...], budget: int,
-                  fmt: str = "auto", quality: int = 85,
-                  full_sizes: tuple[tuple[int, int], ...] | None = None,
-                  ) -> tuple[list[EncodedImage], list[int]]:
-    """Encode images within a shared byte ``budget``; return them and the indices left out."""
-    out: list[EncodedImage] = []
-    left: list[int] = []
-    for n, (index, array) in enumerate(zip(indices, images)):
-        share = budget // max(1, len(images) - n)
-        full = full_sizes[n] if full_sizes else (0, 0)
-        enc = encode_image(array, share, fmt, quality, int(index), full)
-        if enc is None:
-            left.append(int(index))
-            continue
-        budget -= len(enc.data)
-        out.append(enc)
-    return out, left
-
-
-def _json_len(value: Any) -> int:
-    return len(json.dumps(value, default=str))
-
-
-REPLY_OVERHEAD = 4096
-"""Bytes a reply keeps free for the JSON-RPC envelope and the content blocks' own keys."""
-
-NOTE_BYTES = 400
-"""Bytes a reply keeps free per image for the sentence on how it was sent."""
-
-
-def image_budget(limits: McpLimits, text: str, data: Mapping[str, Any], n_images: int) -> int:
-    """Return the raw (pre-base64) image bytes a reply may carry besides ``text`` and ``data``.
-
-    The text is sent once as a text block and ``data`` once as structured content; images go
-    as base64 (4 bytes per 3).
-    """
-    room = (limits.max_response_bytes - REPLY_OVERHEAD - _json_len(text) - _json_len(data)
-            - n_images * (NOTE_BYTES + _json_len({"index": 0, "mime_type": "image/jpeg",
-                                                   "width": 0, "height": 0, "quality": 0,
-                                                   "full_width": 0, "full_height": 0,
-                                                   "full_px_per_px": 0.0})))
-    return max(0, room) * 3 // 4
-
-
-def fit_images(limits: McpLimits, text: str, data: dict[str, Any],
-               indices: tuple[int, ...], arrays: tuple[np.ndarray, ...],
-               full_sizes: tuple[tuple[int, int], ...]) -> tuple[str, list[EncodedImage]]:
-    """Encode a reply's images within :attr:`McpLimits.max_response_bytes`.
-
-    Returns the text with a sentence for each image not sent as the lossless view (its size,
-    format and scale to the full-resolution image) and for each left out; ``data`` gains
-    ``images_sent`` (how each image went) and ``images_left_out``.
-    """
-    budget = image_budget(limits, text, data, len(arrays))
-    images, left = encode_images(indices, arrays, budget, limits.image_format,
-                                 limits.image_quality, full_sizes)
-    notes = [i.note() for i in images if i.downscaled or i.quality is not None]
-    if notes:
-        notes.append("Tools work on the full-resolution image and bbox_2d uses a 0-1000 scale of "
-                     "it, so coordinates do not depend on how an image is sent.")
-    if left:
-        notes.append(f"Images {left} do not fit in one reply ({limits.max_response_bytes} "
-                     "bytes) even downscaled: they exist in the episode; crop them smaller to "
-                     "see them.")
-    data["images_sent"] = [i.info() for i in images]
-    data["images_left_out"] = left
-    if notes:
-        text = text + "\n\n" + "\n".join(notes)
-    return text, images
-
-
-def start_text(data: Mapping[str, Any]) -> str:
-    """Return ``start_episode``'s text: the episode id, the prompt, the choices and the budgets.
-
-    Everything in the structured content an agent needs is here too, for clients that only
-    read text.
-    """
-    choices = data.get("choices") or []
-    lines = [f"episode_id: {data['episode_id']}", "", str(data["prompt"]), ""]
-    if choices:
-        lines.append("Choices: " + "; ".join(str(c) for c in choices))
-    lines.append(f"Budget: {data.get('max_tool_calls')} tool calls, {data.get('max_rounds')} "
-                 "rounds. Call the tools with this episode_id; finish with answer.")
-    return "\n".join(lines)
 
 
 def _full_sizes(rec: EpisodeRecorder, indices: Any) -> tuple[tuple[int, int], ...]:
     """Return (width, height) of the full-resolution images ``indices`` of an episode."""
     state = rec.env.unwrapped.state
     return tuple((state[int(i)].width, state[int(i)].height) for i in indices)
-
-
-class RunFolder:
-    """A run folder an MCP server records into (the layout ``m3gym eval`` writes).
-
-    ``config.json`` names the agent ``mcp``; an existing MCP run folder is appended to, any other
-    non-empty folder is refused.
-    """
-
-    def __init__(self, path: str | Path, env_args: Mapping[str, Any] | None = None,
-                 settings: Mapping[str, Any] | None = None) -> None:
-        self.path = Path(path)
-        if self.path.exists() and not self.path.is_dir():
-            raise FileExistsError(f"{self.path} exists and is not a folder")
-        cfg_path = self.path / "config.json"
-        if self.path.is_dir() and any(self.path.iterdir()):
-            old = read_run_config(cfg_path) if cfg_path.is_file() else {}
-            if old.get("agent") != "mcp":
-                raise FileExistsError(f"{self.path} is not empty and not an MCP run folder; "
-                                      "choose another --record folder")
-        (self.path / "traces").mkdir(parents=True, exist_ok=True)
-        (self.path / "thumbs").mkdir(parents=True, exist_ok=True)
-        jsonl = self.path / "episodes.jsonl"
-        # a line cut by a crash is removed (backup kept, named in a warning), and the next
-        # record starts on its own line
-        self.removed, self.backup = drop_unreadable_lines(jsonl)
-        if self.removed:
-            warnings.warn(f"removed {unreadable_message(self.removed)}; the original is kept as "
-                          f"{self.backup}", UserWarning, stacklevel=2)
-        terminate_last_line(jsonl)
-        self.records = read_records_checked(jsonl)[0]
-        self._ids = {r["episode_id"] for r in self.records}
-        self._lock = threading.Lock()
-        if not cfg_path.is_file():
-            from m3gym.eval.runner import _records_fingerprint, run_versions
-            from m3gym.eval.splits import load_manifest
-
-            # env_args and the records file's fingerprint: m3gym report checks the records
-            extra = ({"env_args": dict(env_args), **_records_fingerprint(env_args)}
-                     if env_args else {})
-            cfg_path.write_text(json.dumps(
-                {"agent": "mcp", "envs": [], "split": "mcp", "seed": 0, "reward": None,
-                 "versions": run_versions(None, load_manifest("test")), **extra,
-                 **({"mcp_server": dict(settings)} if settings is not None else {})},
-                indent=2, default=str) + "\n")
-        elif settings is not None:
-            self._record_settings(cfg_path, settings)
-
-    @staticmethod
-    def _record_settings(cfg_path: Path, settings: Mapping[str, Any]) -> None:
-        """Keep an appended run's server settings: shared episodes once shared stay recorded."""
-        cfg = read_run_config(cfg_path)
-        old = dict(cfg.get("mcp_server") or {})
-        new = {**dict(settings),
-               "shared_episodes": bool(old.get("shared_episodes")) or
-               bool(settings.get("shared_episodes"))}
-        if old != new:
-            cfg["mcp_server"] = new
-            cfg_path.write_text(json.dumps(cfg, indent=2, default=str) + "\n")
-
-    def next_index(self) -> int:
-        """Return the index the next recorded episode gets."""
-        return len(self._ids)
-
-    def unique_id(self, episode_id: str) -> str:
-        """Return ``episode_id``, suffixed ``~2``, ``~3`` ... when already recorded."""
-        if episode_id not in self._ids:
-            return episode_id
-        return next(f"{episode_id}~{n}" for n in itertools.count(2)
-                    if f"{episode_id}~{n}" not in self._ids)
-
-    def write(self, outcome: EpisodeOutcome) -> None:
-        """Append one episode (record, trace, thumbnails), flushed."""
-        with self._lock, (self.path / "episodes.jsonl").open("a") as jsonl:
-            write_outcome(self.path, outcome, jsonl)
-            self._ids.add(outcome.record["episode_id"])
 
 
 @dataclass
@@ -446,205 +119,10 @@ class _Ended:
     nbytes: int = 0
 
 
-SERVER_ENV_KEYS: tuple[str, ...] = ("reward", "max_images", "max_bytes", "disable_env_checker")
-"""``gym.make`` arguments the server sets itself (per episode, or from its limits)."""
-
-RECORDS_ENV_KEYS: tuple[str, ...] = ("records", "split", "max_image_pixels",
-                                     "max_record_pixels")
-"""Env arguments of the records env (``M3Bench-Records``) on top of every env's."""
-
-DEFAULT_REWARD = "m3"
-"""The reward a client gets without naming one, when the operator names none."""
-
-
-def check_server_env_args(env_args: Mapping[str, Any]) -> None:
-    """Raise ``ValueError`` naming the key when the server's envs cannot take ``env_args``.
-
-    The keys are checked against the env constructor (plus ``records`` / ``split`` of the
-    records env), and a ``records`` source is loaded once, so a bad key or records file stops
-    the server at start-up rather than failing every episode.
-    """
-    from m3gym.config_errors import ConfigSource
-    from m3gym.eval.runner import check_env_args
-    from m3gym.registration import level_env_id
-
-    src = ConfigSource("--env-arg")
-    for key in SERVER_ENV_KEYS:
-        if key in env_args:
-            raise src.error("set by the server (per episode, or by its --max-* flags), not an "
-                            "env argument", key)
-    check_env_args(level_env_id(1), {k: v for k, v in env_args.items()
-                                     if k not in RECORDS_ENV_KEYS})
-    if "records" in env_args:
-        from m3gym.records.family import cached_records
-        from m3gym.records.guard import pixel_budget
-
-        try:
-            cached_records(env_args["records"], bool(env_args.get("allow_outside", False)),
-                           pixel_budget(env_args.get("max_image_pixels"),
-                                        env_args.get("max_record_pixels")))
-        except (OSError, ValueError, TypeError) as exc:
-            raise ValueError(f"--env-arg records={env_args['records']!r}: {exc}") from None
-
-
-def unversioned(env_id: str) -> str:
-    """Return ``env_id`` without its ``-vN`` suffix: ``M3Bench-L2-v3`` → ``M3Bench-L2``."""
-    head, sep, tail = env_id.rpartition("-v")
-    return head if sep and tail.isdigit() else env_id
-
-
-def default_env_ids(env_args: Mapping[str, Any] | None = None) -> list[str]:
-    """Return the env ids a server offers when the operator names none (unversioned).
-
-    Every registered m3gym id except those that need operator data: the records suite's ids
-    (``M3Bench-Records``) are offered only when ``env_args`` names a ``records`` source.
-    """
-    from m3gym.registration import env_ids, family_env_id
-    from m3gym.tasks.registry import family_names
-
-    records = {family_env_id(f) for f in family_names(suite="records")}
-    with_records = env_args is not None and env_args.get("records") is not None
-    return [unversioned(e) for e in env_ids() if with_records or e not in records]
-
-
-def allowed_env_ids(envs: Sequence[str] | None, env_args: Mapping[str, Any] | None = None
-                    ) -> dict[str, str]:
-    """Return ``{name a client may give: registered id}`` for the operator's env ids.
-
-    Each operator id is offered by its unversioned name and by its registered (versioned) id.
-    Raises ``ValueError`` naming an operator id that is not registered.
-    """
-    from m3gym.registration import env_ids, resolve_env_id
-
-    known = set(env_ids())
-    out: dict[str, str] = {}
-    for env_id in (default_env_ids(env_args) if envs is None else envs):
-        try:
-            resolved = resolve_env_id(str(env_id))
-        except Exception:  # gymnasium rejects a malformed id
-            resolved = str(env_id)
-        if resolved not in known:
-            raise ValueError(f"--env {env_id!r} is not an m3gym env id; known: "
-                             f"{', '.join(unversioned(e) for e in sorted(known))}")
-        out[unversioned(resolved)] = resolved
-        out[resolved] = resolved
-    if not out:
-        raise ValueError("the server offers no env id (--env)")
-    return out
-
-
-def reward_choices(rewards: Sequence[str] | None) -> tuple[dict[str, Any], dict[str, str], str]:
-    """Return the reward choices of a server: ``({name: config}, {name: source}, default)``.
-
-    Every preset (:data:`m3gym.reward.PRESETS`) is a choice. Each operator entry is a preset
-    name, a YAML path (offered by its file stem) or ``NAME=PATH``; the first entry is the
-    default (``m3`` without any). A file is loaded here, once: a client names it, never its
-    path. Raises ``ValueError`` for a file that does not load or a name given twice.
-    """
-    from m3gym.reward import PRESETS, load_reward_config
-
-    configs: dict[str, Any] = {name: name for name in PRESETS}
-    sources: dict[str, str] = {name: name for name in PRESETS}
-    default = DEFAULT_REWARD
-    for n, entry in enumerate(rewards or ()):
-        entry = str(entry)
-        name, sep, path = entry.partition("=")
-        if not sep:
-            name, path = (entry, "") if entry in PRESETS else (Path(entry).stem, entry)
-        if path:
-            if name in sources:
-                raise ValueError(f"--reward {entry}: the name {name!r} is taken (a preset or "
-                                 "another file); give the file a name: --reward NAME=PATH")
-            if not name or not name.replace("_", "").replace("-", "").isalnum():
-                raise ValueError(f"--reward {entry}: name a file with letters, digits, _ or -")
-            try:
-                configs[name] = load_reward_config(path)
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"--reward {entry}: {exc}") from None
-            sources[name] = str(Path(path))
-        elif name not in PRESETS:
-            raise ValueError(f"--reward {entry}: not a preset ({', '.join(PRESETS)}) nor a file")
-        if n == 0:
-            default = name
-    return configs, sources, default
-
-
 def quote(value: Any, limit: int = 80) -> str:
     """Return a client's value as quoted in an error: its ``repr``, cut to ``limit`` characters."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-_LIBC: Any = None
-
-
-def release_memory() -> bool:
-    """Return freed heap memory to the OS (glibc ``malloc_trim``); False where unavailable.
-
-    Images are large allocations; freed by many threads they stay in glibc's arenas (the
-    server's RSS then stays at its peak). Trimming hands the free pages back.
-    """
-    libc = _libc()
-    if not libc:
-        return False
-    libc.malloc_trim(0)
-    return True
-
-
-MMAP_THRESHOLD = 4 * 1024 * 1024
-"""Allocations from this size on get their own memory map (:func:`limit_heap_retention`)."""
-
-_M_MMAP_THRESHOLD = -3
-"""glibc's ``mallopt`` parameter number of ``M_MMAP_THRESHOLD``."""
-
-
-def limit_heap_retention(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Give every allocation of ``threshold`` bytes or more its own map (glibc; process-wide).
-
-    glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after which
-    the images of an episode (a few MiB each) land in the heap arenas of the threads that made
-    them, and freed ones stay resident. A fixed threshold returns each freed image to the OS at
-    once. ``m3gym mcp`` calls it at start-up (docs/mcp.md, Memory). Returns False where it is
-    unavailable.
-    """
-    libc = _libc()
-    if not libc:
-        return False
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, int(threshold)))
-
-
-def _libc() -> Any:
-    """Return glibc (``malloc_trim`` and ``mallopt``), or False where there is none."""
-    global _LIBC
-    if _LIBC is None:
-        _LIBC = False
-        if sys.platform.startswith("linux"):
-            try:
-                lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-                lib.malloc_trim  # noqa: B018 - glibc only (musl has none)
-                lib.mallopt  # noqa: B018
-                _LIBC = lib
-            except (OSError, AttributeError):
-                pass
-    return _LIBC
-
-
-def _release_episode(env: gym.Env) -> None:
-    """Drop the images of an env's last episode (the env goes to the pool; reset rebuilds them)."""
-    from m3gym.state import ImageState
-
-    inner = env.unwrapped
-    if hasattr(inner, "state") and hasattr(inner, "max_images"):
-        inner.state = ImageState(inner.max_images, inner.max_bytes)
-        inner._views = {}
-        inner.task = None
-        inner._ctx = None
-
-
-def _image_bytes(env: gym.Env) -> int:
-    """Return the bytes of image data an env holds (its episode's image state)."""
-    state = getattr(env.unwrapped, "state", None)
-    return int(getattr(state, "bytes_used", 0))
 
 
 class EpisodeTable:
@@ -714,7 +192,7 @@ class EpisodeTable:
 
     def _give_env(self, key: str, env: gym.Env) -> None:
         """Keep ``env`` for reuse; beyond ``limits.max_pooled_envs`` (all ids) close the oldest."""
-        _release_episode(env)
+        release_episode_images(env)
         closing: list[gym.Env] = []
         with self._lock:
             self._free_envs.setdefault(key, []).append(env)
@@ -753,8 +231,8 @@ class EpisodeTable:
             out = {"live": len(lives), "starting": self._starting,
                    "ended_kept": len(self._ended), "ended_bytes": self._ended_bytes,
                    "pooled_envs": len(pooled)}
-        out["live_image_bytes"] = sum(_image_bytes(live.rec.env) for live in lives)
-        out["pooled_image_bytes"] = sum(_image_bytes(env) for env in pooled)
+        out["live_image_bytes"] = sum(image_bytes(live.rec.env) for live in lives)
+        out["pooled_image_bytes"] = sum(image_bytes(env) for env in pooled)
         limits = self.limits
         out.update(max_episodes=limits.max_episodes, max_episode_bytes=limits.max_episode_bytes,
                    finished_kept=limits.finished_kept, finished_bytes=limits.finished_bytes,
@@ -1006,7 +484,7 @@ class EpisodeTable:
         outcome = assemble_outcome(spec, live.cfg, rec)
         if self.folder is not None:
             self.folder.write(outcome)
-        nbytes = _json_len(outcome.trace) + _json_len(outcome.record)
+        nbytes = json_len(outcome.trace) + json_len(outcome.record)
         with self._lock:  # thumbnails are in the run folder (if any): not kept in memory
             self._ended[live.episode_id] = _Ended(EpisodeOutcome(outcome.record, outcome.trace),
                                                   reason, live.owner, nbytes)
@@ -1070,13 +548,3 @@ class EpisodeTable:
         """Return the number of episodes in progress."""
         with self._lock:
             return len(self._live)
-
-
-def verdict(outcome: EpisodeOutcome | None) -> dict[str, Any]:
-    """Return the verdict part of a finished episode's reply: answer, correctness, metrics."""
-    if outcome is None:
-        return {}
-    rec = outcome.record
-    return {"status": rec["status"], "answer": rec["answer"],
-            "answer_correct": rec["answer_correct"], "reward": rec["reward"],
-            "metrics": rec["metrics"], "failure_mode": rec["failure_mode"]}

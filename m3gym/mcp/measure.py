@@ -135,7 +135,9 @@ def concurrent_rss(env_ids: Sequence[str], threads: int, episodes: int,
     import threading
     import time
 
-    from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits, limit_heap_retention
+    from m3gym.mcp.episodes import EpisodeError, EpisodeTable
+    from m3gym.mcp.limits import McpLimits
+    from m3gym.mcp.memory import limit_heap_retention
 
     limit_heap_retention()
     table = EpisodeTable(McpLimits(max_episodes=max_episodes))
@@ -178,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import anyio
     from mcp import Client
 
-    from m3gym.mcp.episodes import EpisodeTable, McpLimits
+    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.limits import McpLimits
     from m3gym.mcp.server import build_server
 
     p = argparse.ArgumentParser(prog="python -m m3gym.mcp.measure", description=__doc__)

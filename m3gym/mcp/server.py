@@ -44,7 +44,9 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from m3gym.mcp.episodes import EncodedImage, EpisodeError, EpisodeTable, StepReply, quote
+from m3gym.mcp.episodes import EpisodeError, EpisodeTable, quote
+from m3gym.mcp.images import EncodedImage
+from m3gym.mcp.replies import StepReply
 
 OWNER_KEY = "m3gym.mcp.owner"
 """Key of the caller's owner token in the MCP connection's per-connection ``state``."""
