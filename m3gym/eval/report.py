@@ -14,6 +14,10 @@ seeded (:data:`BOOTSTRAP_SEED`), so the same run folders give byte-identical rep
 
 The page's markup lives in jinja2 templates (``templates/``, :func:`template_env`); this module
 computes what they show. Plots and templates need the ``eval`` extra (matplotlib, jinja2).
+
+What the pages show is assembled beside it, and re-exported here: the runs and their intervals
+(:mod:`m3gym.eval.report_runs`), the tables as data (:mod:`m3gym.eval.report_tables`) and the
+warnings (:mod:`m3gym.eval.report_warnings`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import io
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,220 +37,44 @@ import numpy as np
 
 from m3gym.eval.peer_summary import peer_tables
 from m3gym.eval.report_images import FILES_DIR, ReportImages, ShownImage
-from m3gym.eval.runner import (
-    UnreadableLine,
-    read_records_checked,
-    read_run_config,
-    task_version_keys,
+from m3gym.eval.report_runs import BOOTSTRAP_SEED as BOOTSTRAP_SEED
+from m3gym.eval.report_runs import INTERVAL_LEVEL as INTERVAL_LEVEL
+from m3gym.eval.report_runs import (
+    LEADERBOARD_COLUMNS,
+    Run,
+    interval,
+    load_runs,
 )
+from m3gym.eval.report_runs import bootstrap_rng as bootstrap_rng
+from m3gym.eval.report_runs import load_run as load_run
+from m3gym.eval.report_tables import (
+    JUDGE_NOTE,
+    Table,
+    failure_table,
+    family_table,
+    judge_table,
+    leaderboard_table,
+    level_table,
+    runs_table,
+    versions_table,
+)
+from m3gym.eval.report_tables import VERSION_COLUMNS as VERSION_COLUMNS
+from m3gym.eval.report_warnings import changed_record_tasks as changed_record_tasks
+from m3gym.eval.report_warnings import comparability_warnings as comparability_warnings
+from m3gym.eval.report_warnings import isolation_warnings as isolation_warnings
+from m3gym.eval.report_warnings import records_warnings as records_warnings
+from m3gym.eval.report_warnings import report_warnings
+from m3gym.eval.report_warnings import skipped_warnings as skipped_warnings
+from m3gym.eval.report_warnings import unreadable_warnings as unreadable_warnings
 from m3gym.eval.summary import (
     FAILURE_MODES,
     M3BENCH_COLUMNS,
-    fmt,
-    fmt_interval,
-    stat_interval,
     stat_value,
-    summarize,
 )
 from m3gym.extras import require_extra
 
-LEADERBOARD_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("Acc", "acc"), ("S", "S"), ("V", "V"), ("V_true", "V_true"), ("OT", "OT"), ("M3", "m3"),
-    ("Recall", "recall"), ("Prec", "precision"), ("ArgSim", "arg_similarity"),
-    ("Safety", "safety"), ("Calls", "calls"), ("Reward", "reward"),
-)
-"""(header, statistic) columns of the leaderboard and per-level tables."""
-
 MAX_RESULT_CHARS: int = 600
 """Longest tool result text shown per call in the viewer."""
-
-BOOTSTRAP_SEED: int = 0
-"""Seed of the generator behind every interval of the report (one fresh generator per interval,
-so an interval depends only on its own episodes, not on which other runs are shown)."""
-
-INTERVAL_LEVEL: float = 0.95
-"""Coverage of the leaderboard's intervals and the plots' error bars."""
-
-
-def bootstrap_rng() -> np.random.Generator:
-    """Return the seeded ``np.random.Generator`` one report interval is drawn with."""
-    return np.random.default_rng(BOOTSTRAP_SEED)
-
-
-def interval(records: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] | None:
-    """Return the report's 95 % bootstrap interval of statistic ``key`` over ``records``."""
-    return stat_interval(records, key, bootstrap_rng(), INTERVAL_LEVEL)
-
-
-@dataclass
-class Run:
-    """A loaded run folder: its name, config, latest episode records and summary.
-
-    ``unreadable`` lists the lines of ``episodes.jsonl`` that are not episode records (left out
-    of every count; the report names each). ``skipped`` maps each file of the run the report
-    could not use (a trace that is not JSON or not of the trace schema, a thumbnail that is not
-    a JPEG, ``traces`` that is not a folder ...) to why; the report names each and goes on.
-    """
-
-    name: str
-    path: Path
-    config: dict[str, Any]
-    records: list[dict[str, Any]]
-    summary: dict[str, Any]
-    unreadable: list[UnreadableLine] = field(default_factory=list)
-    records_check: list[str] | None = field(default=None, repr=False, compare=False)
-    """The records-file warnings, once computed (:func:`records_warnings`)."""
-    skipped: dict[str, str] = field(default_factory=dict)
-
-    def skip(self, path: str | Path, reason: str) -> None:
-        """Record a file of the run the report cannot use, and why (named in the warnings)."""
-        self.skipped.setdefault(str(path), reason)
-
-    def trace(self, episode_id: str) -> dict[str, Any] | None:
-        """Return the stored trace of an episode, or ``None`` when it is missing or skipped.
-
-        A trace that is not a regular file, cannot be read, is not UTF-8 JSON or does not match
-        :data:`~m3gym.eval.run_folder.TRACE_SCHEMA` is skipped: recorded in :attr:`skipped`
-        with the reason (file, line and column, or key and expected type).
-        """
-        from m3gym.eval.run_folder import episode_trace_path, read_trace_checked
-
-        if str(self.path / "traces") in self.skipped:
-            return None
-        path, problem = episode_trace_path(self.path, episode_id)
-        if path is None:
-            self.skip(self.path / "episodes.jsonl", str(problem))
-            return None
-        trace, problem = read_trace_checked(path)
-        if problem is None and trace is None:
-            problem = "missing (the episode has a record but no trace)"
-        if problem is not None:
-            self.skip(path, problem)
-        return trace
-
-    def thumb_data_url(self, rel: str | None) -> str | None:
-        """Return a stored thumbnail as a ``data:image/jpeg;base64`` URL (``None``: none usable).
-
-        A thumbnail outside ``thumbs/`` of the run, or that is not a JPEG file, is skipped
-        (:attr:`skipped`).
-        """
-        from m3gym.eval.report_images import read_thumb
-
-        data, problem = read_thumb(self.path, rel)
-        if problem is not None:
-            self.skip(self.path / str(rel), problem)
-        if data is None:
-            return None
-        return "data:image/jpeg;base64," + base64.b64encode(data).decode()
-
-
-def load_run(path: str | Path, name: str | None = None) -> Run:
-    """Load a run folder written by ``m3gym eval`` (its summary is recomputed from records).
-
-    Raises ``FileNotFoundError`` when there is no ``episodes.jsonl`` and
-    :class:`~m3gym.eval.run_folder.RunFolderError` naming the file and the problem when
-    ``episodes.jsonl`` or ``config.json`` is not a regular file or cannot be read, or
-    ``config.json`` is malformed (:func:`~m3gym.eval.runner.read_run_config`). ``traces`` or
-    ``thumbs`` that is not a folder is recorded in :attr:`Run.skipped` (the report names it).
-    """
-    from m3gym.eval.run_folder import RunFolderError, check_file, check_folder
-
-    path = Path(path)
-    records_path = path / "episodes.jsonl"
-    if not check_file(records_path):
-        raise FileNotFoundError(f"{path} is not an m3gym run folder (no episodes.jsonl)")
-    cfg_path = path / "config.json"
-    config = read_run_config(cfg_path) if check_file(cfg_path) else {}
-    records, unreadable = read_records_checked(records_path)
-    run = Run(name or path.name, path, config, records, summarize(records), unreadable)
-    for folder, what in (("traces", "no trace is shown"), ("thumbs", "no image is shown")):
-        try:
-            check_folder(path / folder)
-        except RunFolderError as exc:
-            run.skip(path / folder, f"{exc.problem}: {what}")
-    return run
-
-
-def load_runs(paths: Sequence[str | Path]) -> list[Run]:
-    """Load several runs, naming them by folder (with the parent folder when names repeat)."""
-    names = [Path(p).resolve().name for p in paths]
-    runs = []
-    for p, n in zip(paths, names):
-        label = n if names.count(n) == 1 else f"{Path(p).resolve().parent.name}/{n}"
-        runs.append(load_run(p, label))
-    return runs
-
-
-# --------------------------------------------------------------------------- tables
-Table = tuple[list[str], list[list[str]]]
-
-
-def leaderboard_table(runs: Sequence[Run]) -> Table:
-    """Return the overall leaderboard: one row per run, sorted by accuracy.
-
-    Each cell is a mean with its 95 % bootstrap interval, ``0.620 [0.550, 0.690]``
-    (:func:`interval`: tasks resampled, each with all its rollouts).
-    """
-    header = ["run", "agent", "N", *(h for h, _ in LEADERBOARD_COLUMNS)]
-    rows = []
-    for run in sorted(runs, key=lambda r: -(stat_value(r.summary["overall"], "acc") or 0.0)):
-        st = run.summary["overall"]
-        rows.append([run.name, str(run.config.get("agent", "?")), _n(st),
-                     *(fmt_interval(stat_value(st, k), interval(run.records, k), k)
-                       for _, k in LEADERBOARD_COLUMNS)])
-    return header, rows
-
-
-def _n(stats: Mapping[str, Any]) -> str:
-    return str(stats["scored"]) + (f"/{stats['episodes']}" if stats["scored"] !=
-                                   stats["episodes"] else "")
-
-
-def level_table(runs: Sequence[Run], columns: Sequence[tuple[str, str]]) -> Table:
-    """Return one row per (level, run) with the given statistics."""
-    header = ["level", "run", "N", *(h for h, _ in columns)]
-    levels = sorted({lv for r in runs for lv in r.summary["by_level"]})
-    rows = []
-    for lv in levels:
-        for run in runs:
-            st = run.summary["by_level"].get(lv)
-            if st is not None:
-                rows.append([lv, run.name, _n(st), *(fmt(stat_value(st, k), k)
-                                                     for _, k in columns)])
-    return header, rows
-
-
-def family_table(runs: Sequence[Run], key: str = "acc") -> Table:
-    """Return one row per family with statistic ``key`` of each run side by side."""
-    header = ["level", "family", *(run.name for run in runs)]
-    fams: dict[str, str] = {}
-    for run in runs:
-        for fam, st in run.summary["by_family"].items():
-            fams.setdefault(fam, str(st.get("level", "")))
-    rows = []
-    for fam, lv in sorted(fams.items(), key=lambda kv: (kv[1], kv[0])):
-        cells = []
-        for run in runs:
-            st = run.summary["by_family"].get(fam)
-            cells.append(fmt(stat_value(st, key), key) if st else "")
-        rows.append([lv, fam, *cells])
-    return header, rows
-
-
-def failure_table(runs: Sequence[Run]) -> Table:
-    """Return failure-mode counts (scored episodes) with runs side by side, plus error counts."""
-    header = ["failure mode", *(run.name for run in runs)]
-    modes = list(FAILURE_MODES) + sorted({m for r in runs for m in
-                                          r.summary["overall"]["failure_modes"]} -
-                                         set(FAILURE_MODES))
-    rows = [[m, *(str(r.summary["overall"]["failure_modes"].get(m, 0)) for r in runs)]
-            for m in modes]
-    for key in ("infra_errors", "agent_errors", "env_errors"):
-        if any(r.summary["overall"][key] for r in runs):
-            rows.append([f"({key.replace('_', ' ')}, not scored)",
-                         *(str(r.summary["overall"][key]) for r in runs)])
-    return header, rows
-
 
 def markdown_table(table: Table) -> str:
     """Return a table as GitHub Markdown."""
@@ -293,230 +121,6 @@ def _is_num(cell: str) -> bool:
         return cell == "-"
 
 
-def _runs_table(runs: Sequence[Run]) -> Table:
-    header = ["run", "agent", "split", "envs", "episodes", "scored", "folder"]
-    rows = [[r.name, str(r.config.get("agent", "?")), str(r.config.get("split", "?")),
-             ", ".join(r.config.get("envs", [])), str(r.summary["overall"]["episodes"]),
-             str(r.summary["overall"]["scored"]), str(r.path)] for r in runs]
-    return header, rows
-
-
-VERSION_COLUMNS: tuple[str, ...] = (
-    "m3gym", "manifest", "python", "gymnasium", "numpy", "opencv", "pillow", "freetype",
-    "agent_model", "agent_base_url", "agent_ocr",
-)
-"""``config.json["versions"]`` keys shown in the report's versions table."""
-
-
-def versions_table(runs: Sequence[Run]) -> Table:
-    """Return one row per run: the versions it ran on (``?`` where the run did not record them)."""
-    header = ["run", *VERSION_COLUMNS]
-    rows = []
-    for r in runs:
-        v = r.config.get("versions") or {}
-        rows.append([r.name, *(str(v.get(k, "?")) for k in VERSION_COLUMNS)])
-    return header, rows
-
-
-def comparability_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return a warning per way the runs' tasks may differ, so their scores may not compare.
-
-    Runs side by side must share every version in :func:`task_version_keys` (m3gym, the
-    manifest, the pixel libraries); a run that recorded none, or that ran with changed frozen
-    tasks (``--allow-changed-tasks``), is named too.
-    """
-    out = []
-    for r in runs:
-        if not r.config.get("versions"):
-            out.append(f"run {r.name} records no versions (written by an older m3gym): its tasks "
-                       "cannot be shown to match the others'")
-        changed = (r.config.get("frozen_tasks") or {}).get("changed") or []
-        if changed:
-            out.append(f"run {r.name} ran {len(changed)} frozen task(s) that differ from its "
-                       f"manifest (--allow-changed-tasks), e.g. {changed[0]}")
-    recorded = [r for r in runs if r.config.get("versions")]
-    for key in task_version_keys():
-        values = {r.name: r.config["versions"].get(key) for r in recorded}
-        if len(set(map(str, values.values()))) > 1:
-            shown = ", ".join(f"{name}: {v}" for name, v in values.items())
-            out.append(f"runs differ in {key} ({shown}); it changes tasks, so their scores may "
-                       "not be comparable")
-    return out
-
-
-def unreadable_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return, per run with unreadable ``episodes.jsonl`` lines, a count, then one per line.
-
-    Each line is named ``file:line`` with the reason and how it starts; its episode is not
-    counted (``m3gym eval --resume`` removes such lines, keeping a backup, and reruns them).
-    """
-    out = []
-    for r in runs:
-        if r.unreadable:
-            n = len(r.unreadable)
-            out.append(f"run {r.name}: {n} unreadable line{'s' if n != 1 else ''} in "
-                       f"{r.unreadable[0].path} (not episode records, so not counted; "
-                       "m3gym eval --resume removes them, keeping a backup, and reruns "
-                       "their episodes)")
-            out += [str(u) for u in r.unreadable]
-    return out
-
-
-def skipped_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return, per run with files the report could not use, a count, then one per file.
-
-    Each is named with the reason (a trace that is not JSON or not a trace, a thumbnail that is
-    not a JPEG, ``traces`` that is not a folder ...); the report shows the rest of the run.
-    """
-    out = []
-    for r in runs:
-        if r.skipped:
-            n = len(r.skipped)
-            out.append(f"run {r.name}: {n} file{'s' if n != 1 else ''} skipped (not shown; "
-                       "a skipped trace is left out of the peer metric tables too)")
-            out += [f"{path}: {reason}" for path, reason in r.skipped.items()]
-    return out
-
-
-def isolation_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return, per run with code-mode episodes run without isolation, how many and what it means.
-
-    Such episodes (``code_isolation`` ``"none"``, the explicit opt-out) let agent code read
-    what the env's machine can: their checkpoint and answer rewards are not trustworthy.
-    """
-    out = []
-    for r in runs:
-        n = sum(1 for rec in r.records if rec.get("code_isolation") == "none")
-        if n:
-            out.append(f"run {r.name}: {n} episode{'s' if n != 1 else ''} ran agent code WITHOUT "
-                       "isolation (code_isolation=none, the explicit opt-out): their checkpoint "
-                       "and answer rewards are untrusted")
-    return out
-
-
-def changed_record_tasks(run: Run) -> list[str]:
-    """Return ``"episode: reason"`` for each of a records run's tasks that no longer matches.
-
-    Each distinct (env, family, task seed) of the run's records is rebuilt from the run's
-    ``env_args`` (its records file as it is now) and its content hash compared with the
-    ``task_hash`` the episode recorded; a task that cannot be built any more counts too.
-    """
-    import gymnasium as gym
-
-    from m3gym import registration
-    from m3gym.tasks.registry import make_task
-
-    env_args = dict(run.config.get("env_args") or {})
-    envs: dict[str, Any] = {}
-    seen: set[tuple[str, str, int]] = set()
-    out: list[str] = []
-    try:
-        for rec in run.records:
-            want, family, seed = rec.get("task_hash"), rec.get("family"), rec.get("task_seed")
-            env_id = str(rec.get("env") or "")
-            if not want or not isinstance(family, str) or not isinstance(seed, int):
-                continue
-            if (env_id, family, seed) in seen:
-                continue
-            seen.add((env_id, family, seed))
-            try:
-                if env_id not in envs:
-                    envs[env_id] = gym.make(registration.resolve_env_id(env_id),
-                                            disable_env_checker=True, **env_args)
-                base = envs[env_id].unwrapped
-                config = base.family_config if family in base.families else {}
-                got = make_task(family, seed, config).content_hash()
-            except Exception as exc:  # a record gone or broken: the task cannot be rebuilt
-                out.append(f"{rec.get('episode_id')}: cannot be rebuilt "
-                           f"({type(exc).__name__}: {exc})")
-                continue
-            if got != want:
-                out.append(f"{rec.get('episode_id')}: task_hash {str(want)[:12]} in the run, "
-                           f"{got[:12]} now")
-    finally:
-        for env in envs.values():
-            env.close()
-    return out
-
-
-def records_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return a warning per records run whose records file or tasks changed since it ran.
-
-    A run of the records env keeps its file's path and sha256 (``config.json["records"]``):
-    the file is warned about when it is missing or its sha256 differs, and each of the run's
-    tasks is rebuilt from it (:func:`changed_record_tasks`) and warned about when its hash no
-    longer matches the episode's ``task_hash``: the scores are then for records that are gone.
-    """
-    out: list[str] = []
-    for r in runs:
-        if r.records_check is None:
-            r.records_check = _run_records_warnings(r)
-        out += r.records_check
-    return out
-
-
-def _run_records_warnings(r: Run) -> list[str]:
-    import hashlib
-
-    info = r.config.get("records")
-    if not isinstance(info, Mapping) or not info.get("sha256"):
-        return []
-    source, sha = str(info.get("source")), str(info["sha256"])
-    if source.startswith("<"):  # records given as Python objects: nothing on disk to check
-        return []
-    path = Path(source).expanduser()
-    if not path.is_file():
-        return [f"run {r.name}: its records file {source} is missing (sha256 {sha[:12]} at the "
-                "run): its tasks cannot be checked"]
-    out = []
-    now = hashlib.sha256(path.read_bytes()).hexdigest()
-    if now != sha:
-        out.append(f"run {r.name}: the records file {source} changed since the run (sha256 "
-                   f"{sha[:12]} at the run, {now[:12]} now): its scores are for the records "
-                   "as they were")
-    changed = changed_record_tasks(r)
-    if changed:
-        out.append(f"run {r.name}: {len(changed)} task(s) built from {source} no longer match "
-                   f"the run's task_hash, e.g. {changed[0]}")
-    return out
-
-
-def judge_table(runs: Sequence[Run]) -> Table | None:
-    """Return the judge-checkpoint row of each run (``None`` when no run has any).
-
-    Judge checkpoints (records imported from Agentic-MME) are scored by an optional VLM judge
-    (``m3gym eval --judge-endpoint``), reported here on their own, never in S or V.
-    """
-    stats = [(r, r.summary["overall"].get("judge")) for r in runs]
-    if not any(st for _, st in stats):
-        return None
-    header = ["run", "episodes", "judge checkpoints", "judged", "passed", "judge pass rate",
-              "request errors", "not judged"]
-    rows = [[r.name, str(st["episodes"]), str(st["checkpoints"]), str(st["judged"]),
-             str(st["passed"]), fmt(st.get("rate")), str(st["errors"]), str(st["not_judged"])]
-            for r, st in stats if st]
-    return header, rows
-
-
-JUDGE_NOTE: str = (
-    "Judge checkpoints are the checkpoints m3gym cannot verify exactly (Agentic-MME's visual "
-    "checks and search requirements), scored only by an OpenAI-compatible judge (m3gym eval "
-    "--judge-endpoint): pass rate = passed / judged over all of them. They are never part of "
-    "S or V; without a judge they are counted as not judged.")
-"""The sentence under the judge table."""
-
-
-def report_warnings(runs: Sequence[Run]) -> list[str]:
-    """Return every warning the report shows.
-
-    Unreadable lines, skipped files, unisolated code, changed records files or tasks,
-    comparability. Files are skipped as the report reads them: call it after the pages are
-    rendered to have every one.
-    """
-    return (unreadable_warnings(runs) + skipped_warnings(runs) + isolation_warnings(runs)
-            + records_warnings(runs) + comparability_warnings(runs))
-
-
 INTERVAL_NOTE: str = (
     "Each leaderboard cell is the mean over scored episodes with its 95 % percentile-bootstrap "
     "interval in brackets (2000 resamples of the tasks, each task with all its rollouts; "
@@ -540,7 +144,7 @@ def render_markdown(runs: Sequence[Run]) -> str:
         "# m3gym evaluation report", "",
         *(["## Warnings", "", *(f"- **{_md_text(w)}**" for w in warnings), ""]
           if warnings else []),
-        "## Runs", "", markdown_table(_runs_table(runs)), "",
+        "## Runs", "", markdown_table(runs_table(runs)), "",
         "## Versions", "", markdown_table(versions_table(runs)), "",
         "## Leaderboard", "", markdown_table(leaderboard_table(runs)), "",
         INTERVAL_NOTE, "",
@@ -887,7 +491,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
     warnings = report_warnings(runs) + (images.problems if images is not None else [])
     judge = judge_table(runs)
     head_tables = [
-        _section("Runs", _runs_table(runs)),
+        _section("Runs", runs_table(runs)),
         _section("Versions", versions_table(runs)),
         _section("Leaderboard", leaderboard_table(runs), "leaderboard", INTERVAL_NOTE),
     ]
