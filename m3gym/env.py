@@ -18,13 +18,20 @@ import numpy as np
 from gymnasium import spaces
 
 from m3gym.cache import LRUCache
+from m3gym.deprecation import renamed_names
 from m3gym.parsing import parse_action
-from m3gym.render_frame import FRAME_SHAPE, episode_frame, episode_text
+from m3gym.render_frame import FRAME_SHAPE, EpisodeSnapshot, episode_frame, episode_text
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
 from m3gym.spec import Task
 from m3gym.state import ImageState
-from m3gym.tasks.registry import check_difficulty, family_names, get_family, make_task
+from m3gym.tasks.registry import (
+    TRAIN_SEED_LIMIT,
+    check_difficulty,
+    family_names,
+    get_family,
+    make_task,
+)
 from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.code import interface_registry
@@ -33,8 +40,9 @@ from m3gym.trace import CallRecord, Trace, step_text
 from m3gym.vector import ObservationSpace
 from m3gym.view import derived_view, to_view, view_shape
 
-TRAIN_SEED_RANGE = (0, 1_000_000_000)
-"""Task seeds drawn for training episodes; frozen test splits use seeds outside this range."""
+__getattr__ = renamed_names(__name__, {"TRAIN_SEED_RANGE": (
+    "(0, m3gym.tasks.registry.TRAIN_SEED_LIMIT)", lambda: (0, TRAIN_SEED_LIMIT))})
+# TRAIN_SEED_RANGE, the old spelling of the boundary, is (0, TRAIN_SEED_LIMIT)
 
 INPUT_VIEW_CACHE = 256
 """How many input-image views an env keeps across resets (keyed by task id and index)."""
@@ -358,7 +366,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
                 family = self.families[idx]
             task_seed = options.get("task_seed")
             if task_seed is None:
-                task_seed = int(self.np_random.integers(*TRAIN_SEED_RANGE))
+                task_seed = int(self.np_random.integers(0, TRAIN_SEED_LIMIT))
             config = self.family_config if family in self.families else {}
             task = make_task(family, int(task_seed), config, difficulty=difficulty)
         self.task = task
@@ -530,10 +538,18 @@ class M3BenchEnv(gym.Env[dict, Any]):
     def render(self) -> np.ndarray | str | None:
         """Return the state as a frame (``rgb_array``) or as text (``ansi``); see render_frame."""
         if self.render_mode == "rgb_array":
-            return episode_frame(self)
+            return episode_frame(self.episode_snapshot())
         if self.render_mode == "ansi":
-            return episode_text(self)
+            return episode_text(self.episode_snapshot())
         return None
+
+    def episode_snapshot(self) -> EpisodeSnapshot:
+        """Return what ``render`` shows of the current episode (live references, no copies)."""
+        return EpisodeSnapshot(
+            task=self.task, state=self.state, trace=self.trace, view=self.view,
+            view_size=self.view_size, rounds_used=self.rounds_used, max_rounds=self.max_rounds,
+            calls_used=self.calls_used, max_tool_calls=self.max_tool_calls,
+            episode_over=self.episode_over)
 
 
 CODE_PROMPT_NOTE = (

@@ -11,12 +11,15 @@ frame never shows more detail than the observations do. A constant shape is what
 ``ansi`` text lists what the agent has seen: the question, the choices, every image with its size,
 view size and provenance, the last step's results and errors, the step and call counts and the
 answer once given. It never includes the expected answer. See ``docs/rendering.md``.
+
+Both read an :class:`EpisodeSnapshot` (what the env hands over on ``render``), never the env.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import cv2
@@ -25,8 +28,9 @@ import numpy as np
 from m3gym.view import view_shape
 
 if TYPE_CHECKING:
-    from m3gym.env import M3BenchEnv
-    from m3gym.state import ImageEntry
+    from m3gym.spec import Task
+    from m3gym.state import ImageEntry, ImageState
+    from m3gym.trace import Trace
 
 FRAME_TILE: int = 256
 """Side, in pixels, of one image tile of an ``rgb_array`` frame."""
@@ -48,6 +52,36 @@ MAX_RESULT_CHARS = 400
 """Longest tool-result line an ``ansi`` description shows (longer ones end with ``…``)."""
 
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
+
+
+@dataclass(frozen=True)
+class EpisodeSnapshot:
+    """What a frame or a text description shows of an episode (read, never changed).
+
+    The fields are the env's attributes of the same names (it builds one per ``render`` call;
+    they refer to the live state, nothing is copied).
+    """
+
+    task: Task | None
+    """The episode's task; ``None`` before the first reset."""
+    state: ImageState
+    """The indexed images of the episode."""
+    trace: Trace
+    """The steps taken, their results and errors, and the answer once given."""
+    view: Callable[[int], np.ndarray]
+    """Returns image ``i`` at view resolution (what the agent saw)."""
+    view_size: int
+    """Longest side of a view."""
+    rounds_used: int
+    """Steps taken."""
+    max_rounds: int
+    """Step budget."""
+    calls_used: int
+    """Tool calls counted against the budget."""
+    max_tool_calls: int
+    """Tool-call budget."""
+    episode_over: bool
+    """Whether the episode ended (answered, truncated) or has not started."""
 
 
 def frame_indices(n_images: int, slots: int = FRAME_GRID[0] * FRAME_GRID[1]) -> list[int]:
@@ -102,7 +136,7 @@ def compose_frame(tiles: Sequence[np.ndarray], labels: Sequence[str], status: st
     return frame
 
 
-def status_line(env: M3BenchEnv) -> str:
+def status_line(env: EpisodeSnapshot) -> str:
     """Return the frame's status line: family, step, calls, images, answer given."""
     if env.task is None:
         return "no episode (call reset)"
@@ -118,8 +152,8 @@ def image_label(entry: ImageEntry) -> str:
     return f"{entry.index} {prov.op}{source}"
 
 
-def episode_frame(env: M3BenchEnv) -> np.ndarray:
-    """Return the ``rgb_array`` frame of ``env``'s current state (:data:`FRAME_SHAPE`)."""
+def episode_frame(env: EpisodeSnapshot) -> np.ndarray:
+    """Return the ``rgb_array`` frame of an episode's current state (:data:`FRAME_SHAPE`)."""
     indices = frame_indices(len(env.state)) if env.task is not None else []
     tiles = [env.view(i) for i in indices]
     labels = [image_label(env.state[i]) for i in indices]
@@ -150,8 +184,8 @@ def describe_image(entry: ImageEntry, view_size: int) -> str:
     return f"  #{entry.index} {entry.width}x{entry.height}{shown} {origin}{extra}{label}"
 
 
-def episode_text(env: M3BenchEnv) -> str:
-    """Return the ``ansi`` description of ``env``'s current state (see the module docstring)."""
+def episode_text(env: EpisodeSnapshot) -> str:
+    """Return the ``ansi`` description of an episode's current state (see the module docstring)."""
     from m3gym.trace import step_text
 
     task = env.task

@@ -4,7 +4,7 @@ Every ``import`` inside ``m3gym`` counts, lazy ones (inside functions) included;
 under ``if TYPE_CHECKING:`` are left out (they never run). A unit is a top-level module or
 subpackage (``m3gym.tasks`` with its families and renderers is one unit: its registry discovers
 the families lazily). A new module must be placed in :data:`LAYERS` (docs/architecture.md draws
-them).
+them). Inside a unit, modules import one another without cycles too (lazy imports included).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "m3gym"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: data types and helpers every layer shares
     ("versions", "spec", "pixels", "geometry", "codec", "cache", "urls", "config_errors",
-     "fingerprint", "parsing", "state", "view", "trace", "extras"),
+     "fingerprint", "parsing", "state", "view", "trace", "extras", "deprecation"),
     # 1: the tools, the offline corpus, the action/observation spaces
     ("tools", "web", "spaces"),
     # 2: scoring, code-mode sandbox, agents (policies see only observations)
@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 5: what chooses tasks and names envs
     ("curriculum", "registration", "stats"),
     # 6: the environment
-    ("env", "render_frame", "vector"),
+    ("env", "render_frame", "vector", "records_env"),
     # 7: what runs envs: evaluation, integrations, wrappers, audits, servers
     ("eval", "integrations", "wrappers", "rollout", "distributed", "audit", "mcp", "testing",
      "verifiers", "openenv"),
@@ -89,14 +89,16 @@ def imported_modules(path: Path) -> list[tuple[str, int]]:
                 base = ".".join([*pkg, base] if base else pkg)
             if base.split(".")[0] != "m3gym":
                 continue
-            if base == "m3gym":  # from m3gym import X: X is a module or a name of the root
-                for alias in node.names:
-                    sub = PACKAGE / alias.name
-                    is_module = sub.is_dir() or sub.with_suffix(".py").exists()
-                    out.append((f"m3gym.{alias.name}" if is_module else "m3gym", node.lineno))
-            else:
-                out.append((base, node.lineno))
-    return out
+            for alias in node.names:  # from m3gym.x import y: y is a module or a name of m3gym.x
+                sub = f"{base}.{alias.name}"
+                out.append((sub if is_module(sub) else base, node.lineno))
+    return list(dict.fromkeys(out))
+
+
+def is_module(dotted: str) -> bool:
+    """Return whether ``dotted`` (``m3gym.a.b``) names a module or package of the package."""
+    path = PACKAGE.parent.joinpath(*dotted.split("."))
+    return path.is_dir() or path.with_suffix(".py").exists()
 
 
 def unit_edges() -> dict[str, dict[str, list[str]]]:
@@ -173,6 +175,34 @@ def test_no_import_cycles_between_units() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(detail)
 
 
+def module_edges() -> dict[str, dict[str, list[str]]]:
+    """Return ``{module: {imported module: ["file:line", ...]}}`` over the whole package.
+
+    A package's ``__init__`` importing its own submodules (the facade that re-exports them) is
+    left out: Python runs the ``__init__`` first whichever submodule is asked for.
+    """
+    edges: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        src = module_name(path)
+        facade = path.name == "__init__.py"
+        for module, line in imported_modules(path):
+            if module != src and not (facade and module.startswith(src + ".")):
+                edges[src][module].append(f"{path.relative_to(PACKAGE.parent)}:{line}")
+    return edges
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """A lazy import that closes a circle still makes the two modules one (e.g. a drawing module
+    calling back into the verifier that imports it): pass the callable in, or move the shared
+    part down."""
+    edges = module_edges()
+    cycles = strongly_connected({src: set(targets) for src, targets in edges.items()})
+    detail = [f"{c}: " + "; ".join(f"{a}->{b} at {edges[a][b][0]}" for a in c for b in c
+                                    if b in edges.get(a, {}))
+              for c in cycles]
+    assert not cycles, "import cycles between modules:\n" + "\n".join(detail)
+
+
 def test_no_module_imports_the_package_root() -> None:
     """``from m3gym import X`` below the entry points would run every layer's import."""
     offenders = [f"{path.relative_to(PACKAGE.parent)}:{line}"
@@ -193,10 +223,10 @@ def test_cycle_finder_finds_cycles(graph, expected) -> None:
 
 def test_the_checker_sees_lazy_imports_and_skips_type_checking(tmp_path) -> None:
     src = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from m3gym.env import X\n"
-           "def f():\n    from m3gym.eval import runner\n")
+           "def f():\n    from m3gym.eval import runner, EvalConfig\n")
     path = PACKAGE / "_layers_probe.py"
     path.write_text(src)
     try:
-        assert imported_modules(path) == [("m3gym.eval", 5)]
+        assert imported_modules(path) == [("m3gym.eval.runner", 5), ("m3gym.eval", 5)]
     finally:
         path.unlink()

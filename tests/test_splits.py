@@ -4,7 +4,6 @@ from collections import Counter
 
 import pytest
 
-from m3gym.env import TRAIN_SEED_RANGE
 from m3gym.eval.splits import (
     TASKS_PER_LEVEL,
     check_manifest,
@@ -17,7 +16,7 @@ from m3gym.eval.splits import (
     split_config,
     split_entries,
 )
-from m3gym.tasks.registry import family_names, make_task
+from m3gym.tasks.registry import TRAIN_SEED_LIMIT, family_names, make_task
 from m3gym.versions import (
     MANIFEST_DIGESTS,
     MANIFEST_VERSION,
@@ -40,7 +39,7 @@ def test_manifest_shape(manifest):
         entries = manifest["levels"][level]
         assert len(entries) == TASKS_PER_LEVEL
         for e in entries:
-            assert e["task_seed"] >= TRAIN_SEED_RANGE[1]  # disjoint from training seeds
+            assert e["task_seed"] >= TRAIN_SEED_LIMIT  # disjoint from training seeds
             assert e["task_id"] == f"{e['family']}/{e['task_seed']}"
             assert e["family"] in family_names(int(level))
             assert len(e["hash"]) == 64

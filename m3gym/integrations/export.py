@@ -57,8 +57,8 @@ def curriculum_tasks(curriculum: Any, env_id: str, n: int,
     triples.
     """
     from m3gym.curriculum import make_curriculum
-    from m3gym.env import TRAIN_SEED_RANGE
     from m3gym.eval.runner import env_scope
+    from m3gym.tasks.registry import TRAIN_SEED_LIMIT
 
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -67,7 +67,7 @@ def curriculum_tasks(curriculum: Any, env_id: str, n: int,
     out = []
     for _ in range(n):
         family, difficulty = cur.sample(rng)
-        out.append((family, int(rng.integers(*TRAIN_SEED_RANGE)), difficulty))
+        out.append((family, int(rng.integers(0, TRAIN_SEED_LIMIT)), difficulty))
     return out
 
 

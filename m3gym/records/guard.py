@@ -12,7 +12,8 @@ and an image may not claim more memory than the budget allows:
   images) from the image headers, before anything is decoded; :class:`PixelBudgetError` gives
   the pixels asked and the budget.
 * :func:`header_size` reads ``(width, height)`` from the header only; :func:`decode_problem`
-  decodes an image fully (``m3gym records check``), so a truncated file is named there.
+  decodes an image fully (``m3gym records check``), so a truncated file is named there;
+  :func:`read_image` decodes one as a task is built.
 
 No message here quotes a file's content: they name paths, sizes and error types.
 """
@@ -23,6 +24,9 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+import cv2
+import numpy as np
 
 DEFAULT_IMAGE_PIXELS: int = 64_000_000
 """Default budget of one record image, in pixels (width x height from its header): 64 Mpx, an
@@ -161,7 +165,7 @@ def decode_problem(path: Path) -> str | None:
     """Return why ``path``'s pixels cannot be decoded in full (``None``: they can).
 
     Pillow decodes strictly (a truncated file is an error, never padded) and OpenCV decodes as
-    :func:`m3gym.records.task.read_image` does when the task is built. Call it only on an image
+    :func:`read_image` does when the task is built. Call it only on an image
     whose header passed the budget.
     """
     from PIL import Image
@@ -173,10 +177,20 @@ def decode_problem(path: Path) -> str | None:
                 im.load()
     except Exception as err:  # noqa: BLE001 - any decoder error means the pixels are bad
         return f"its pixel data cannot be decoded (truncated or corrupt: {type(err).__name__})"
-    from m3gym.records.task import read_image
-
     try:
         read_image(path)
     except Exception:  # noqa: BLE001 - cv2.error or ValueError: the task could not be built
         return "its pixel data cannot be decoded (OpenCV refuses it)"
     return None
+
+
+def read_image(path: Path) -> np.ndarray:
+    """Return the RGB ``uint8`` pixels of ``path`` as stored (EXIF orientation not applied).
+
+    Boxes are in stored-pixel coordinates: the same frame ``PIL.Image.open(path).size`` reports.
+    """
+    data = np.fromfile(str(path), dtype=np.uint8)
+    img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
+    if img is None:
+        raise ValueError(f"cannot decode image {path}")
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)

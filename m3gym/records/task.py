@@ -29,10 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
-from m3gym.records.guard import DEFAULT_BUDGET, PixelBudget, contained, header_size
+from m3gym.records.guard import (  # read_image is imported from here too
+    DEFAULT_BUDGET,
+    PixelBudget,
+    contained,
+    header_size,
+    read_image,
+)
 from m3gym.records.schema import EvidenceRecord, Record, RequiredOp, answer_text
 from m3gym.scoring.checkpoints import DEFAULT_MAX_RANK
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
@@ -131,18 +136,6 @@ def plan_evidence(ev: EvidenceRecord, index: int, size: tuple[int, int],
     return EvidencePlan(evidence=evidence,
                         crop={"image_index": ev.image, "bbox_2d": bbox, "zoom_scale": zoom},
                         crop_size=(zw, zh), needs_no_tool=legible and ev.op is None)
-
-
-def read_image(path: Path) -> np.ndarray:
-    """Return the RGB ``uint8`` pixels of ``path`` as stored (EXIF orientation not applied).
-
-    Boxes are in stored-pixel coordinates: the same frame ``PIL.Image.open(path).size`` reports.
-    """
-    data = np.fromfile(str(path), dtype=np.uint8)
-    img = cv2.imdecode(data, cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
-    if img is None:
-        raise ValueError(f"cannot decode image {path}")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
 def read_record_images(record: Record, budget: PixelBudget = DEFAULT_BUDGET

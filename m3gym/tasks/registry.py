@@ -178,6 +178,7 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
         finish_photo_task,
         scene_for_task,
     )
+    from m3gym.tasks.verify import reference_checkpoints_pass
 
     source = _check_scene_options(scene_options)
     if source is None:  # scenes="flat"
@@ -186,7 +187,8 @@ def make_task(family: str, seed: int, config: dict[str, Any] | None = None,
                            scene_options.get("photo_clutter"), scene_options.get("photo_camera"))
     with active_photo_scene(scene):
         task = cfg.generate(rng)
-    return replace(finish_photo_task(task, scene), task_id=f"{family}/{seed}")
+    finished = finish_photo_task(task, scene, reference_checkpoints_pass)
+    return replace(finished, task_id=f"{family}/{seed}")
 
 
 SCENE_OPTION_KEYS: tuple[str, ...] = ("scenes", "backgrounds", "photo_clutter", "photo_camera")

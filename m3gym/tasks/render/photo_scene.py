@@ -33,7 +33,7 @@ contrasts with the backdrop, so its photo tasks can ask about another colour).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -224,17 +224,20 @@ CAMERA_RETRIES: int = 3
 """How many times the camera finish is halved when it would break a verified reference."""
 
 
-def finish_photo_task(task: Task, scene: PhotoScene) -> Task:
+def finish_photo_task(task: Task, scene: PhotoScene,
+                      reference_passes: Callable[[Task], bool]) -> Task:
     """Return ``task`` with the camera finish on every input image and the scene in metadata.
 
     A draw with no surface (a family's screenshot variant, e.g. ``chart_value``'s slides) stays
     as it is, flat and without the camera finish; its ``metadata["photo_scene"]`` says so.
 
     The family verified its draw (:func:`~m3gym.tasks.verify.first_verified`) before the finish;
-    when the reference's checkpoints pass on the unfinished images but not on the finished ones
-    (the noise pushed an evidence under its fidelity bar), the finish is redone at half the
-    strength (up to :data:`CAMERA_RETRIES` times, then left off) and ``metadata["photo_scene"]``
-    records the strength used as ``camera_applied``.
+    when ``reference_passes`` (the caller passes
+    :func:`~m3gym.tasks.verify.reference_checkpoints_pass`, which this drawing module does not
+    import) holds for the unfinished images but not for the finished ones (the noise pushed an
+    evidence under its fidelity bar), the finish is redone at half the strength (up to
+    :data:`CAMERA_RETRIES` times, then left off) and ``metadata["photo_scene"]`` records the
+    strength used as ``camera_applied``.
     """
     if not scene.placed:
         return replace(task, metadata={**task.metadata, "photo_scene": {
@@ -243,16 +246,14 @@ def finish_photo_task(task: Task, scene: PhotoScene) -> Task:
     images = task.images
     meta = scene.metadata()
     if scene.camera > 0.0:
-        from m3gym.tasks.verify import reference_checkpoints_pass
-
         strength = scene.camera
         images = _camera_finish(task.images, scene.rng, strength)
-        if (not reference_checkpoints_pass(replace(task, images=images))
-                and reference_checkpoints_pass(task)):
+        if (not reference_passes(replace(task, images=images))
+                and reference_passes(task)):
             for _ in range(CAMERA_RETRIES):
                 strength /= 2.0
                 images = _camera_finish(task.images, scene.rng, strength)
-                if reference_checkpoints_pass(replace(task, images=images)):
+                if reference_passes(replace(task, images=images)):
                     break
             else:
                 strength, images = 0.0, task.images
