@@ -62,6 +62,31 @@ def bbox1000_to_box(bbox: Sequence[float], width: int, height: int) -> Box:
             min(width, math.ceil(fx1 - EDGE_EPS)), min(height, math.ceil(fy1 - EDGE_EPS)))
 
 
+def bbox1000_spans_a_pixel(bbox: Sequence[float], width: int, height: int) -> bool:
+    """Return whether a 0–1000 ``bbox_2d`` spans at least one pixel each way.
+
+    Within :data:`EDGE_EPS`: the crop tool refuses a box that does not.
+    """
+    fx0, fy0, fx1, fy1 = bbox1000_edges(bbox, width, height)
+    return not (fx1 - fx0 < 1 - EDGE_EPS or fy1 - fy0 < 1 - EDGE_EPS)
+
+
+def exact_bbox1000(box: Sequence[int], width: int, height: int) -> list[float]:
+    """Return a 0–1000 ``bbox_2d`` that the crop tool maps back to exactly the pixel ``box``.
+
+    The values rounded to 3 decimals when those still map back to ``box`` (and span a pixel),
+    else the unrounded ``k * 1000 / side``.
+    """
+    exact = [box[0] * 1000 / width, box[1] * 1000 / height,
+             box[2] * 1000 / width, box[3] * 1000 / height]
+    short = [round(v, 3) for v in exact]
+    target = tuple(int(v) for v in box)
+    if (bbox1000_spans_a_pixel(short, width, height)
+            and bbox1000_to_box(short, width, height) == target):
+        return short
+    return exact
+
+
 def box_to_bbox1000(box: Sequence[float], width: int, height: int) -> list[int]:
     """Return pixel ``box`` as an integer 0–1000 ``bbox_2d`` whose crop contains it.
 

@@ -14,33 +14,13 @@ from typing import Any
 
 import numpy as np
 
-IDENTITY_AFFINE: np.ndarray = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
-IDENTITY_AFFINE.setflags(write=False)
-
-
-def homogeneous(affine: np.ndarray) -> np.ndarray:
-    """Return the 3x3 homogeneous form of a 2x3 affine (last row ``0 0 1``)."""
-    full = np.empty((3, 3))
-    full[:2] = affine
-    full[2] = (0.0, 0.0, 1.0)
-    return full
-
-
-def compose_affine(outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
-    """Return the 2x3 affine ``outer ∘ inner`` (apply ``inner`` first, then ``outer``).
-
-    The same 3x3 product as always (bit for bit), without ``np.vstack``'s overhead: it runs on
-    every geometric step.
-    """
-    out = (homogeneous(outer) @ homogeneous(inner))[:2]
-    out.setflags(write=False)
-    return out
-
-
-def apply_affine(affine: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Map an ``(N, 2)`` array of ``(x, y)`` points through a 2x3 affine map."""
-    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
-    return pts @ affine[:, :2].T + affine[:, 2]
+# the affine helpers live in m3gym.geometry; apply_affine and homogeneous stay importable here
+from m3gym.geometry import (  # noqa: F401
+    IDENTITY_AFFINE,
+    apply_affine,
+    compose_affine,
+    homogeneous,
+)
 
 
 def readonly(array: np.ndarray) -> np.ndarray:

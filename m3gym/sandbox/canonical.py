@@ -27,12 +27,12 @@ from typing import Any
 import cv2
 import numpy as np
 
+from m3gym.geometry import exact_bbox1000
 from m3gym.pixels import to_gray
 from m3gym.state import ImageBudgetError
 from m3gym.tools.base import ToolContext
 from m3gym.tools.catalogue import lineage_ops
 from m3gym.tools.registry import ToolRegistry
-from m3gym.tools.visual import crop_pixel_box
 from m3gym.trace import CallRecord
 
 PIXEL_TOLERANCE = 4.0
@@ -49,18 +49,8 @@ CANONICAL_OPS: frozenset[str] = frozenset(lineage_ops())
 facets, at import; :func:`plan_calls` reads :func:`~m3gym.tools.catalogue.lineage_ops` live)."""
 
 
-def bbox_for_pixels(box: Sequence[int], width: int, height: int) -> list[float]:
-    """Return a 0–1000 ``bbox_2d`` that the crop tool maps back to exactly the pixel ``box``."""
-    exact = [box[0] * 1000 / width, box[1] * 1000 / height,
-             box[2] * 1000 / width, box[3] * 1000 / height]
-    short = [round(v, 3) for v in exact]
-    target = tuple(int(v) for v in box)
-    try:
-        if crop_pixel_box(short, width, height) == target:
-            return short
-    except Exception:  # noqa: BLE001 - a degenerate rounding: fall back to the exact values
-        pass
-    return exact
+bbox_for_pixels = exact_bbox1000
+"""Old name of :func:`m3gym.geometry.exact_bbox1000` (the 0–1000 box of an exact pixel box)."""
 
 
 def plan_calls(ops: Sequence[Sequence[Any]]) -> list[tuple[str, dict[str, Any]]] | None:
@@ -84,7 +74,7 @@ def _args_for(name: str, params: dict[str, Any], shape: tuple[int, ...],
     if name != "crop_px":
         return lineage_ops().get(name, name), params, False
     box = [int(v) for v in params["box"]]
-    args: dict[str, Any] = {"bbox_2d": bbox_for_pixels(box, w, h)}
+    args: dict[str, Any] = {"bbox_2d": exact_bbox1000(box, w, h)}
     cw, ch = box[2] - box[0], box[3] - box[1]
     if following is not None and following[0] == "resize":
         ow, oh = following[1].get("width"), following[1].get("height")

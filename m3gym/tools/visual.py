@@ -30,6 +30,15 @@ import cv2
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from m3gym.geometry import (
+    EDGE_EPS,
+    affine_matrix,
+    bbox1000_edges,
+    bbox1000_spans_a_pixel,
+    bbox1000_to_box,
+    rotated_size,
+    rotation_affine,
+)
 from m3gym.pixels import to_gray
 from m3gym.tools.base import (
     ContentSimilarity,
@@ -48,7 +57,7 @@ MAX_SIDE = 8192
 MAX_PIXELS = 4096 * 4096
 """Largest pixel count (width x height) a geometric tool may produce (48 MiB as RGB)."""
 
-_EPS = 1e-9
+_EPS = EDGE_EPS
 
 # PIL's ImageFilter kernels, applied with cv2.filter2D (replicated borders).
 _SHARPEN_KERNEL = np.array([[-2, -2, -2], [-2, 32, -2], [-2, -2, -2]], np.float32) / 16.0
@@ -65,13 +74,6 @@ _QUARTER_TURN_CODES = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180,
 # --------------------------------------------------------------------------------------------
 # small helpers
 # --------------------------------------------------------------------------------------------
-
-
-def affine_matrix(a: float, b: float, c: float, d: float, e: float, f: float) -> np.ndarray:
-    """Return the read-only 2x3 affine ``[[a, b, c], [d, e, f]]`` as float64."""
-    out = np.array([[a, b, c], [d, e, f]], dtype=np.float64)
-    out.setflags(write=False)
-    return out
 
 
 def _lower(value: Any) -> Any:
@@ -168,20 +170,16 @@ class CropArgs(ImageArgs):
 def crop_pixel_box(box: list[float], width: int, height: int) -> tuple[int, int, int, int]:
     """Map a 0-1000 box to integer pixel edges ``(x0, y0, x1, y1)``, rounding outward.
 
-    Raises :class:`ToolError` when the box covers less than one pixel in either direction.
+    :func:`m3gym.geometry.bbox1000_to_box`, after refusing (:class:`ToolError`) a box that covers
+    less than one pixel in either direction.
     """
-    fx1, fy1, fx2, fy2 = (box[0] * width / 1000, box[1] * height / 1000,
-                          box[2] * width / 1000, box[3] * height / 1000)
-    if fx2 - fx1 < 1 - _EPS or fy2 - fy1 < 1 - _EPS:
+    if not bbox1000_spans_a_pixel(box, width, height):
+        fx1, fy1, fx2, fy2 = bbox1000_edges(box, width, height)
         raise ToolError(
             f"crop: bbox_2d {list(box)} covers {fx2 - fx1:.2f}x{fy2 - fy1:.2f} px of the "
             f"{width}x{height} image; the box must span at least 1 pixel each way"
         )
-    x0 = max(0, math.floor(fx1 + _EPS))
-    y0 = max(0, math.floor(fy1 + _EPS))
-    x1 = min(width, math.ceil(fx2 - _EPS))
-    y1 = min(height, math.ceil(fy2 - _EPS))
-    return x0, y0, x1, y1
+    return bbox1000_to_box(box, width, height)
 
 
 def crop(ctx: ToolContext, args: CropArgs) -> ToolOutput:
@@ -231,32 +229,6 @@ class RotateArgs(ImageArgs):
             "original size and cut off the corners. Uncovered areas are filled with black."
         ),
     )
-
-
-def rotation_affine(angle_deg: float, width: int, height: int, out_width: int,
-                    out_height: int) -> np.ndarray:
-    """Return the map rotating ``angle_deg`` counter-clockwise about the image centre.
-
-    The source centre ``(W/2, H/2)`` goes to the output centre; multiples of 90 degrees use
-    exact cosines and sines.
-    """
-    quarter = angle_deg / 90.0
-    if abs(quarter - round(quarter)) < _EPS:
-        cos, sin = [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)][round(quarter) % 4]
-    else:
-        rad = math.radians(angle_deg)
-        cos, sin = math.cos(rad), math.sin(rad)
-    cx, cy, ox, oy = width / 2, height / 2, out_width / 2, out_height / 2
-    # (dx, dy) -> (cos dx + sin dy, -sin dx + cos dy): counter-clockwise with y pointing down.
-    return affine_matrix(cos, sin, ox - cos * cx - sin * cy, -sin, cos, oy + sin * cx - cos * cy)
-
-
-def rotated_size(angle_deg: float, width: int, height: int) -> tuple[int, int]:
-    """Return the size of the canvas that holds the whole rotated image."""
-    rad = math.radians(angle_deg)
-    c, s = abs(math.cos(rad)), abs(math.sin(rad))
-    return (max(1, math.ceil(width * c + height * s - 1e-6)),
-            max(1, math.ceil(width * s + height * c - 1e-6)))
 
 
 def _place(src: np.ndarray, out_w: int, out_h: int, ox: int, oy: int) -> np.ndarray:

@@ -1,15 +1,17 @@
 """Boxes and placement.
 
-Overlap tests, free spots, position phrases, 0-1000 ``bbox_2d`` conversion, crop zoom.
+Overlap tests, free spots, position phrases and crop zoom. The 0–1000 ``bbox_2d`` conversion
+(:func:`box_to_bbox1000`, :func:`bbox1000_to_box`, which rounds outward exactly as the crop tool
+does) and :func:`grow_box` live in :mod:`m3gym.geometry` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
+from m3gym.geometry import bbox1000_to_box, box_to_bbox1000, grow_box  # noqa: F401 - re-exported
 from m3gym.tasks.render.util import Box
 from m3gym.view import VIEW_SIZE, view_scale
 
@@ -18,15 +20,6 @@ def boxes_overlap(a: Sequence[float], b: Sequence[float], margin: float = 0.0) -
     """Return whether boxes ``a`` and ``b`` (x0, y0, x1, y1) overlap after growing ``a``."""
     return not (a[2] + margin <= b[0] or b[2] <= a[0] - margin
                 or a[3] + margin <= b[1] or b[3] <= a[1] - margin)
-
-
-
-def grow_box(box: Sequence[float], margin: float, width: int, height: int) -> Box:
-    """Return ``box`` grown by ``margin`` on every side, rounded outward and clipped."""
-    x0, y0, x1, y1 = box
-    return (max(0, math.floor(x0 - margin)), max(0, math.floor(y0 - margin)),
-            min(width, math.ceil(x1 + margin)), min(height, math.ceil(y1 + margin)))
-
 
 
 def find_free_spot(
@@ -58,7 +51,6 @@ def find_free_spot(
     return int(xs[free[0]]), int(ys[free[0]])
 
 
-
 def position_phrase(box: Sequence[float], width: int, height: int) -> str:
     """Return where ``box``'s centre lies on a 3x3 grid ("top-left", "center", "bottom", ...)."""
     cx = (box[0] + box[2]) / 2 / width
@@ -68,39 +60,6 @@ def position_phrase(box: Sequence[float], width: int, height: int) -> str:
     if row and col:
         return f"{row}-{col}"
     return row or col or "center"
-
-
-
-def box_to_bbox1000(box: Sequence[float], width: int, height: int) -> list[int]:
-    """Return ``box`` (pixels) as an integer 0–1000 ``bbox_2d`` that still covers it.
-
-    Rounded outward so that the crop tool's truncating de-normalisation
-    (:func:`bbox1000_to_box`) yields a pixel box containing ``box``.
-    """
-    x0, y0, x1, y1 = box
-    bx0, by0 = max(0, math.floor(x0 * 1000 / width)), max(0, math.floor(y0 * 1000 / height))
-    bx1, by1 = min(1000, math.ceil(x1 * 1000 / width)), min(1000, math.ceil(y1 * 1000 / height))
-    # k / 1000 * side can land a hair below an integer (290 / 1000 * 100 = 28.999...), which the
-    # truncation turns into one pixel less: widen by one unit until the round trip covers the box
-    while bx1 < 1000 and int(bx1 / 1000 * width) < x1:
-        bx1 += 1
-    while by1 < 1000 and int(by1 / 1000 * height) < y1:
-        by1 += 1
-    while bx0 > 0 and int(bx0 / 1000 * width) > x0:
-        bx0 -= 1
-    while by0 > 0 and int(by0 / 1000 * height) > y0:
-        by0 -= 1
-    return [bx0, by0, bx1, by1]
-
-
-
-def bbox1000_to_box(bbox: Sequence[float], width: int, height: int) -> Box:
-    """Return the pixel box Agentic-MME's crop takes for a 0–1000 ``bbox_2d`` (truncating)."""
-    x0, x1 = sorted((int(bbox[0] / 1000 * width), int(bbox[2] / 1000 * width)))
-    y0, y1 = sorted((int(bbox[1] / 1000 * height), int(bbox[3] / 1000 * height)))
-    return (min(max(0, x0), width), min(max(0, y0), height),
-            min(max(0, x1), width), min(max(0, y1), height))
-
 
 
 def crop_zoom_for(
@@ -118,7 +77,6 @@ def crop_zoom_for(
         if glyph_height * zoom * view_scale(out_h, out_w, view_size) >= margin * min_view_height:
             return float(zoom)
     return None
-
 
 
 def embed_mask(mask: np.ndarray, at: tuple[int, int], shape: tuple[int, int]) -> np.ndarray:
