@@ -46,9 +46,9 @@ def test_one_to_gray_in_the_project():
             if re.search(r"^def (to_gray|_gray)\(", p.read_text(), re.M)]
     assert defs == ["m3gym/pixels.py"]
     from m3gym.agents import ocr
-    from m3gym.scoring import checkpoints
+    from m3gym.scoring import legibility
     from m3gym.tools import visual
-    assert checkpoints.to_gray is R.to_gray and visual.to_gray is R.to_gray
+    assert legibility.to_gray is R.to_gray and visual.to_gray is R.to_gray
     assert ocr.to_gray is R.to_gray
 
 

@@ -19,11 +19,11 @@ search targets):
   (photometric ops and ``resize`` keep the frame; through any other geometric op the raw boxes
   are compared; boxes on different roots score 0). The similarity is 1 when the predicted box
   covers every evidence box that the reference box covers *and* magnifies it (keeps at most
-  :data:`~m3gym.scoring.checkpoints.MAGNIFY_MAX_SHARE` of the root's area, or twice the
-  evidence's share when that is larger: :func:`~m3gym.scoring.checkpoints.largest_crop_share`);
+  :data:`~m3gym.scoring.legibility.MAGNIFY_MAX_SHARE` of the root's area, or twice the
+  evidence's share when that is larger: :func:`~m3gym.scoring.legibility.largest_crop_share`);
   otherwise the IoU of the two boxes.
 * ``angle`` (rotate) — 1 when both rotations give the same upright result (equal modulo 360
-  within :data:`~m3gym.scoring.checkpoints.UPRIGHT_TOLERANCE_DEG`), else 0.
+  within :data:`~m3gym.scoring.legibility.UPRIGHT_TOLERANCE_DEG`), else 0.
 * ``direction`` (flip) — exact.
 * ``image_index`` of photometric ops and ``image_search`` — 1 for the same input image, 1 when the
   predicted image was produced by the call aligned to the reference producer, else 0 (resolved by
@@ -77,23 +77,44 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-from rapidfuzz import fuzz, utils
 from scipy.optimize import linear_sum_assignment
 
-from m3gym.scoring.checkpoints import UPRIGHT_TOLERANCE_DEG, largest_crop_share
-from m3gym.spec import RefCall, Task
+from m3gym.geometry import box_area, box_iou  # noqa: F401 - box_area re-exported
+from m3gym.scoring.alignment_metrics import AlignmentMetrics, MatchedPair, trajectory_metrics
+from m3gym.scoring.similarity import (  # noqa: F401 - some only re-exported (were defined here)
+    ANGLE_KEY,
+    BOX_KEY,
+    IGNORED_KEYS,
+    URL_KEYS,
+    ContentContext,
+    EvidenceRegion,
+    Frame,
+    SearchTarget,
+    angle_similarity,
+    as_box,
+    box_in_root,
+    child_frame,
+    crop_content_similarity,
+    defaults_from_registry,
+    is_number,
+    number_similarity,
+    query_similarity,
+    query_tokens,
+    root_frame,
+    text_similarity,
+    upright_angle_similarity,
+    value_similarity,
+)
+from m3gym.spec import RefCall
 from m3gym.tools.base import ContentSimilarity
 from m3gym.tools.catalogue import (
     CONTENT_ARGUMENTS,
     DEFAULT_ARGUMENTS,
-    ENUM_KEYS,
-    FRAME_PRESERVING_TOOLS,
     NON_IMAGE_TOOLS,
     canonical_tool,
 )
@@ -101,61 +122,19 @@ from m3gym.trace import CallRecord
 from m3gym.urls import normalize_url
 
 TAU_WEAK: float = 0.6
+"""Pairs with a lower similarity are not matched (M3-Bench's τ_weak)."""
+
 TAU_STRONG: float = 0.8
+"""Matches with at least this similarity are strong (M3-Bench's τ_strong)."""
 
-URL_KEYS: frozenset[str] = frozenset({"url"})
-IGNORED_KEYS: frozenset[str] = frozenset({"label"})
-BOX_KEY = "bbox_2d"
 IMAGE_KEY = "image_index"
-ANGLE_KEY = "angle"
 
-
-
-_NUM_EPS = 1e-9
 _MISSING = object()
 _TIE_EPS = 1e-9
 _BLOCKED_COST = 1e6
 
 
 # ----------------------------------------------------------------------------- results
-
-
-class MatchedPair(NamedTuple):
-    """A reference call aligned to a predicted call (a named tuple: cheap to build)."""
-
-    ref_id: str
-    call_id: str
-    sim: float
-    strong: bool
-    ref_step: int
-    pred_step: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable dict."""
-        return {"ref_id": self.ref_id, "call_id": self.call_id, "sim": self.sim,
-                "strong": self.strong, "ref_step": self.ref_step, "pred_step": self.pred_step}
-
-
-@dataclass(frozen=True)
-class AlignmentMetrics:
-    """M3-Bench's trajectory metrics, each in [0, 1], plus the counts behind them."""
-
-    recall: float
-    precision: float
-    arg_similarity: float
-    arg_similarity_strong: float
-    step_coherence: float
-    order_consistency: float
-    merge_purity: float
-    num_reference: int
-    num_predicted: int
-    num_failed: int
-    num_matched: int
-    num_strong: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable dict."""
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -193,266 +172,6 @@ class Alignment:
             "tau_weak": self.tau_weak,
             "tau_strong": self.tau_strong,
         }
-
-
-# ----------------------------------------------------------------------------- content context
-
-
-@dataclass(frozen=True)
-class EvidenceRegion:
-    """One evidence box in its input image's normalized (0–1) coordinates, with its text."""
-
-    image: int
-    box: tuple[float, float, float, float]
-    text: str | None = None
-
-    @property
-    def area(self) -> float:
-        """Share of the input image's area the box covers."""
-        return box_area(self.box)
-
-
-@dataclass(frozen=True)
-class SearchTarget:
-    """A page the reference's search finds: ``url`` within the first ``max_rank`` results."""
-
-    tool: str
-    url: str
-    max_rank: int
-
-
-@dataclass(frozen=True)
-class ContentContext:
-    """What the content similarities need to know of the task (no pixels, no answer).
-
-    Build it with :meth:`from_task`. Without it, crop boxes are compared by IoU only and search
-    queries by token F1 with the reference query only.
-    """
-
-    evidence: tuple[EvidenceRegion, ...] = ()
-    search_targets: tuple[SearchTarget, ...] = ()
-
-    @classmethod
-    def from_task(cls, task: Task) -> ContentContext:
-        """Return the context of ``task``: its evidence boxes (normalized) and search targets."""
-        regions = []
-        for ev in task.evidence:
-            if not 0 <= ev.image < len(task.images):
-                continue
-            h, w = task.images[ev.image].shape[:2]
-            x0, y0, x1, y1 = ev.box
-            regions.append(EvidenceRegion(ev.image, (x0 / w, y0 / h, x1 / w, y1 / h), ev.text))
-        targets = []
-        for cp in task.checkpoints:
-            if cp.kind == "search_hit":
-                rank = cp.params.get("max_rank", 3)
-                targets.append(SearchTarget(
-                    str(cp.params.get("tool")), normalize_url(str(cp.params.get("url", ""))),
-                    rank if isinstance(rank, int) and not isinstance(rank, bool) else 3))
-        return cls(tuple(regions), tuple(targets))
-
-
-# ----------------------------------------------------------------------------- frames
-
-# A frame maps an image's normalized coordinates to its root's: x_root = ax·x + bx (same for y).
-# ``root`` identifies the root image: ("input", i) or ("url", normalized url).
-Frame = tuple[tuple[str, Any], float, float, float, float]
-
-
-_REAL_TYPES = (int, float)
-
-
-def _as_box(value: Any) -> tuple[float, float, float, float] | None:
-    if type(value) not in (list, tuple) or len(value) != 4:
-        return None
-    a, b, c, d = value
-    # ``type(...) in`` (not isinstance) keeps bools out; the sum is finite iff all four are
-    if (type(a) in _REAL_TYPES and type(b) in _REAL_TYPES and type(c) in _REAL_TYPES
-            and type(d) in _REAL_TYPES and math.isfinite(a + b + c + d)):
-        return float(a), float(b), float(c), float(d)
-    return None
-
-
-def _child_frame(parent: Frame | None, name: str, args: Mapping[str, Any]) -> Frame | None:
-    """Return the frame of the image ``name(args)`` makes from an image with frame ``parent``."""
-    if parent is None:
-        return None
-    root, ax, bx, ay, by = parent
-    if name in FRAME_PRESERVING_TOOLS:
-        return parent
-    if name == "crop":
-        box = _as_box(args.get(BOX_KEY))
-        if box is None:
-            return None
-        x1, y1, x2, y2 = (v / 1000.0 for v in box)
-        return root, ax * (x2 - x1), ax * x1 + bx, ay * (y2 - y1), ay * y1 + by
-    if name == "flip":
-        direction = args.get("direction", "horizontal")
-        if direction in ("horizontal", "both"):
-            ax, bx = -ax, ax + bx
-        if direction in ("vertical", "both"):
-            ay, by = -ay, ay + by
-        if direction not in ("horizontal", "vertical", "both"):
-            return None
-        return root, ax, bx, ay, by
-    if name == "rotate":
-        angle = args.get("angle")
-        if isinstance(angle, (int, float)) and math.isfinite(angle) and angle % 360 == 0:
-            return parent
-    return None
-
-
-def _root_frame(key: tuple[str, Any]) -> Frame:
-    return key, 1.0, 0.0, 1.0, 0.0
-
-
-def _box_in_root(frame: Frame, box: tuple[float, float, float, float]) -> tuple[float, ...]:
-    _, ax, bx, ay, by = frame
-    xa, xb = ax * box[0] / 1000.0 + bx, ax * box[2] / 1000.0 + bx
-    ya, yb = ay * box[1] / 1000.0 + by, ay * box[3] / 1000.0 + by
-    return min(xa, xb), min(ya, yb), max(xa, xb), max(ya, yb)
-
-
-def box_area(box: Sequence[float]) -> float:
-    """Return the area of an ``[x1, y1, x2, y2]`` box (0 for an empty or inverted box)."""
-    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
-
-
-def box_iou(a: Sequence[float], b: Sequence[float]) -> float:
-    """Return the IoU of two ``[x1, y1, x2, y2]`` boxes (1 for identical degenerate boxes)."""
-    if tuple(a) == tuple(b):
-        return 1.0
-    iw = min(a[2], b[2]) - max(a[0], b[0])
-    ih = min(a[3], b[3]) - max(a[1], b[1])
-    if iw <= 0 or ih <= 0:
-        return 0.0
-    inter = iw * ih
-    union = box_area(a) + box_area(b) - inter
-    return inter / union if union > 0 else 0.0
-
-
-# ----------------------------------------------------------------------------- value similarity
-
-
-def number_similarity(a: float, b: float) -> float:
-    """Return ``1 − |a − b| / max(|a|, |b|, eps)`` clipped to [0, 1]."""
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return 0.0
-    if a == b:
-        return 1.0
-    return max(0.0, 1.0 - abs(a - b) / max(abs(a), abs(b), _NUM_EPS))
-
-
-def angle_similarity(a: float, b: float) -> float:
-    """Return ``1 − circular distance / 180`` for two angles in degrees."""
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return 0.0
-    d = abs(a - b) % 360.0
-    return 1.0 - min(d, 360.0 - d) / 180.0
-
-
-def text_similarity(a: str, b: str) -> float:
-    """Return rapidfuzz's token-set ratio of two texts, in [0, 1]."""
-    if a == b:
-        return 1.0
-    return fuzz.token_set_ratio(a, b, processor=utils.default_process) / 100.0
-
-
-_TOKEN = re.compile(r"[0-9a-z]+")
-
-
-def query_tokens(text: str) -> list[str]:
-    """Return the lower-case alphanumeric tokens of a search query."""
-    return _TOKEN.findall(text.casefold())
-
-
-def query_similarity(a: str, b: str) -> float:
-    """Return the token F1 of two queries (multiset overlap; 1 for two empty queries)."""
-    ta, tb = query_tokens(a), query_tokens(b)
-    if not ta and not tb:
-        return 1.0
-    if not ta or not tb:
-        return 0.0
-    counts: dict[str, int] = {}
-    for t in ta:
-        counts[t] = counts.get(t, 0) + 1
-    common = 0
-    for t in tb:
-        if counts.get(t, 0) > 0:
-            counts[t] -= 1
-            common += 1
-    return 2.0 * common / (len(ta) + len(tb))
-
-
-def upright_angle_similarity(a: float, b: float) -> float:
-    """Return 1 when rotations ``a`` and ``b`` (degrees) agree modulo 360 within tolerance."""
-    if not (math.isfinite(a) and math.isfinite(b)):
-        return 0.0
-    d = abs(a - b) % 360.0
-    return 1.0 if min(d, 360.0 - d) <= UPRIGHT_TOLERANCE_DEG else 0.0
-
-
-
-
-def _inside(inner: Sequence[float], outer: Sequence[float], tol: float = 1e-3) -> bool:
-    return (inner[0] >= outer[0] - tol and inner[1] >= outer[1] - tol
-            and inner[2] <= outer[2] + tol and inner[3] <= outer[3] + tol)
-
-
-def crop_content_similarity(ref_box: Sequence[float], pred_box: Sequence[float],
-                            evidence: Sequence[EvidenceRegion]) -> float:
-    """Return the content similarity of two crop boxes in one root's normalized coordinates.
-
-    1 when ``pred_box`` covers every evidence box that ``ref_box`` covers and magnifies it (keeps
-    at most :func:`~m3gym.scoring.checkpoints.largest_crop_share` of the root);
-    otherwise their IoU. ``evidence`` holds the evidence regions of that root.
-    """
-    iou = box_iou(ref_box, pred_box)
-    covered = [e for e in evidence if _inside(e.box, ref_box)]
-    if not covered or not all(_inside(e.box, pred_box) for e in covered):
-        return iou
-    share = sum(e.area for e in covered)
-    return 1.0 if box_area(pred_box) <= largest_crop_share(share) else iou
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def value_similarity(key: str, a: Any, b: Any) -> float:
-    """Return the typed similarity of two values of argument ``key`` (boxes: raw IoU)."""
-    if key == BOX_KEY:
-        ba, bb = _as_box(a), _as_box(b)
-        return box_iou(ba, bb) if ba is not None and bb is not None else 0.0
-    if isinstance(a, bool) or isinstance(b, bool):
-        return 1.0 if a is b else 0.0
-    if _is_number(a) and _is_number(b):
-        if key == ANGLE_KEY:
-            return angle_similarity(float(a), float(b))
-        return number_similarity(float(a), float(b))
-    if isinstance(a, str) and isinstance(b, str):
-        if key in ENUM_KEYS:
-            return 1.0 if a.strip().casefold() == b.strip().casefold() else 0.0
-        if key in URL_KEYS:
-            return 1.0 if normalize_url(a) == normalize_url(b) else 0.0
-        return text_similarity(a, b)
-    return 1.0 if a == b else 0.0
-
-
-def defaults_from_registry(registry: Any) -> dict[str, dict[str, Any]]:
-    """Return ``{tool: {arg: default}}`` read from a :class:`~m3gym.tools.registry.ToolRegistry`."""
-    out: dict[str, dict[str, Any]] = {}
-    for spec in registry.specs():
-        fields = getattr(spec.args_model, "model_fields", {})
-        found = {}
-        for name, info in fields.items():
-            if name in IGNORED_KEYS or info.is_required():
-                continue
-            default = info.get_default(call_default_factory=True)
-            if default is not None:
-                found[name] = default
-        out[spec.name] = found
-    return out
 
 
 # ----------------------------------------------------------------------------- internals
@@ -506,16 +225,16 @@ def _predicted_calls(trace_steps: Sequence[Sequence[CallRecord]]) -> tuple[list[
 
 def _frames(calls: list[_Call], n_inputs: int) -> dict[int, Frame | None]:
     """Return image index → frame for inputs and every image the calls produce (issue order)."""
-    frames: dict[int, Frame | None] = {i: _root_frame(("input", i)) for i in range(n_inputs)}
+    frames: dict[int, Frame | None] = {i: root_frame(("input", i)) for i in range(n_inputs)}
     for c in calls:
         if c.out_image is None:
             continue
         if c.name == "download_image":
             url = c.args.get("url")
-            frames[c.out_image] = (_root_frame(("url", normalize_url(url)))
+            frames[c.out_image] = (root_frame(("url", normalize_url(url)))
                                    if isinstance(url, str) else None)
         elif c.in_image is not None:
-            frames[c.out_image] = _child_frame(frames.get(c.in_image), c.name, c.args)
+            frames[c.out_image] = child_frame(frames.get(c.in_image), c.name, c.args)
         else:
             frames[c.out_image] = None
     return frames
@@ -523,7 +242,7 @@ def _frames(calls: list[_Call], n_inputs: int) -> dict[int, Frame | None]:
 
 def _box_similarity(ref: _Call, pred: _Call, ref_frames: dict, pred_frames: dict,
                     a: Any, b: Any, context: ContentContext) -> float:
-    ba, bb = _as_box(a), _as_box(b)
+    ba, bb = as_box(a), as_box(b)
     if ba is None or bb is None:
         return 0.0
     fa = ref_frames.get(ref.in_image) if ref.in_image is not None else None
@@ -535,7 +254,7 @@ def _box_similarity(ref: _Call, pred: _Call, ref_frames: dict, pred_frames: dict
     root = fa[0]
     regions = ([e for e in context.evidence if e.image == root[1]]
                if root[0] == "input" else [])
-    return crop_content_similarity(_box_in_root(fa, ba), _box_in_root(fb, bb), regions)
+    return crop_content_similarity(box_in_root(fa, ba), box_in_root(fb, bb), regions)
 
 
 def _found_target(name: str, payload: Mapping[str, Any] | None,
@@ -568,7 +287,7 @@ def _content_similarity(kind: ContentSimilarity, ref: _Call, pred: _Call, a: Any
     if kind == "box":
         return _box_similarity(ref, pred, frames[0], frames[1], a, b, context)
     if kind == "upright_angle":
-        if _is_number(a) and _is_number(b):
+        if is_number(a) and is_number(b):
             return upright_angle_similarity(float(a), float(b))
         return 0.0
     if kind == "query":
@@ -619,7 +338,7 @@ def _pair_parts(ref: _Call, pred: _Call, defaults: Mapping[str, Any],
             gate = gate and kind is None
             continue
         if k == IMAGE_KEY:
-            if not (_is_number(a) and _is_number(b)):
+            if not (is_number(a) and is_number(b)):
                 v = value_similarity(k, a, b)
             else:
                 producer = ref_producer.get(int(a))
@@ -698,89 +417,6 @@ def _bucket_similarity(b: _Bucket, match: dict[int, int]) -> list[list[float]]:
             gate[r][c] = False
     return [[(t / n if n else 1.0) if ok else 0.0 for t, n, ok in zip(trow, nrow, grow)]
             for trow, nrow, grow in zip(total, b.count, gate)]
-
-
-# ----------------------------------------------------------------------------- metrics
-
-
-def _safe_div(n: float, d: float) -> float:
-    return n / d if d else 0.0
-
-
-def _metrics(matches: list[MatchedPair], ref_steps: list[int], n_pred: int,
-             n_failed: int) -> AlignmentMetrics:
-    n_ref = sum(ref_steps)
-    n_match = len(matches)
-    strong = [m.sim for m in matches if m.strong]
-    if n_ref == 0:
-        v = 1.0 if n_pred == 0 else 0.0
-        return AlignmentMetrics(1.0, v, v, v, v, v, v, 0, n_pred, n_failed, n_match, len(strong))
-    recall = n_match / n_ref
-    precision = _safe_div(n_match, n_pred)
-    arg_sim = recall * _safe_div(sum(m.sim for m in matches), n_match)
-    arg_strong = (len(strong) / n_ref) * _safe_div(sum(strong), len(strong))
-
-    n_steps = len(ref_steps)
-    matched_per_step = [0] * n_steps
-    pred_steps_of: list[set[int]] = [set() for _ in range(n_steps)]
-    for m in matches:
-        matched_per_step[m.ref_step] += 1
-        pred_steps_of[m.ref_step].add(m.pred_step)
-    coherence = 0.0
-    for s in range(n_steps):
-        k = len(pred_steps_of[s])
-        if k and ref_steps[s]:
-            cov = matched_per_step[s] / ref_steps[s]
-            coherence += ref_steps[s] * cov * (1.0 - (k - 1) / k)
-    coherence /= n_ref
-
-    inversions = comparable = 0
-    for i in range(n_match):
-        a = matches[i]
-        for j in range(i + 1, n_match):
-            b = matches[j]
-            if a.ref_step == b.ref_step or a.pred_step == b.pred_step:
-                continue
-            comparable += 1
-            if (a.ref_step < b.ref_step) != (a.pred_step < b.pred_step):
-                inversions += 1
-    order = 1.0 - _safe_div(inversions, comparable)
-    # Σ_{i<j} x_i·x_j = ((Σx)² − Σx²) / 2
-    total_pairs = (n_ref * n_ref - sum(n * n for n in ref_steps)) // 2
-    matched_pairs = (n_match * n_match - sum(m * m for m in matched_per_step)) // 2
-    pair_cov = matched_pairs / total_pairs if total_pairs else recall
-    order_consistency = order * pair_cov
-
-    merge = (1.0 - _merge_entropy(matches, n_steps)) * recall
-    return AlignmentMetrics(
-        recall=recall, precision=precision, arg_similarity=arg_sim,
-        arg_similarity_strong=arg_strong, step_coherence=coherence,
-        order_consistency=order_consistency, merge_purity=merge, num_reference=n_ref,
-        num_predicted=n_pred, num_failed=n_failed, num_matched=n_match, num_strong=len(strong),
-    )
-
-
-def _merge_entropy(matches: list[MatchedPair], n_ref_steps: int) -> float:
-    """Return H(G|P) / log G_active on ``W[g, p] = Σ sim`` (0 when G_active ≤ 1)."""
-    row_mass: dict[int, float] = {}
-    cols: dict[int, dict[int, float]] = {}
-    for m in matches:
-        row_mass[m.ref_step] = row_mass.get(m.ref_step, 0.0) + m.sim
-        col = cols.setdefault(m.pred_step, {})
-        col[m.ref_step] = col.get(m.ref_step, 0.0) + m.sim
-    g_active = sum(1 for v in row_mass.values() if v > 0)
-    if g_active <= 1:
-        return 0.0
-    total = sum(row_mass.values())
-    h = 0.0
-    for p in sorted(cols):
-        col = cols[p]
-        s_p = sum(col.values())
-        if s_p <= 0:
-            continue
-        h_p = -sum((w / s_p) * math.log(w / s_p) for _, w in sorted(col.items()) if w > 0)
-        h += (s_p / total) * h_p
-    return min(1.0, max(0.0, h / math.log(g_active)))
 
 
 # ----------------------------------------------------------------------------- public entry
@@ -881,7 +517,7 @@ def align(
     ]
     used_pred = {preds[j].key for j in match.values()}
     ref_step_sizes = [len(step) for step in task_reference]
-    metrics = _metrics(pairs, ref_step_sizes, n_issued, n_failed)
+    metrics = trajectory_metrics(pairs, ref_step_sizes, n_issued, n_failed)
     unmatched_ref = tuple(c.key for i, c in enumerate(refs) if i not in match)
     unmatched_pred = tuple(
         cid for step in trace_steps

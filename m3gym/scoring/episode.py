@@ -7,7 +7,7 @@ from typing import Any
 
 from m3gym.scoring.alignment import ContentContext
 from m3gym.scoring.answer import answer_is_correct
-from m3gym.scoring.checkpoints import CheckpointReport, evaluate_checkpoints
+from m3gym.scoring.checkpoint_tracker import CheckpointReport, evaluate_checkpoints
 from m3gym.scoring.m3 import M3Weights, score_trace
 from m3gym.scoring.overthink import overthink_score
 from m3gym.scoring.safety import evaluate_safety

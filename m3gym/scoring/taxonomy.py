@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from m3gym.scoring.checkpoints import CheckpointReport
+from m3gym.scoring.checkpoint_tracker import CheckpointReport
 from m3gym.spec import Checkpoint, Task
 from m3gym.tools.catalogue import RETRIEVAL_TOOL_NAMES as _RETRIEVAL
 from m3gym.tools.catalogue import TOOL_ALIASES, VISUAL_TOOL_NAMES, canonical_tool
