@@ -3,9 +3,12 @@
 Each page is built from the family's class docstring (its sections ``Scene:``, ``Question:``,
 ``Why a tool is needed:``, ``Reference trajectory:``, ``Checkpoints:``, ``Difficulty:``,
 ``Config:``) and its config dataclass (default values, and the knobs that
-``difficulty_knobs(d)`` sets at difficulty 0, 0.5 and 1), with the family's gallery image
-(``docs/gallery/after/<name>.jpg``, the task of seed 0 with the default config, written by
-``scripts/gallery.py``). A family without a gallery image gets one rendered here from seed 0.
+``difficulty_knobs(d)`` sets at difficulty 0, 0.5 and 1), with the family's example picture
+(``docs/families/img/<name>.png``: the task of seed 0 with the default config, each evidence box
+outlined, beside an inset of each box at full resolution; written by
+``scripts/family_insets.py``). A family without a committed picture gets one rendered here by
+the same script. The nav lists the family pages one level down, under "Task families" →
+"Every family", so the sections after it stay in view.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ FAMILY_DIR = "families"
 
 KNOB_POINTS = (0.0, 0.5, 1.0)
 """Difficulties at which the knobs are tabulated."""
+
+FAMILY_NAV = "Every family"
+"""Title of the nav group that holds the family pages (inside "Task families")."""
+
+INSET_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "family_insets.py"
+"""The script that renders each family's example picture (imported for a missing one)."""
 
 
 def _families() -> list[str]:
@@ -94,9 +103,12 @@ def family_page(name: str, image: str) -> str:
            f"| {cls.level} | {cls.suite} | `{env_id}` | {cls.view_size} px | "
            f"{', '.join(cls.domains)} |", "",
            "## Example", "",
-           f"![{name}, seed 0, default config]({image})", "",
-           "The task of seed 0 with the default config (input images side by side, downscaled): "
-           f"`m3gym.make_task(\"{name}\", seed=0)`.", ""]
+           f"![{name}, seed 0, default config, with its evidence enlarged]({image})", "",
+           "Left: the task of seed 0 with the default config, "
+           f"`m3gym.make_task(\"{name}\", seed=0)` (input images side by side, downscaled), "
+           "each evidence box (`Task.evidence`) outlined in red. Right: the numbered boxes cut "
+           "from the full-resolution image, with a margin: what the agent must read. "
+           "Drawn by `scripts/family_insets.py`.", ""]
     for title in SECTIONS:
         if title in sections:
             out += [f"## {title}", "", _markdown(sections[title]), ""]
@@ -119,45 +131,48 @@ def family_page(name: str, image: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _render_example(name: str) -> bytes:
-    """Return the task of seed 0 of ``name``, input images side by side, as JPEG bytes."""
-    import io
+def _inset_script() -> Any:
+    """Return ``scripts/family_insets.py`` as a module."""
+    import importlib.util
 
-    import numpy as np
-    from PIL import Image
+    spec = importlib.util.spec_from_file_location("family_insets", INSET_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    from m3gym.tasks.registry import make_task
 
-    images = [np.asarray(im) for im in make_task(name, 0).images]
-    height = max(im.shape[0] for im in images)
-    row = np.concatenate([np.pad(im, ((0, height - im.shape[0]), (0, 0), (0, 0)),
-                                 constant_values=255) for im in images], axis=1)
-    picture = Image.fromarray(row)
-    picture.thumbnail((1024, 1024))
-    buffer = io.BytesIO()
-    picture.save(buffer, format="JPEG", quality=85)
-    return buffer.getvalue()
+def nav_with_families(nav: list[Any], names: list[str]) -> list[Any]:
+    """Return ``nav`` with the families index and a nested group of every family page.
+
+    The families index comes first in "Task families"; the group ``FAMILY_NAV`` (one page per
+    family, one level down) comes last, so the sidebar keeps the sections after it in view.
+    """
+    out = []
+    for entry in nav:
+        if isinstance(entry, dict) and "Task families" in entry:
+            pages = [{name: f"{FAMILY_DIR}/{name}.md"} for name in names]
+            entry = {"Task families": [f"{FAMILY_DIR}/index.md", *entry["Task families"],
+                                       {FAMILY_NAV: pages}]}
+        out.append(entry)
+    return out
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Insert one nav entry per family under the "Task families" section."""
-    for entry in config.nav or []:
-        if isinstance(entry, dict) and "Task families" in entry:
-            entry["Task families"] = [f"{FAMILY_DIR}/index.md", *entry["Task families"]] + [
-                {name: f"{FAMILY_DIR}/{name}.md"} for name in _families()]
+    """Put the families index and one nav entry per family under "Task families"."""
+    config.nav = nav_with_families(list(config.nav or []), _families())
     return config
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    """Add the generated family pages (and any example image rendered here) to the build."""
+    """Add the generated family pages (and any example picture rendered here) to the build."""
     docs = Path(config.docs_dir)
     for name in _families():
-        image = f"gallery/after/{name}.jpg"
+        image = f"{FAMILY_DIR}/img/{name}.png"
         if not (docs / image).is_file():
-            image = f"{FAMILY_DIR}/img/{name}.jpg"
-            files.append(File.generated(config, image, content=_render_example(name)))
+            files.append(File.generated(config, image,
+                                        content=_inset_script().render_family(name)[0]))
         files.append(File.generated(config, f"{FAMILY_DIR}/{name}.md",
-                                    content=family_page(name, "../" + image)))
+                                    content=family_page(name, f"img/{name}.png")))
     return files
 
 
