@@ -70,7 +70,7 @@ def test_every_family_page_has_its_sections_knobs_and_example() -> None:
 def test_every_family_has_a_small_committed_evidence_picture() -> None:
     index = json.loads((PICTURES / "index.json").read_text())
     names = m3gym.family_names(suite=None)
-    assert sorted(index) == sorted(names)
+    assert sorted(index) == sorted(names), "run: python scripts/family_insets.py --family NAME"
     for name in names:
         path = PICTURES / f"{name}.png"
         assert path.stat().st_size < 100_000, name
