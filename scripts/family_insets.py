@@ -52,7 +52,7 @@ GAP: int = 12
 MAX_INSETS: int = 3
 """At most this many evidence boxes get an inset (the first ones; all are outlined)."""
 
-MARGIN: float = 0.3
+MARGIN: float = 0.2
 """Context kept around an evidence box in its inset, as a fraction of the box's longer side."""
 
 MIN_MARGIN: int = 6
@@ -64,7 +64,7 @@ MIN_OUTLINE: int = 14
 INK: tuple[int, int, int] = (226, 36, 36)
 """Colour of the outlines, the inset frames and the number badges."""
 
-COLORS: int = 192
+COLORS: int = 256
 """Palette size of the PNG (a fast-octree palette, no dithering)."""
 
 FONT = ROOT / "m3gym" / "data" / "fonts" / "DejaVuSans-Bold.ttf"
