@@ -99,7 +99,7 @@ def test_evidence_picture_is_the_generators_task_and_is_deterministic(name: str)
 def test_context_box_keeps_a_margin_inside_the_image() -> None:
     insets = _insets()
     assert insets.context_box((100, 100, 110, 104), (200, 300, 3)) == (94, 94, 116, 110)
-    assert insets.context_box((0, 0, 50, 20), (40, 60, 3)) == (0, 0, 60, 35)
+    assert insets.context_box((0, 0, 50, 20), (40, 60, 3)) == (0, 0, 60, 30)
     x0, y0, x1, y1 = insets.overview_outline((10, 10, 11, 11), 1.0, 5.0)
     assert (x1 - x0, y1 - y0) == (insets.MIN_OUTLINE, insets.MIN_OUTLINE)
 
