@@ -636,7 +636,7 @@ def test_search_hit_needs_the_url_within_max_rank():
 
 def test_builders_map_reference_calls_to_checkpoints():
     from m3gym.spec import RefCall
-    from m3gym.tasks.checkpoints import evidence_checkpoints, step_checkpoint
+    from m3gym.tasks.checkpoint_builders import evidence_checkpoints, step_checkpoint
     from m3gym.tools.catalogue import CONTRAST_TOOLS
 
     crop_call = RefCall("c1", "crop", {"image_index": 0, "bbox_2d": [0, 0, 10, 10]})

@@ -41,7 +41,7 @@ from m3gym.records.guard import (  # read_image is imported from here too
 from m3gym.records.schema import EvidenceRecord, Record, RequiredOp, answer_text
 from m3gym.scoring.checkpoints import DEFAULT_MAX_RANK
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, Task
-from m3gym.tasks.checkpoints import fetch_checkpoint, search_hit_checkpoint, step_checkpoint
+from m3gym.tasks.checkpoint_builders import fetch_checkpoint, search_hit_checkpoint, step_checkpoint
 from m3gym.tasks.families._scene_common import (
     MIN_VIEW_HEIGHT,
     chain_checkpoints,

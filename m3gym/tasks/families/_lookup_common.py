@@ -24,7 +24,7 @@ import numpy as np
 
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, RefCall, SafetyRule, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoints import fetch_checkpoint
+from m3gym.tasks.checkpoint_builders import fetch_checkpoint
 from m3gym.tasks.families import _scene_common
 from m3gym.tasks.registry import FamilyConfig
 from m3gym.web.entities import Entity, format_value

@@ -17,7 +17,7 @@ import numpy as np
 
 from m3gym.spec import Checkpoint, Evidence, RefCall
 from m3gym.tasks import render
-from m3gym.tasks.checkpoints import evidence_checkpoints
+from m3gym.tasks.checkpoint_builders import evidence_checkpoints
 from m3gym.tasks.render import pick, shuffled  # noqa: F401 (c2.pick / c2.shuffled)
 from m3gym.tasks.render.dials import (  # noqa: F401 (the dial drawing, re-exported as c2.*)
     SUPERSAMPLE,
@@ -160,7 +160,7 @@ def chain_checkpoints(evidence: Sequence[Evidence],
 
     The i-th call without dependencies (a crop of an input) starts the chain of ``evidence[i]``;
     every later call joins the chain of the call it depends on. Each chain gets
-    :func:`m3gym.tasks.checkpoints.evidence_checkpoints`: an S checkpoint per call, a
+    :func:`m3gym.tasks.checkpoint_builders.evidence_checkpoints`: an S checkpoint per call, a
     ``v_tool`` on its decisive (last) tool and a ``v_true``.
     """
     calls = [c for step in steps for c in step]

@@ -10,7 +10,7 @@ import numpy as np
 
 from m3gym.spec import Evidence, RefCall, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoints import evidence_checkpoints, search_hit_checkpoint
+from m3gym.tasks.checkpoint_builders import evidence_checkpoints, search_hit_checkpoint
 from m3gym.tasks.families import _lookup_common as C
 from m3gym.tasks.families._scene_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family

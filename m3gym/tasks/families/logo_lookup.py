@@ -11,7 +11,7 @@ import numpy as np
 from m3gym.scoring.checkpoints import UPRIGHT_TOLERANCE_DEG
 from m3gym.spec import RefCall, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoints import evidence_checkpoints, search_hit_checkpoint
+from m3gym.tasks.checkpoint_builders import evidence_checkpoints, search_hit_checkpoint
 from m3gym.tasks.families import _lookup_common as C
 from m3gym.tasks.families._scene_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
