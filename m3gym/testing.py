@@ -38,6 +38,12 @@ guarantee, the seed and the difficulty. The checks, in order:
    :data:`~m3gym.audit.leaks_cli.Z_NOISE`). A view-only miss the audit calls structural (the
    reference's output is the view turned or re-levelled) is a warning, not a failure.
 
+10. **tool necessity** (issue 41 (a)) — replayed on the view upsampled to full size, the
+   reference's tool output leaves at least 0.3 of the evidence region unexplained (median over
+   held-out tasks), or an op is measured to be needed by a later tool
+   (:func:`~m3gym.audit.tool_necessity.share_check`); a family in
+   :data:`~m3gym.audit.tool_necessity.KNOWN_BELOW_LINE` gets a ``known failure`` warning line.
+
 ``check_family`` returns a :class:`FamilyReport`: the probes' numbers and whether the family is in
 the frozen test split (:mod:`m3gym.eval.splits`); a family in no level of it (a new family, which
 the committed manifest cannot hold) gets a warning line, not a failure.
@@ -69,6 +75,7 @@ from m3gym.tasks.registry import FamilyConfig, get_family, make_task, register_f
 
 if TYPE_CHECKING:
     from m3gym.audit.leaks import ProbeResult
+    from m3gym.audit.tool_necessity import ShareCheck
 
 DOCSTRING_SECTIONS: tuple[str, ...] = (
     "Scene", "Question", "Why a tool is needed", "Reference trajectory", "Checkpoints",
@@ -618,6 +625,20 @@ def check_probes(name: str, tasks: int = PROBE_TASKS) -> tuple[ProbeCheck, Probe
     return checks
 
 
+def check_tool_necessity(name: str, tasks: int) -> ShareCheck:
+    """Raise unless the reference's tool output holds evidence the view lacks (issue 41 (a)).
+
+    A family listed in :data:`~m3gym.audit.tool_necessity.KNOWN_BELOW_LINE` is reported (a
+    ``known failure`` warning line), not failed.
+    """
+    from m3gym.audit.tool_necessity import share_check
+
+    check = share_check(name, tasks)
+    if check.fails:
+        raise _fail(name, "tool necessity", check.line())
+    return check
+
+
 def frozen_split_levels(name: str, split: str = FROZEN_SPLIT) -> tuple[int, ...]:
     """Return the levels of the frozen ``split`` whose task list holds family ``name``."""
     from m3gym.eval.splits import LEVELS, split_entries
@@ -636,6 +657,8 @@ class FamilyReport:
     """Levels of the frozen test split that hold the family (empty: in none)."""
     skipped: tuple[str, ...] = ()
     """Checks not run, each with its reason (e.g. the monotone check where Tesseract is absent)."""
+    necessity: ShareCheck | None = None
+    """Tool necessity (a) (:func:`m3gym.audit.tool_necessity.share_check`); None when not run."""
 
     @property
     def warnings(self) -> list[str]:
@@ -646,6 +669,8 @@ class FamilyReport:
                        "split (m3gym/data/splits/test.json), so frozen evaluations never draw "
                        "it; a new family joins it only with a new manifest version")
         out += [f"warning: {c.line()}" for c in self.probes if not c.passes and c.structural]
+        if self.necessity is not None and self.necessity.known is not None:
+            out.append(f"warning: {self.necessity.line()}")
         return out
 
     def lines(self) -> list[str]:
@@ -756,7 +781,9 @@ def check_family(name: str, *, seeds: Sequence[int] | None = None, quick: bool =
         except OcrUnavailable as exc:
             skipped.append(f"monotone difficulty: {exc}")
     checks = check_probes(name, n_probe) if n_probe > 0 else ()
-    return FamilyReport(name, tuple(checks), frozen_split_levels(name), tuple(skipped))
+    necessity = check_tool_necessity(name, 3 if quick else 6)
+    return FamilyReport(name, tuple(checks), frozen_split_levels(name), tuple(skipped),
+                        necessity)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
