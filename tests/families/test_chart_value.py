@@ -7,7 +7,7 @@ import pytest
 
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _document_common as dc
-from m3gym.tasks.families.chart_value import ChartValue
+from m3gym.tasks.families.chart_value import ChartValueFamily
 from m3gym.tasks.registry import make_task
 from m3gym.tasks.render import documents as D
 
@@ -84,8 +84,8 @@ def test_legend_and_value_are_cropped_in_one_parallel_step() -> None:
 
 
 def test_difficulty_scales_text_and_clutter() -> None:
-    easy, hard = ChartValue.difficulty_knobs(0.0), ChartValue.difficulty_knobs(1.0)
+    easy, hard = ChartValueFamily.difficulty_knobs(0.0), ChartValueFamily.difficulty_knobs(1.0)
     assert easy["glyph_range"][0] > hard["glyph_range"][1]
     assert easy["categories"][1] < hard["categories"][0]
     with pytest.raises(ValueError):
-        ChartValue(series=(1, 5)).validate()
+        ChartValueFamily(series=(1, 5)).validate()

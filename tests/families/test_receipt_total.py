@@ -7,7 +7,7 @@ import pytest
 
 from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families.receipt_total import (
-    ReceiptTotal,
+    ReceiptTotalFamily,
     draw_receipt,
     price_lookalikes,
     receipt_line,
@@ -93,11 +93,11 @@ def test_answer_is_the_printed_arithmetic_and_the_chain_fits() -> None:
 
 
 def test_difficulty_sets_glyphs_and_items() -> None:
-    easy, hard = ReceiptTotal.difficulty_knobs(0.0), ReceiptTotal.difficulty_knobs(1.0)
+    easy, hard = ReceiptTotalFamily.difficulty_knobs(0.0), ReceiptTotalFamily.difficulty_knobs(1.0)
     assert easy["glyph_range"][0] > hard["glyph_range"][1]
     assert easy["items"][1] < hard["items"][0]
 
 
 def test_validate_refuses_a_tilt_that_leaves_upright() -> None:
     with pytest.raises(ValueError):
-        ReceiptTotal(tilt_deg=20.0).validate()
+        ReceiptTotalFamily(tilt_deg=20.0).validate()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from m3gym.tasks.families import _document_common as dc
-from m3gym.tasks.families.ui_status import UiStatus, version_text
+from m3gym.tasks.families.ui_status import UiStatusFamily, version_text
 from m3gym.tasks.registry import make_task
 
 
@@ -51,10 +51,10 @@ def test_one_crop_reads_the_marked_value() -> None:
 
 
 def test_difficulty_and_validate() -> None:
-    easy, hard = UiStatus.difficulty_knobs(0.0), UiStatus.difficulty_knobs(1.0)
+    easy, hard = UiStatusFamily.difficulty_knobs(0.0), UiStatusFamily.difficulty_knobs(1.0)
     assert easy["glyph_range"][0] > hard["glyph_range"][1] and easy["apps"][1] < hard["apps"][0]
     with pytest.raises(ValueError):
-        UiStatus(badges=(5, 5), apps=(3, 4)).validate()
+        UiStatusFamily(badges=(5, 5), apps=(3, 4)).validate()
 
 
 def test_battery_icon_shows_only_the_tens() -> None:

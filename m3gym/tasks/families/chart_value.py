@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _document_common as dc
@@ -127,7 +128,7 @@ def draw_prose(img: np.ndarray, rng: np.random.Generator, x: float, y: float, wi
 
 @register_family
 @dataclass
-class ChartValue(FamilyConfig):
+class ChartValueFamily(FamilyConfig):
     """Read a value (or the gap between two series) off a grouped bar chart.
 
     Scene:
@@ -317,3 +318,8 @@ class ChartValue(FamilyConfig):
                                     shot, kind=kind, axis_max=axis_max,
                                     series=[series[s1], series[s2]], category=cats[c]),
         )
+
+
+# ChartValue: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"ChartValue": ("ChartValueFamily", lambda: ChartValueFamily)})

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render
 from m3gym.tasks.checkpoints import evidence_checkpoints
@@ -73,7 +74,7 @@ _CLOCK_SCENES: dict[str, tuple[str, tuple[str, ...], str]] = {
 
 @register_family
 @dataclass
-class ClockReading(FamilyConfig):
+class ClockReadingFamily(FamilyConfig):
     """Read the time on a small, tilted analog clock (crop with zoom → rotate upright).
 
     Scene:
@@ -199,3 +200,6 @@ class ClockReading(FamilyConfig):
         )
 
 
+# ClockReading: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"ClockReading": ("ClockReadingFamily", lambda: ClockReadingFamily)})

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render
 from m3gym.tasks.families import _scene_common as c2
@@ -47,7 +48,7 @@ def gauge_strokes(value: float, radius: float, ink: tuple[int, int, int],
 
 @register_family
 @dataclass
-class CompareLabels(FamilyConfig):
+class CompareLabelsFamily(FamilyConfig):
     """Say which of two small, labelled gauges reads higher (parallel crops, then compare).
 
     Scene:
@@ -220,3 +221,8 @@ class CompareLabels(FamilyConfig):
             metadata=c2.l2_metadata(self.name, domain, scene_name, ev, img, faint=faint,
                                readings=[va, vb]),
         )
+
+
+# CompareLabels: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"CompareLabels": ("CompareLabelsFamily", lambda: CompareLabelsFamily)})

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import (
@@ -313,7 +314,7 @@ def _fact_choices(rng: np.random.Generator, world: World, entity: Any, attribute
 
 @register_family
 @dataclass
-class CrossImage(FamilyConfig):
+class CrossImageFamily(FamilyConfig):
     """Read a district off a map, find its venue on a street sign, then look the venue up.
 
     Scene:
@@ -485,3 +486,6 @@ class CrossImage(FamilyConfig):
         )
 
 
+# CrossImage: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"CrossImage": ("CrossImageFamily", lambda: CrossImageFamily)})

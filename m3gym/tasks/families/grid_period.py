@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Checkpoint, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import (
@@ -57,7 +58,7 @@ def _grid_block(rng: np.random.Generator, rows: tuple[int, int],
 
 @register_family
 @dataclass
-class GridPeriod(FamilyConfig):
+class GridPeriodFamily(FamilyConfig):
     """Count the rows and columns of a barely visible repetitive pattern.
 
     Scene:
@@ -225,3 +226,8 @@ class GridPeriod(FamilyConfig):
                            pitch=pitch, threshold=thr, dark_objects=dark_objects,
                            **scene.details),
         )
+
+
+# GridPeriod: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"GridPeriod": ("GridPeriodFamily", lambda: GridPeriodFamily)})

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import (
@@ -43,7 +44,7 @@ def _draw_player(img: np.ndarray, x: int, y: int, size: int, kit: R.Color,
 
 @register_family
 @dataclass
-class KnowledgeCount(FamilyConfig):
+class KnowledgeCountFamily(FamilyConfig):
     """Count the players of a named (fictional) team on a crowded pitch.
 
     Scene:
@@ -232,3 +233,6 @@ class KnowledgeCount(FamilyConfig):
         )
 
 
+# KnowledgeCount: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"KnowledgeCount": ("KnowledgeCountFamily", lambda: KnowledgeCountFamily)})

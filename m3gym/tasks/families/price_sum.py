@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render
 from m3gym.tasks.families import _scene_common as c2
@@ -50,7 +51,7 @@ def _sum_choices(rng: np.random.Generator, a: int, b: int, others: list[int],
 
 @register_family
 @dataclass
-class PriceSum(FamilyConfig):
+class PriceSumFamily(FamilyConfig):
     """Add the prices on two small shelf-edge tags far apart on a supermarket shelf.
 
     Scene:
@@ -272,3 +273,8 @@ class PriceSum(FamilyConfig):
                                   shadow=0.0)
             if done is not None:
                 avoid.append(render.grow_box(done[0], 10, cw, ch))
+
+
+# PriceSum: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"PriceSum": ("PriceSumFamily", lambda: PriceSumFamily)})

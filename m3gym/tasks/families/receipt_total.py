@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _document_common as dc
@@ -183,7 +184,7 @@ def draw_barcode(img: np.ndarray, rng: np.random.Generator, at: tuple[float, flo
 
 @register_family
 @dataclass
-class ReceiptTotal(FamilyConfig):
+class ReceiptTotalFamily(FamilyConfig):
     """Read one or two line items off a photographed shop receipt.
 
     Scene:
@@ -345,3 +346,8 @@ class ReceiptTotal(FamilyConfig):
                                     items=[receipt.names[i] for i in asked],
                                     prices=[receipt.prices[i] for i in asked]),
         )
+
+
+# ReceiptTotal: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"ReceiptTotal": ("ReceiptTotalFamily", lambda: ReceiptTotalFamily)})

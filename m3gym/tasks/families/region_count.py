@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import cv2
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render
 from m3gym.tasks.checkpoints import evidence_checkpoints
@@ -37,7 +38,7 @@ _COUNT_SCENES: dict[str, dict[str, object]] = {
 
 @register_family
 @dataclass
-class RegionCount(FamilyConfig):
+class RegionCountFamily(FamilyConfig):
     """Count objects of one colour inside a dashed region of a dim photo (crop → autocontrast).
 
     Scene:
@@ -225,3 +226,8 @@ class RegionCount(FamilyConfig):
             metadata=c2.l2_metadata(self.name, domain, str(spec["scene"]), (ev,), img,
                                object_size=d, span=span, target=target),
         )
+
+
+# RegionCount: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"RegionCount": ("RegionCountFamily", lambda: RegionCountFamily)})

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Evidence, RefCall, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import evidence_checkpoints
@@ -33,7 +34,7 @@ class _Label:
 
 @register_family
 @dataclass
-class TinyFaintText(FamilyConfig):
+class TinyFaintTextFamily(FamilyConfig):
     """Read one field's code on a tiny, faded label (crop → [rotate] → autocontrast).
 
     Scene:
@@ -242,3 +243,8 @@ class TinyFaintText(FamilyConfig):
         return Evidence(id=ev.id, image=ev.image, box=ev.box, text=ev.text,
                         glyph_height=ev.glyph_height, clean=ev.clean, mask=ev.mask,
                         angle=angle if angle <= 180.0 else angle - 360.0)
+
+
+# TinyFaintText: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"TinyFaintText": ("TinyFaintTextFamily", lambda: TinyFaintTextFamily)})

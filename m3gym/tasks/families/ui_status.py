@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Task
 from m3gym.tasks import render as R
 from m3gym.tasks.checkpoints import evidence_checkpoints
@@ -47,7 +48,7 @@ def version_text(v: tuple[int, int, int]) -> str:
 
 @register_family
 @dataclass
-class UiStatus(FamilyConfig):
+class UiStatusFamily(FamilyConfig):
     """Read a tiny status value off a desktop screenshot.
 
     Scene:
@@ -265,3 +266,8 @@ class UiStatus(FamilyConfig):
                       "evidence_area_fraction": ev.area / float(w * h), "view_size": R.VIEW_SIZE,
                       "image_size": [w, h], "scene": "desktop_screenshot", "kind": kind},
         )
+
+
+# UiStatus: the class's name before every family class was called <Name>Family
+__getattr__ = renamed_names(
+    __name__, {"UiStatus": ("UiStatusFamily", lambda: UiStatusFamily)})
