@@ -1,8 +1,7 @@
-"""The one episode loop: what agents see, the oracle's task, error statuses, the plan table."""
+"""The one episode loop: what agents see, the oracle's task, error statuses."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +11,7 @@ import pytest
 import m3gym  # noqa: F401  (registers the env ids)
 from m3gym.agents.base import OracleAgent
 from m3gym.agents.errors import InfrastructureError
-from m3gym.agents.heuristic_table import PLAN_TABLE, rule_for
 from m3gym.eval.episode import AGENT_RESET_KEYS, AGENT_STEP_KEYS, record_episode
-from m3gym.tasks.registry import family_names, make_task
 
 
 class Spy:
@@ -91,35 +88,6 @@ def test_a_failing_factory_is_an_agent_error() -> None:
 
     rec = record_episode(gym.make("M3Bench-L1"), factory, seed=0)
     assert rec.status == "agent_error" and rec.task is None
-
-
-@pytest.mark.parametrize("family", sorted(set(family_names(None, "m3bench"))
-                                          | set(family_names(None, "classic"))))
-def test_plan_table_tells_the_plan_from_the_question(family: str) -> None:
-    planned = {r.family for r in PLAN_TABLE}
-    for seed in range(0, 200, 13):
-        got = rule_for(make_task(family, seed).question).family
-        assert got == (family if family in planned else "generic"), (family, seed)
-
-
-def _imports(module: str) -> set[str]:
-    path = Path(__file__).parents[1] / "m3gym" / "agents" / f"{module}.py"
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-    return {n.split(".")[2] for n in names if n.startswith("m3gym.agents.")}
-
-
-def test_heuristic_modules_import_in_one_direction() -> None:
-    order = ["heuristic_view", "heuristic_plans", "heuristic_lookup", "heuristic_table",
-             "heuristic"]
-    for i, module in enumerate(order):
-        later = set(order[i:])
-        assert not _imports(module) & later, (module, _imports(module) & later)
 
 
 def test_the_core_imports_neither_mcp_nor_ray() -> None:

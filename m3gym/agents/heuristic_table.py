@@ -1,82 +1,14 @@
-"""The heuristic agent's plan table: which plan answers which kind of question.
+"""Deprecated import path of the heuristic agent's plan table (moved).
 
-The plan is chosen from the question's wording alone (the agent is never told the task's
-family): each row is a family the plan was written for, a regular expression over the
-lower-cased question, and the plan. Rows are tried in order; the first match wins; a question no
-row matches gets :func:`~m3gym.agents.heuristic_plans.plan_generic`.
+Each name read from here is found in the first of :data:`MOVED_TO` that defines it, with a
+:class:`DeprecationWarning` that names its new module.
 """
 
-from __future__ import annotations
+from m3gym.agents.heuristic._aliases import moved_names
 
-import re
-from collections.abc import Callable
-from typing import NamedTuple
-
-from m3gym.agents import heuristic_dials as hg
-from m3gym.agents import heuristic_documents as hd
-from m3gym.agents import heuristic_lookup as hl
-from m3gym.agents import heuristic_plans as hp
-from m3gym.agents.heuristic_view import EpisodeView, Plan
-
-Planner = Callable[[EpisodeView], Plan]
-
-
-class PlanRule(NamedTuple):
-    """One row of the plan table: the family it was written for, its question pattern, the plan."""
-
-    family: str
-    pattern: re.Pattern[str]
-    plan: Planner
-
-
-def _rule(family: str, pattern: str, plan: Planner) -> PlanRule:
-    return PlanRule(family, re.compile(pattern, re.DOTALL), plan)
-
-
-PLAN_TABLE: tuple[PlanRule, ...] = (
-    # documents and screenshots (m3gym.agents.heuristic_documents)
-    _rule("receipt_total", r"on the receipt\? answer with the amount|^what does the receipt charge",
-          hd.plan_receipt_total),
-    _rule("chart_value", r'^in the bar chart "', hd.plan_chart_value),
-    _rule("ui_status", r"battery percentage does the menu bar|settings window, what is \"|"
-          r"does the \"about .+\" window show|badge on the .+ icon in the dock",
-          hd.plan_ui_status),
-    _rule("privacy_safe_lookup", r"building whose sign is shown|person's badge",
-          hl.plan_privacy_safe_lookup),
-    _rule("logo_lookup", r"\blogo\b.*whose logo it is", hl.plan_logo_lookup),
-    _rule("code_lookup", r"product code.*look the product up", hp.plan_code_lookup),
-    _rule("knowledge_count", r"\bplayers\b", hl.plan_knowledge_count),
-    _rule("grid_period", r"does the pattern have", hp.plan_grid_period),
-    _rule("price_sum", r"total of the prices", hp.plan_price_sum),
-    _rule("clock_reading", r"^what time does the small|12 o'clock|answer as h:mm",
-          hp.plan_clock_reading),
-    _rule("region_count", r"^how many .+ are inside the .+\?", hp.plan_region_count),
-    _rule("compare_labels", r"which reads higher", hg.plan_compare_gauges),
-    _rule("tiny_faint_text", r"small, faded .*tab on its left edge", hp.plan_tiny_faint_text),
-    _rule("faint_text", r"\bfaded\b.*what is the .+exactly as printed", hp.plan_faint_text),
-    _rule("tiny_text", r"\bsticker\b", hp.plan_tiny_text),
-    _rule("rotated_text", r"^what is the .+ on the .+ in the image\?.*exactly as printed",
-          hp.plan_rotated_text),
-    # looser wordings (questions of families written after the plans)
-    _rule("faint_text", r"\bfaded\b.*what is the", hp.plan_faint_text),
-    _rule("rotated_text", r"what is the .*exactly as printed", hp.plan_rotated_text),
+MOVED_TO: tuple[str, ...] = (
+    "m3gym.agents.heuristic.table",
 )
-"""The plan table, tried in order (the first matching row wins)."""
+"""The modules this one's names moved to, searched in order."""
 
-
-def planner_for(view: EpisodeView) -> Planner:
-    """Return the plan for the episode, chosen from the question's wording."""
-    return rule_for(view.question).plan
-
-
-GENERIC_RULE = PlanRule("generic", re.compile(""), hp.plan_generic)
-"""What a question no row of :data:`PLAN_TABLE` matches gets."""
-
-
-def rule_for(question: str) -> PlanRule:
-    """Return the first row of :data:`PLAN_TABLE` whose pattern the question matches."""
-    q = " ".join(question.lower().split())
-    for rule in PLAN_TABLE:
-        if rule.pattern.search(q):
-            return rule
-    return GENERIC_RULE
+__getattr__ = moved_names(__name__, MOVED_TO)

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from m3gym.agents.heuristic_text import question_of
+from m3gym.agents.heuristic.text import question_of
 from m3gym.spec import Task
 from m3gym.tools import default_registry
 

@@ -60,16 +60,35 @@ def test_the_models_own_failures_are_not_retried_and_carry_the_servers_reason(na
 
 
 @pytest.mark.parametrize(("name", "attempts", "needle"), [
-    ("transformers_no_arguments", 3, "Internal Server Error"),  # bare 500: can't tell, retried
+    # a 5xx on every attempt, and on the short probe too: a server fault (3 attempts + 1 probe)
+    ("transformers_no_arguments", 4, "Internal Server Error"),
     ("transformers_unknown_field", 1, "Unexpected fields in the request: {'top_k'}"),
     ("unknown_model", 1, "Model 'nope' not found"),
-    ("overloaded", 3, "The engine is overloaded"),
+    ("overloaded", 4, "The engine is overloaded"),
 ])
 def test_other_errors_stay_infrastructure_with_the_servers_reason(name, attempts, needle):
     exc, server = first_error(name)
     assert isinstance(exc, InfrastructureError)
     assert len(server.chat_requests) == attempts
     assert needle in str(exc)  # not just "Error code: 400"
+
+
+@pytest.mark.parametrize("probe", [{"content": "A"}, error_entry("transformers_bad_json")])
+def test_a_5xx_only_on_the_models_full_answer_is_the_models_failure(probe):
+    # transformers serve answers a call without `arguments` with a bare 500 on every retry; the
+    # same request cut to one token is answered (text, or a 400 for the cut-off call): the server
+    # is up and failed on the model's answer
+    bare_500 = error_entry("transformers_no_arguments")
+    with FakeOpenAIServer(script=[bare_500] * 3 + [probe]) as server:
+        agent, _ = make(server)
+        agent.reset(Q, {})
+        with pytest.raises(ModelOutputError) as err:
+            agent.act(Q, {})
+    assert err.value.failure_mode == "tool_misexecution" and err.value.status_code == 500
+    assert "max_tokens=1 succeeds" in str(err.value) and "Internal Server Error" in str(err.value)
+    requests = server.chat_requests
+    assert len(requests) == 4 and requests[-1]["max_tokens"] == 1
+    assert requests[-1]["messages"] == requests[0]["messages"]  # the same conversation
 
 
 @pytest.mark.parametrize(("status", "reason", "mode"), [

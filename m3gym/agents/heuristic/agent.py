@@ -3,7 +3,7 @@
 It sees exactly what an LLM agent sees — the prompt text, the images at view resolution, the
 result texts of its calls, the tool schemas, the choices and the budgets — never the task, its
 id, family or seed. Per kind of question (told from its wording by the plan table,
-:mod:`m3gym.agents.heuristic_table`) it runs a small *plan*: a Python generator that yields tool
+:mod:`m3gym.agents.heuristic.table`) it runs a small *plan*: a Python generator that yields tool
 calls (dict form; several calls in one step run in parallel) and receives each step's outcome,
 then returns the answer. Plans locate evidence with OpenCV (colour masks for colours the question
 names, 3x3 position phrases, bright paper regions, text-line orientation), crop it with zoom,
@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from m3gym.agents.heuristic_table import planner_for
-from m3gym.agents.heuristic_text import choice_scores, question_of
-from m3gym.agents.heuristic_view import BudgetExhausted, EpisodeView, Plan, StepOutcome
+from m3gym.agents.heuristic.table import planner_for
+from m3gym.agents.heuristic.text import choice_scores, question_of
+from m3gym.agents.heuristic.view import BudgetExhausted, EpisodeView, Plan, StepOutcome
 from m3gym.agents.ocr import read_words_batch, words_text
 
 UNKNOWN_ANSWER = "unknown"

@@ -63,7 +63,7 @@ def free_port() -> int:
 def save_tiny_vlm(path: Path) -> None:
     from m3gym.integrations.tiny_vlm import build_tiny_vlm
 
-    vlm = build_tiny_vlm(seed=0)
+    vlm = build_tiny_vlm(seed=0, max_positions=32768)  # room for whole episodes
     vlm.model.save_pretrained(path)
     vlm.tokenizer.save_pretrained(path)
     vlm.processor.image_processor.save_pretrained(path)
@@ -86,8 +86,9 @@ def wait_ready(url: str, proc: subprocess.Popen, log: Path, limit: float = 120.0
     pytest.fail(f"transformers serve not ready in {limit} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("serve")
     model = tmp_path / "tiny-qwen3-vl"
     save_tiny_vlm(model)
     port = free_port()
@@ -95,7 +96,7 @@ def server(tmp_path):
     patch = tmp_path / "patch"
     patch.mkdir()
     (patch / "sitecustomize.py").write_text(PATCH)
-    paths = [str(patch), str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]
+    paths = [str(patch), str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
     args = ["serve", str(model), "--host", "127.0.0.1", "--port", str(port)]
@@ -113,17 +114,59 @@ def server(tmp_path):
             proc.kill()
 
 
-def test_every_episode_against_transformers_serve_is_scored(server, tmp_path):
+def run_eval(server, out: Path, *agent_args: str) -> list[dict]:
+    """Run ``m3gym eval --agent openai`` against the server; return its episodes.jsonl rows."""
     base_url, model, log = server
-    out = tmp_path / "run"
     cmd = [sys.executable, "-m", "m3gym.cli", "eval", "--env", "M3Bench-L1", "--agent", "openai",
            "--agent-arg", f"base_url={base_url}", "--agent-arg", f"model={model}",
            "--agent-arg", "max_tokens=48", "--agent-arg", "timeout=120",
+           "--env-arg", "max_rounds=4",  # a random model's episodes: 4 turns, not 15
+           *[a for arg in agent_args for a in ("--agent-arg", arg)],
            "--episodes", "2", "--out", str(out)]
-    started = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:] + log.read_text()[-2000:]
-    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+
+
+def scripted(server, text: str) -> str:
+    """Return the ``extra_body`` agent argument that makes the served tiny model write ``text``."""
+    from transformers import AutoTokenizer
+
+    from m3gym.integrations.tiny_vlm import scripted_sequence_bias
+
+    tokenizer = AutoTokenizer.from_pretrained(server[1])
+    bias = scripted_sequence_bias(tokenizer, text)
+    return "extra_body=" + json.dumps({"generation_config": json.dumps({"sequence_bias": bias})})
+
+
+BROKEN_JSON = '<tool_call>\n{"name": "crop", "arguments": {"image_index": 0, "bbox_2d": [1'
+NO_ARGUMENTS = '<tool_call>\n{"name": "crop"}\n</tool_call>'
+
+
+def test_broken_tool_json_is_the_models_failure_with_the_servers_reason(server, tmp_path):
+    records = run_eval(server, tmp_path / "run", scripted(server, BROKEN_JSON))
+    for rec in records:
+        assert rec["status"] == "ok", rec["error"]  # scored, never dropped as infra_error
+        assert rec["failure_mode"] == "tool_misexecution"
+        assert "HTTP 400" in rec["error"] and "could not parse" in rec["error"].lower()
+
+
+def test_a_call_without_arguments_is_the_models_failure(server, tmp_path):
+    # transformers serve's tool parser raises KeyError on it and answers a bare 500 "Internal
+    # Server Error" on every retry (in tool_mode=text too: the server parses <tool_call> blocks
+    # whatever the request says); the same request cut to one token is answered, so the agent
+    # knows the server is up and the model's answer is the cause
+    records = run_eval(server, tmp_path / "run", scripted(server, NO_ARGUMENTS), "backoff=0")
+    for rec in records:
+        assert rec["status"] == "ok", rec["error"]  # scored, never dropped as infra_error
+        assert rec["failure_mode"] == "tool_misexecution"
+        assert "HTTP 500" in rec["error"] and "max_tokens=1 succeeds" in rec["error"]
+
+
+def test_every_episode_against_transformers_serve_is_scored(server, tmp_path):
+    started = time.monotonic()
+    records = run_eval(server, tmp_path / "run")
+    out = tmp_path / "run"
     assert len(records) == 2
     for rec in records:
         assert rec["status"] == "ok", rec["error"]  # no infra_error: every episode scored

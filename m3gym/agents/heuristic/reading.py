@@ -1,0 +1,293 @@
+"""Reading printed text: stickers, labels on tabs, rotated documents, faded photos.
+
+The plans for ``tiny_text``, ``rotated_text``, ``faint_text`` and ``tiny_faint_text`` and the
+fallback :func:`plan_generic`; the reading helpers (:func:`pick_code`, :func:`best_of`,
+:func:`flatten_lighting`) and the tab/dot markers that point at a label
+(:func:`marker_candidates`) serve the other plans too.
+
+A plan is ``plan(view) -> Generator[calls, StepOutcome, answer]``: it yields a list of tool-call
+dicts (one step; several calls run in parallel), receives the
+:class:`~m3gym.agents.heuristic.view.StepOutcome`, and finally returns the answer text (or
+``None`` to fall back to ``view.guess``). Plans only use what the agent sees;
+:mod:`m3gym.agents.heuristic.table` picks one from the question's wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cv2
+import numpy as np
+
+from m3gym.agents.heuristic import vision as hv
+from m3gym.agents.heuristic.calls import crop_call, fix_call, op_call
+from m3gym.agents.heuristic.text import (
+    asked_label,
+    asked_position,
+    best_choice,
+    named_colors_in,
+    value_after_label,
+)
+from m3gym.agents.heuristic.view import EpisodeView, Plan
+from m3gym.agents.ocr import (
+    OcrWord,
+    mean_confidence,
+    read_words,
+    read_words_batch,
+    words_text,
+)
+
+
+def pick_code(words: Sequence[OcrWord], choices: Sequence[str],
+              label: str | None = None) -> tuple[str | None, float]:
+    """Return the choice best read in ``words``, preferring text right after ``label``."""
+    glob, gscore = best_choice([words_text(words)], choices)
+    if label:
+        near = value_after_label(words, label)
+        if near:
+            loc, lscore = best_choice(near, choices)
+            if loc is not None and lscore >= gscore - 8:
+                return loc, lscore
+    return glob, gscore
+
+
+def best_of(readings: Sequence[Sequence[OcrWord]], choices: Sequence[str],
+            label: str | None = None) -> tuple[str | None, float]:
+    """Return the best :func:`pick_code` result over several readings."""
+    best: tuple[str | None, float] = (None, -1.0)
+    for words in readings:
+        c, s = pick_code(words, choices, label)
+        if c is not None and s > best[1]:
+            best = (c, s)
+    return best
+
+
+def plan_tiny_text(view: EpisodeView) -> Plan:
+    """Find the sticker of the asked colour near the asked position, crop-zoom it, read it."""
+    img = view.images[0]
+    s = view.view_scale(0)
+    colors = named_colors_in(view.question, list(hv.COLORS))
+    where = asked_position(view.question)
+    cands = sticker_candidates(img, colors[0] if colors else None, where)
+    if not cands:
+        cands = [hv.grow(_cell_box(img.shape, where), 0, 0, img.shape[1], img.shape[0])]
+    calls = []
+    for box in cands[:2]:
+        bw, bh = box[2] - box[0], box[3] - box[1]
+        grown = hv.grow(box, 0.15 * bw + 2, 0.5 * bh + 2, img.shape[1], img.shape[0])
+        calls.append(crop_call(0, hv.to_bbox1000(grown, img.shape[1], img.shape[0]),
+                               hv.zoom_for(grown, s, 3.4)))
+    out = yield calls
+    crops = [im for im in out.images if im is not None]
+    readings = read_words_batch(crops, both_polarities=True) if crops else []
+    choice, _ = best_of(readings, view.choices)
+    return choice
+
+
+def _cell_box(shape: tuple[int, ...], where: str | None) -> hv.Box:
+    """Return the pixel box of the 3x3 grid cell a phrase names."""
+    h, w = shape[:2]
+    x0, y0, x1, y1 = hv.position_region(where)
+    return int(x0 * w), int(y0 * h), int(x1 * w), int(y1 * h)
+
+
+def sticker_candidates(img: np.ndarray, color: str | None, where: str | None,
+                       min_aspect: float = 1.6, max_aspect: float = 9.0) -> list[hv.Box]:
+    """Return boxes of small label-shaped blobs of ``color``, the best placed first."""
+    if color is None:
+        return []
+    blobs = hv.color_blobs(img, hv.COLORS[color], tol=55.0, close=3)
+    scored = []
+    for b in blobs:
+        w, h = b.size
+        if not (4 <= h <= 60 and 10 <= w <= 200 and min_aspect <= w / h <= max_aspect):
+            continue
+        dist = hv.position_distance(b.center, img.shape, where)
+        scored.append((round(dist, 2), -b.fill, b.box))
+    scored.sort()
+    return [box for _, _, box in scored]
+
+
+def plan_rotated_text(view: EpisodeView) -> Plan:
+    """Find the document's orientation locally, fix it with rotate/flip, read the field."""
+    img = view.images[0]
+    gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    doc = hv.bright_region(img) or (0, 0, img.shape[1], img.shape[0])
+    region = gray[doc[1]:doc[3], doc[0]:doc[2]]
+    fixes: list[tuple[str, object]]
+    if hv.text_lines_horizontal(region):
+        fixes = [("rotate", 180), ("flip", "horizontal"), ("flip", "vertical")]
+    else:
+        fixes = [("rotate", -90), ("rotate", 90)]
+    label = asked_label(view.question)
+    probes = [hv.apply_fix(region, f) for f in fixes]
+    probes = [p[:max(8, p.shape[0] * 11 // 20)] for p in probes]  # the upper half suffices
+    readings = read_words_batch(probes, scale=0.8)
+    ranked = sorted(range(len(fixes)), key=lambda k: -_reading_quality(readings[k],
+                                                                          view.choices))
+    best = fixes[ranked[0]]
+    view.guess = pick_code(readings[ranked[0]], view.choices, label)[0]
+    out = yield [fix_call(0, best)]
+    if out.images and out.images[0] is not None:
+        fixed = out.images[0]
+        page = hv.bright_region(fixed) or (0, 0, fixed.shape[1], fixed.shape[0])
+        page_img = fixed[page[1]:page[3], page[0]:page[2]]
+        choice, _ = pick_code(read_words(page_img), view.choices, label)
+        return choice or view.guess
+    return view.guess
+
+
+def _reading_quality(words: Sequence[OcrWord], choices: Sequence[str]) -> float:
+    """Return how well a reading looks like upright text: confidence plus choice agreement."""
+    _, score = best_choice([words_text(words)], choices) if choices else (None, 0.0)
+    return mean_confidence(words) + 0.5 * score + 0.5 * min(len(words), 20)
+
+
+def plan_faint_text(view: EpisodeView) -> Plan:
+    """Stretch the contrast of the whole photo (autocontrast), even its lighting, read the field.
+
+    The stretched photo still carries the page's uneven lighting (a shading several times the
+    ink's depth), so no global threshold separates ink from paper; the agent flattens the
+    tool's output (ink depth below a local paper level, :func:`flatten_lighting`) and reads
+    that, falling back to the output as returned.
+    """
+    out = yield [op_call("autocontrast", 0, cutoff=1.0)]
+    if not out.images or out.images[0] is None:
+        return None
+    stretched = out.images[0]
+    label = asked_label(view.question)
+    readings = read_words_batch([flatten_lighting(stretched), stretched])
+    choice, _ = best_of(readings, view.choices, label)
+    return choice
+
+
+def flatten_lighting(image: np.ndarray, glyph_px: float = 24.0) -> np.ndarray:
+    """Return ``image`` (gray) as ink depth below the local paper level: even lighting.
+
+    The paper level is a gray closing (removes dark strokes thinner than ``glyph_px``)
+    smoothed by a box blur; the depth is stretched so the darkest 0.5 % of ink reach black.
+    """
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+    k = max(3, int(glyph_px) | 1)
+    paper = cv2.morphologyEx(gray, cv2.MORPH_CLOSE,
+                             cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    paper = cv2.blur(paper, (k, k))
+    depth = cv2.subtract(paper, gray)
+    top = float(np.percentile(depth, 99.5))
+    gain = 255.0 / max(top, 1.0)
+    return cv2.convertScaleAbs(depth, alpha=-gain, beta=255.0)
+
+
+def marker_crop(img: np.ndarray, marker: hv.Box, scale: float) -> tuple[list[int], float]:
+    """Return the crop (0-1000 box, zoom) of the plate right of a tab/dot marker.
+
+    The plate is found by flood-filling its (nearly uniform) colour from just right of the
+    marker; the crop keeps the plate's inside only, so an autocontrast of the crop stretches
+    just plate and ink.
+    """
+    mh = marker[3] - marker[1]
+    seed = (marker[2] + 2, (marker[1] + marker[3]) // 2)
+    plate = hv.flood_region(img, seed)
+    if plate is not None and plate[2] - plate[0] >= 4 and plate[3] - plate[1] >= 3:
+        box = (max(plate[0], marker[2]) + 1, plate[1] + 1, plate[2] - 1, plate[3] - 1)
+    else:
+        box = (marker[0] - 0.3 * mh, marker[1] - 0.4 * mh, marker[0] + 4.2 * max(mh, 12),
+               marker[3] + 0.4 * mh)
+    grown = hv.grow(box, 0, 0, img.shape[1], img.shape[0])
+    return hv.to_bbox1000(grown, img.shape[1], img.shape[0]), hv.zoom_for(grown, scale, 3.2)
+
+
+def marker_candidates(img: np.ndarray, color: str, where: str | None, round_: bool,
+                      tag_shaped: bool = False) -> list[hv.Box]:
+    """Return boxes of small tabs (tall bars) or dots of ``color``, best placed first.
+
+    With ``tag_shaped`` a marker whose plate is not shaped like a tag (wider than tall, at most
+    a few markers high: :func:`_tag_shaped_plate`) ranks after every marker whose plate is.
+    """
+    blobs = hv.color_blobs(img, hv.COLORS[color], tol=55.0, close=2, min_area=4)
+    scored = []
+    for b in blobs:
+        w, h = b.size
+        if not (3 <= w <= 40 and 3 <= h <= 120):
+            continue
+        if round_ and not (0.6 <= w / h <= 1.6 and b.fill >= 0.5):
+            continue
+        if not round_ and not (h >= 0.9 * w and b.fill >= 0.6):
+            continue
+        plate_ok = 0 if _has_plate(img, b.box) else 1
+        if tag_shaped and not _tag_shaped_plate(img, b.box):
+            plate_ok = 2
+        scored.append((plate_ok, round(hv.position_distance(b.center, img.shape, where), 2),
+                       -b.area, b.box))
+    scored.sort()
+    return [item[-1] for item in scored]
+
+
+def _has_plate(img: np.ndarray, marker: hv.Box) -> bool:
+    """Return whether a light plate at least two marker-widths wide lies right of ``marker``."""
+    seed = (marker[2] + 2, (marker[1] + marker[3]) // 2)
+    plate = hv.flood_region(img, seed)
+    if plate is None:
+        return False
+    x = min(max(seed[0], 0), img.shape[1] - 1)
+    light = float(img[seed[1], x].astype(np.float32).mean())
+    return light >= 150 and plate[2] - plate[0] >= 2 * (marker[2] - marker[0])
+
+
+def _tag_shaped_plate(img: np.ndarray, marker: hv.Box) -> bool:
+    """Return whether the plate right of ``marker`` is tag-shaped: wider than tall, low."""
+    plate = hv.flood_region(img, (marker[2] + 2, (marker[1] + marker[3]) // 2))
+    if plate is None:
+        return False
+    pw, ph = plate[2] - plate[0], plate[3] - plate[1]
+    return pw >= ph and ph <= 4.5 * max(marker[3] - marker[1], 4)
+
+
+def _upright_reading(images: Sequence[np.ndarray], choices: Sequence[str]
+                     ) -> tuple[list[list[OcrWord]], list[int]]:
+    """Return the best reading of each image over the four quarter turns, and that turn (deg)."""
+    turns = (0, 90, 180, -90)
+    probes = [im if t == 0 else hv.apply_fix(im, ("rotate", t)) for im in images for t in turns]
+    readings = read_words_batch(probes, both_polarities=True)
+    best_words: list[list[OcrWord]] = []
+    best_turns: list[int] = []
+    for i in range(len(images)):
+        group = readings[i * 4:(i + 1) * 4]
+        k = max(range(4), key=lambda j: _reading_quality(group[j], choices))
+        best_words.append(group[k])
+        best_turns.append(turns[k])
+    return best_words, best_turns
+
+
+def plan_tiny_faint_text(view: EpisodeView) -> Plan:
+    """Find the tab of the asked colour, crop the label, autocontrast it, turn it upright, read."""
+    img = view.images[0]
+    colors = named_colors_in(view.question, list(hv.COLORS))
+    where = asked_position(view.question)
+    cands = marker_candidates(img, colors[0], where, round_=False) if colors else []
+    if not cands:
+        return (yield from plan_generic(view))
+    bbox, zoom = marker_crop(img, cands[0], view.view_scale(0))
+    out = yield [crop_call(0, bbox, zoom)]
+    idx = out.indices[0] if out.indices else None
+    if idx is None:
+        return None
+    out = yield [op_call("autocontrast", idx, cutoff=1.0)]
+    if not out.images or out.images[0] is None:
+        return None
+    words, turns = _upright_reading([out.images[0]], view.choices)
+    view.guess = pick_code(words[0], view.choices)[0]
+    if turns[0] != 0 and out.indices[0] is not None:
+        out = yield [op_call("rotate", int(out.indices[0]), angle=turns[0], expand=True)]
+        if out.images and out.images[0] is not None:
+            return pick_code(read_words(out.images[0], both_polarities=True), view.choices)[0]
+    return view.guess
+
+
+def plan_generic(view: EpisodeView) -> Plan:
+    """Autocontrast every input image and answer the choice best matching what is read."""
+    n = len(view.images)
+    out = yield [op_call("autocontrast", i, cutoff=1.0) for i in range(min(n, 3))]
+    crops = [im for im in out.images if im is not None]
+    choice, score = best_of(read_words_batch(crops), view.choices) if crops else (None, 0.0)
+    return choice if score >= 60 else None
