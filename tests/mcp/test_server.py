@@ -26,7 +26,7 @@ from m3gym.mcp.episodes import EpisodeTable, McpLimits  # noqa: E402
 from m3gym.mcp.server import build_server, fit_result, reply_bytes  # noqa: E402
 from m3gym.tasks.registry import make_task  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def play_oracle(client: Client, env_id: str, index: int) -> dict[str, Any]:

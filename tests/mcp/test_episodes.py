@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 
-import cv2
 import gymnasium as gym
-import numpy as np
 import pytest
 
 import m3gym  # noqa: F401
 from m3gym.agents.base import OracleAgent
 from m3gym.eval.episode import record_episode
 from m3gym.eval.runner import EvalConfig, read_records, run_eval
-from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits, encode_image
+from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits
 
 
 class Clock:
@@ -128,37 +126,6 @@ def test_limits_and_idle_eviction(tmp_path) -> None:
     records = read_records(tmp_path / "run" / "episodes.jsonl")
     assert [r["status"] for r in records] == ["evicted"]  # nothing lost from the run folder
     assert table.live_count() == 2 and {b, c} == set(table._live)
-
-
-def test_encoder_fits_any_budget_and_says_how() -> None:
-    rng = np.random.default_rng(0)
-    noise = rng.integers(0, 256, size=(512, 512, 3), dtype=np.uint8)
-    enc = encode_image(noise, 40_000, index=3, full_size=(2048, 2048))
-    assert len(enc.data) <= 40_000 and enc.mime_type == "image/jpeg" and enc.quality is not None
-    assert cv2.imdecode(np.frombuffer(enc.data, np.uint8), cv2.IMREAD_COLOR).shape[:2] == \
-        (enc.height, enc.width)
-    assert enc.downscaled and enc.width < 512
-    ratio = 2048 / enc.width
-    assert f"1 px here = {ratio:.3g} px of its 2048x2048 full-resolution image" in enc.note()
-    assert encode_image(noise, 10) is None
-    flat = np.full((300, 400, 3), 200, np.uint8)
-    png = encode_image(flat, 100_000)
-    assert png.mime_type == "image/png" and (png.width, png.height) == (400, 300)
-    assert not png.downscaled and png.quality is None
-    webp = encode_image(noise, 60_000, fmt="webp", quality=70)
-    assert webp.mime_type == "image/webp" and webp.quality <= 70 and len(webp.data) <= 60_000
-    assert encode_image(flat, 100_000, fmt="jpeg").mime_type == "image/jpeg"
-
-
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"max_response_bytes": 1000}, "max_response_bytes must be >= 65536"),
-    ({"image_format": "gif"}, "image_format must be one of"),
-    ({"image_quality": 0}, r"image_quality must be in \[1, 100\]"),
-    ({"max_pooled_envs": -1}, "max_pooled_envs must be >= 0"),
-])
-def test_bad_limits_are_refused(kwargs: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        McpLimits(**kwargs).validate()
 
 
 def test_small_reply_cap_downscales_states_the_scale_and_keeps_the_score() -> None:

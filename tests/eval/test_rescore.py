@@ -13,7 +13,7 @@ import pytest
 from m3gym.cli import main
 from m3gym.eval.rescore import rescore_trace, trace_from_dict
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LEVELS = ["--env", "M3Bench-L1", "--env", "M3Bench-L2", "--env", "M3Bench-L3"]
 
 SLOPPY = textwrap.dedent('''

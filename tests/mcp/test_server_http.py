@@ -34,7 +34,7 @@ from m3gym.mcp import CLIENT_EVENT_LIMIT, DEFAULT_RESPONSE_BYTES  # noqa: E402
 from m3gym.mcp.measure import CROPS  # noqa: E402
 from m3gym.mcp.server import reply_bytes  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 LARGEST_START: list[tuple[str, int]] = [
     ("M3Bench-L1", 157), ("M3Bench-L2", 113), ("M3Bench-L3", 12), ("M3Bench-ChartValue", 32),

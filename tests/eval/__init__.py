@@ -1,0 +1,1 @@
+"""Tests of m3gym.eval, one file per module (test_<module>.py)."""
