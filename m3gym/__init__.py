@@ -15,6 +15,7 @@ import importlib.util
 
 from m3gym.env import M3BenchEnv
 from m3gym.parsing import ToolCall, parse_action
+from m3gym.records_env import register_records_env
 from m3gym.registration import (
     CLASSIC_ENV_ID,
     ENTRY_POINT,
@@ -30,7 +31,6 @@ from m3gym.reward import RewardConfig, load_reward_config
 from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.versions import __version__
-from m3gym.wrappers.records import register_records_env
 
 register_records_env()  # before register_envs: M3Bench-Records-v3 takes records=
 register_envs()

@@ -22,3 +22,24 @@ def test_the_training_seed_range_is_the_registry_limit() -> None:
     env = importlib.import_module("m3gym.env")
     with pytest.warns(DeprecationWarning, match="TRAIN_SEED_LIMIT"):
         assert env.TRAIN_SEED_RANGE == (0, TRAIN_SEED_LIMIT)
+
+
+def test_the_records_env_imports_from_its_old_wrappers_path() -> None:
+    from m3gym import records_env
+    from m3gym.wrappers import records as old
+
+    with pytest.warns(DeprecationWarning, match=r"use m3gym\.records_env\.RecordsEnv"):
+        assert old.RecordsEnv is records_env.RecordsEnv
+    with pytest.warns(DeprecationWarning):
+        assert old.RECORDS_ENV_ID == records_env.RECORDS_ENV_ID == "M3Bench-Records-v3"
+    with pytest.raises(AttributeError):
+        old.NotThere  # noqa: B018
+
+
+def test_a_gym_entry_point_written_for_the_old_path_still_loads_the_env() -> None:
+    from gymnasium.envs.registration import load_env_creator
+
+    from m3gym.records_env import RecordsEnv
+
+    with pytest.warns(DeprecationWarning):
+        assert load_env_creator("m3gym.wrappers.records:RecordsEnv") is RecordsEnv

@@ -442,7 +442,7 @@ def test_env_with_records_runs_an_oracle_episode(fixture_set):
     import gymnasium as gym
 
     import m3gym
-    from m3gym.wrappers.records import RECORDS_ENV_ID
+    from m3gym.records_env import RECORDS_ENV_ID
 
     assert RECORDS_ENV_ID == m3gym.versioned_id("M3Bench-Records")
     env = gym.make(RECORDS_ENV_ID, records=str(fixture_set), disable_env_checker=True)

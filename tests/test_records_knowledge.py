@@ -15,10 +15,10 @@ import pytest
 
 from m3gym.env import LazyWorld, task_world
 from m3gym.records import RecordsError, load_records
+from m3gym.records_env import RECORDS_ENV_ID
 from m3gym.tasks.registry import make_task
 from m3gym.web import build_world
 from m3gym.web.overlay import OverlayWorld, knowledge_pages, knowledge_url
-from m3gym.wrappers.records import RECORDS_ENV_ID
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 GAUGE_TEXT = ("The Velmora tide gauge stands on the north pier. It was installed in 1931 by the "

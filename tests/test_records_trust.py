@@ -34,8 +34,8 @@ from m3gym.records.guard import (
     header_size,
 )
 from m3gym.records.load import records_fingerprint
+from m3gym.records_env import RECORDS_ENV_ID
 from m3gym.tasks.render.photos import PhotoSourceError, photo_folder, photo_source
-from m3gym.wrappers.records import RECORDS_ENV_ID
 from tests.test_records import base_record, write_jsonl
 from tests.test_records_amme import TASK_1, _image
 from tests.test_records_amme import dataset as dataset  # noqa: F401 (fixture)
