@@ -165,21 +165,6 @@ def test_backups_never_overwrite_each_other(tmp_path):
     assert drop_unreadable_lines(tmp_path / "missing.jsonl") == ([], None)
 
 
-def test_mcp_run_folder_repairs_before_appending(tmp_path):
-    from m3gym.mcp.episodes import RunFolder
-
-    folder = tmp_path / "mcp"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps({"agent": "mcp"}))
-    good = json.dumps({"episode_id": "a", "status": "ok", "index": 0})
-    (folder / "episodes.jsonl").write_text(f"{good}\n{good[:20]}")
-    with pytest.warns(UserWarning, match=r"removed 1 unreadable line"):
-        rf = RunFolder(folder)
-    assert rf.removed[0].line == 2 and rf.backup is not None and rf.backup.is_file()
-    assert (folder / "episodes.jsonl").read_text() == good + "\n"
-    assert [r["episode_id"] for r in rf.records] == ["a"]
-
-
 # ------------------------------------------------------------------------------ property
 def _is_record(raw: bytes) -> bool:
     try:
