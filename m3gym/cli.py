@@ -342,6 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_stats)
     from m3gym.audit.leaks_cli import add_audit_leaks_parser
     add_audit_leaks_parser(sub)
+    from m3gym.audit.tools_cli import add_audit_tools_parser
+    add_audit_tools_parser(sub)
     from m3gym.audit.cli import add_parser as add_audit_parser
 
     add_audit_parser(sub)
