@@ -98,5 +98,5 @@ def test_the_core_imports_neither_mcp_nor_ray() -> None:
             "m3gym.distributed; m3gym.cli.build_parser(); "
             "print(sorted(m for m in ('mcp', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).parents[1], check=True)
+                         cwd=Path(__file__).parents[2], check=True)
     assert out.stdout.strip() == "[]"
