@@ -81,6 +81,9 @@ TOOL_OUTPUT_PATTERNS: tuple[str, ...] = (
 )
 """Server reasons (regular expressions, case-insensitive) of tool calls it could not parse."""
 
+PROBE_MAX_TOKENS = 1
+"""The answer length of the probe that tells a server fault from a 5xx on the model's answer."""
+
 MODEL_FAILURE_STATUS: frozenset[int] = frozenset({400, 413, 422, 500})
 """HTTP statuses a server answers for a model's own bad output or an overlong prompt."""
 
@@ -492,8 +495,17 @@ class OpenAIAgent:
 
     def _complete(self) -> Any:
         request = self._request()
-        response = self._with_retries("chat completion",
-                                      lambda: self.client.chat.completions.create(**request))
+        try:
+            response = self._with_retries("chat completion",
+                                          lambda: self.client.chat.completions.create(**request))
+        except InfrastructureError as exc:
+            if (exc.status_code or 0) >= 500 and self._answers_a_short_probe(request):
+                raise ModelOutputError(
+                    f"chat completion refused (tool_misexecution): {exc}; the same request with "
+                    f"max_tokens={PROBE_MAX_TOKENS} succeeds, so the server failed on the model's "
+                    "own answer (its tool-call parser)", failure_mode="tool_misexecution",
+                    status_code=exc.status_code, reason=str(exc)) from exc
+            raise
         usage = getattr(response, "usage", None)
         if usage is not None:
             self.usage["prompt_tokens"] += int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -504,6 +516,24 @@ class OpenAIAgent:
                 f"malformed chat completion without choices: {str(response)[:300]}",
                 attempts=self.usage.get("requests", 0))
         return choices[0].message
+
+    def _answers_a_short_probe(self, request: Mapping[str, Any]) -> bool:
+        """Return whether the endpoint answers ``request`` cut to :data:`PROBE_MAX_TOKENS`.
+
+        A server that answers a 5xx on every retry of a turn, yet answers the same conversation
+        when the answer is cut short, is up and failed on the model's answer itself (``transformers
+        serve`` answers a tool call without ``arguments`` with a bare 500): the model's failure.
+        One request, no retries; any HTTP answer below 500 (a 400 for a cut-off call included)
+        shows the server up. A server that is down or overloaded fails the probe too.
+        """
+        self.usage["requests"] = self.usage.get("requests", 0) + 1
+        try:
+            self.client.chat.completions.create(**{**request, "max_tokens": PROBE_MAX_TOKENS})
+        except openai.APIStatusError as exc:
+            return exc.status_code < 500
+        except openai.OpenAIError:
+            return False
+        return True
 
     def _with_retries(self, what: str, call: Callable[[], Any]) -> Any:
         cfg = self.config

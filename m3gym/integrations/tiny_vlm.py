@@ -134,8 +134,12 @@ def _processor_class() -> type:
     return ImageOnlyQwen3VLProcessor
 
 
-def build_model(tokenizer: Any, seed: int = 0) -> Any:
-    """Return a randomly initialised 2-layer Qwen3-VL (``torch.manual_seed(seed)`` first)."""
+def build_model(tokenizer: Any, seed: int = 0, max_positions: int = 4096) -> Any:
+    """Return a randomly initialised 2-layer Qwen3-VL (``torch.manual_seed(seed)`` first).
+
+    ``max_positions`` is its context (prompt plus answer, in tokens); the tiny tokenizer spends
+    about 5,000 tokens on an m3gym system prompt with the 19 tool schemas.
+    """
     import torch
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
@@ -145,7 +149,7 @@ def build_model(tokenizer: Any, seed: int = 0) -> Any:
         ("vision_end_token_id", "<|vision_end|>"))}
     text = {"vocab_size": len(tokenizer), "hidden_size": 32, "intermediate_size": 64,
             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "head_dim": 8, "max_position_embeddings": 4096,
+            "head_dim": 8, "max_position_embeddings": max_positions,
             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
                                 "mrope_interleaved": True, "mrope_section": [2, 1, 1]},
             "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
@@ -163,8 +167,24 @@ def build_model(tokenizer: Any, seed: int = 0) -> Any:
     return model
 
 
-def build_tiny_vlm(seed: int = 0, vocab_size: int = 1024) -> TinyVLM:
+def build_tiny_vlm(seed: int = 0, vocab_size: int = 1024, max_positions: int = 4096) -> TinyVLM:
     """Return the tiny tool-capable Qwen3-VL, its processor and tokenizer (all offline)."""
     tokenizer = build_tokenizer(vocab_size)
     processor = build_processor(tokenizer)
-    return TinyVLM(model=build_model(tokenizer, seed), processor=processor, tokenizer=tokenizer)
+    return TinyVLM(model=build_model(tokenizer, seed, max_positions), processor=processor,
+                   tokenizer=tokenizer)
+
+
+def scripted_sequence_bias(tokenizer: Any, text: str, step_bias: float = 20.0) -> list[list[Any]]:
+    """Return a ``sequence_bias`` that makes any tiny model write ``text``, then end its turn.
+
+    For a real-server test of what a model *writes* (broken tool JSON, a call without
+    ``arguments``) without training one: the ``k``-th token of ``text`` (then ``<|im_end|>``)
+    gets a bias of ``step_bias·(k+1)`` when the ``k`` tokens before it were written, so the
+    longest matching prefix always outweighs any shorter one and the tiny model's own logits
+    (about ±0.1). The list form ``[[token_ids, bias], ...]`` is what ``generate(sequence_bias=)``
+    and a ``transformers serve`` request's ``generation_config`` JSON accept.
+    """
+    ids = list(tokenizer.encode(text, add_special_tokens=False))
+    ids.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    return [[ids[:k + 1], step_bias * (k + 1)] for k in range(len(ids))]

@@ -1,9 +1,11 @@
 """``m3gym eval --agent openai`` against a real OpenAI-compatible server (issue 42).
 
 Starts ``transformers serve`` on a free port with a tiny random Qwen3-VL built here into
-``tmp_path`` (m3gym.integrations.tiny_vlm: no download) and runs two L1 episodes: whatever the
-random model writes (garbage text, broken tool JSON the server refuses), every episode must be
-scored (no ``infra_error``), its failure recorded. Needs ``.[serve]`` (M3GYM_REAL_SERVER=1 scripts/ci_extra.sh serve ...);
+``tmp_path`` (m3gym.integrations.tiny_vlm: no download) and runs L1 episodes through
+``m3gym eval --agent openai``: what the random model writes, and what a *scripted* one writes
+(``scripted_sequence_bias`` through the request's ``generation_config``: broken tool JSON, a
+call without ``arguments``). Every episode must be scored (no ``infra_error``), its failure and
+the server's reason recorded. Needs ``.[serve]`` (M3GYM_REAL_SERVER=1 scripts/ci_extra.sh serve ...);
 skipped where transformers is not installed, and unless ``M3GYM_REAL_SERVER=1`` (it takes about
 a minute and starts a server process).
 """
