@@ -2,17 +2,11 @@
 
 The generic guarantees (determinism in and across processes, task and choice sanity, oracle
 Acc = S = V = 1, evidence illegible at view size and legible after the reference, validate()
-probes) are m3gym.testing.check_family's (tests/test_check_family.py, every family).
-price_sum keeps its own copies of those generic tests until its scene rewrite lands
-(tests/families/test_price_sum.py, with what else is specific to it); ``UNCLEANED`` names it here.
+probes) are m3gym.testing.check_family's (tests/test_check_family.py, every family); a slow
+sweep of the oracle over 200 seeds is in tests/families/test_price_sum.py.
 """
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -25,9 +19,6 @@ from m3gym.tools.visual import VISUAL_TOOLS
 from tests.family_helpers import replay
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
-UNCLEANED = ("price_sum",)
-"""Families that keep copies of the generic tests (tests/families/test_<name>.py) until
-their own rewrite."""
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 
@@ -40,19 +31,7 @@ def test_families_registered_at_level_2() -> None:
         assert get_family(fam).level == 2
 
 
-def test_determinism_across_processes() -> None:
-    code = ("import json; from m3gym.tasks.registry import make_task; "
-            f"print(json.dumps({{f: [make_task(f, s).content_hash() for s in range(2)] "
-            f"for f in {list(UNCLEANED)!r}}}))")
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
-    theirs = json.loads(out.stdout)
-    for fam in UNCLEANED:
-        assert theirs[fam] == [make_task(fam, s).content_hash() for s in range(2)]
-
-
-@pytest.mark.parametrize("family", sorted(set(FAMILIES) - set(UNCLEANED)))
+@pytest.mark.parametrize("family", FAMILIES)
 def test_evidence_glyphs_are_below_view_legibility(family: str) -> None:
     """The scene's geometry: at full view every evidence glyph is under the legible height."""
     for seed in range(25):

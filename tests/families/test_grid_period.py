@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from m3gym.agents import OracleAgent
 from m3gym.env import M3BenchEnv
 from m3gym.scoring.checkpoints import evaluate_checkpoints, measure_evidence
-from m3gym.tasks.registry import get_family, make_task
+from m3gym.tasks.registry import make_task
 from tests.family_helpers import assert_checkpoint_density
 
 
@@ -24,13 +22,8 @@ def _input_entry(task, index):
     return state[index]
 
 
-
-
-
-UNCLEANED = ("grid_period",)
-
-
 ORACLE_SEEDS = int(os.environ.get("M3GYM_ORACLE_SEEDS", "200"))
+"""Seeds of the slow oracle sweep (check_family checks the oracle on a few seeds by default)."""
 
 
 def _run_oracle(env: M3BenchEnv, seed: int):
@@ -46,50 +39,28 @@ def _run_oracle(env: M3BenchEnv, seed: int):
     return task, term, info, calls
 
 
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_deterministic_in_process(family):
-    assert make_task(family, 7).content_hash() == make_task(family, 7).content_hash()
-    assert make_task(family, 7).content_hash() != make_task(family, 8).content_hash()
-
-
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_deterministic_across_processes(family):
-    code = ("from m3gym.tasks.registry import make_task; "
-            f"print(make_task({family!r}, 11).content_hash())")
-    env = {**os.environ, "PYTHONHASHSEED": "4321"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=env)
-    assert out.stdout.strip() == make_task(family, 11).content_hash()
-
-
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_oracle_solves_every_seed(family):
-    env = M3BenchEnv(family=family)
+@pytest.mark.slow
+def test_oracle_solves_every_seed_and_the_input_never_shows_the_evidence():
+    """check_family's oracle and legibility checks, swept over ORACLE_SEEDS seeds."""
+    env = M3BenchEnv(family="grid_period")
     for seed in range(ORACLE_SEEDS):
         task, term, info, calls = _run_oracle(env, seed)
-        assert term and info["answer_correct"], (family, seed)
-        assert all(c["ok"] for c in calls), (family, seed, [c for c in calls if not c["ok"]])
+        assert term and info["answer_correct"], seed
+        assert all(c["ok"] for c in calls), (seed, [c for c in calls if not c["ok"]])
         assert len(calls) == len(task.reference_calls)
         report = evaluate_checkpoints(task, env.trace, env.state)
-        assert report.S == 1.0 and report.V == 1.0, (family, seed, report.to_dict())
+        assert report.S == 1.0 and report.V == 1.0, (seed, report.to_dict())
+        for ev in task.evidence:  # not legible in the full input image at view size 768
+            assert not measure_evidence(_input_entry(task, ev.image), ev).passed, (seed, ev.id)
 
 
-@pytest.mark.parametrize("family", UNCLEANED)
-def test_task_invariants(family):
+def test_level_choices_and_checkpoint_density():
+    """What check_family leaves to the family: level 3, at least four choices, one checkpoint
+    per reference call and per evidence."""
     for seed in range(30):
-        task = make_task(family, seed)
-        assert task.level == 3 and task.family == family
-        assert task.domain in get_family(family).domains
-        assert task.choices is not None and task.answer.value in task.choices
-        assert len(set(task.choices)) == len(task.choices) >= 4
+        task = make_task("grid_period", seed)
+        assert task.level == 3 and task.choices is not None and len(task.choices) >= 4
         assert_checkpoint_density(task)
-        for ev in task.evidence:
-            img = task.images[ev.image]
-            x0, y0, x1, y1 = ev.box
-            assert 0 <= x0 < x1 <= img.shape[1] and 0 <= y0 < y1 <= img.shape[0]
-            # not legible in the full input image at view size 768
-            assert not measure_evidence(_input_entry(task, ev.image), ev).passed
-        assert not any(img.flags.writeable for img in task.images)
 
 
 def test_grid_answer_matches_grid():
