@@ -39,8 +39,8 @@ from m3gym.view import to_view
 
 READERS: tuple[str, ...] = ("best", "rapidocr", "tesseract", "none")
 """The ``--reader`` choices: both readers (best of both), one of them, or no reader."""
-WINDOW_PAD: float = 0.5
-"""Window margin around the evidence box, as a fraction of the box's shorter side (≥ 4 px)."""
+WINDOW_PAD: float = 0.25
+"""Window margin around the evidence box, as a fraction of its shorter side (at least 3 px)."""
 KEY_MATCH: float = 90.0
 """Least :func:`rapidfuzz.fuzz.partial_ratio` between a reading and a search key that reads it."""
 RAPIDOCR_PIN: str = "rapidocr-onnxruntime==1.4.4"
@@ -187,7 +187,7 @@ def reader_variants(window: np.ndarray) -> list[np.ndarray]:
 def evidence_window(view: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
     """Return ``view`` cut to ``box`` (view pixels) grown by :data:`WINDOW_PAD` on every side."""
     x0, y0, x1, y1 = box
-    pad = max(4.0, WINDOW_PAD * min(x1 - x0, y1 - y0))
+    pad = max(3.0, WINDOW_PAD * min(x1 - x0, y1 - y0))
     h, w = view.shape[:2]
     a, b = max(0, int(math.floor(x0 - pad))), max(0, int(math.floor(y0 - pad)))
     c, d = min(w, int(math.ceil(x1 + pad))), min(h, int(math.ceil(y1 + pad)))

@@ -209,7 +209,7 @@ def test_reader_variants_and_window() -> None:
     variants = reader_variants(window)
     assert len(variants) == 24 and variants[0].shape == (20, 60) and variants[1].shape == (60, 20)
     view = np.zeros((100, 100, 3), np.uint8)
-    assert evidence_window(view, (10, 10, 30, 20)).shape[:2] == (20, 30)  # padded by 5
+    assert evidence_window(view, (10, 10, 30, 20)).shape[:2] == (16, 26)  # padded by 3
     assert evidence_window(view, (0, 0, 100, 100)).shape[:2] == (100, 100)  # clipped
 
 
