@@ -38,9 +38,9 @@ guarantee, the seed and the difficulty. The checks, in order:
    :data:`~m3gym.audit.leaks_cli.Z_NOISE`). A view-only miss the audit calls structural (the
    reference's output is the view turned or re-levelled) is a warning, not a failure.
 
-10. **tool necessity** (issue 41 (a)) — replayed on the view upsampled to full size, the
-   reference's tool output leaves at least 0.3 of the evidence region unexplained (median over
-   held-out tasks), or an op is measured to be needed by a later tool
+10. **tool necessity** (docs/tool-necessity.md, (a)) — replayed on the view upsampled to full
+   size, the reference's tool output leaves at least 0.3 of the evidence region unexplained
+   (median over held-out tasks), or an op is measured to be needed by a later tool
    (:func:`~m3gym.audit.tool_necessity.share_check`); a family in
    :data:`~m3gym.audit.tool_necessity.KNOWN_BELOW_LINE` gets a ``known failure`` warning line.
 
@@ -626,7 +626,7 @@ def check_probes(name: str, tasks: int = PROBE_TASKS) -> tuple[ProbeCheck, Probe
 
 
 def check_tool_necessity(name: str, tasks: int) -> ShareCheck:
-    """Raise unless the reference's tool output holds evidence the view lacks (issue 41 (a)).
+    """Raise unless the reference's tool output holds evidence the view lacks (measurement (a)).
 
     A family listed in :data:`~m3gym.audit.tool_necessity.KNOWN_BELOW_LINE` is reported (a
     ``known failure`` warning line), not failed.

@@ -1,6 +1,6 @@
 """Tool necessity, with a strong reader: can a neural OCR read the evidence without the tool.
 
-Issue 41's measurement (b). The reader is PP-OCRv4 through ONNX Runtime
+Measurement (b) of docs/tool-necessity.md. The reader is PP-OCRv4 through ONNX Runtime
 (``rapidocr-onnxruntime``, whose wheel ships the weights: it runs offline on the CPU; the
 ``audit`` extra) and Tesseract 5 where installed (:mod:`m3gym.agents.ocr`), or the best of both.
 It is *told where to look*: it reads a window around the evidence (:func:`evidence_window`).

@@ -1,7 +1,7 @@
 """Tool necessity, reader-independent: how much of a reference tool's output the view can't explain.
 
-Issue 41's measurement (a). For a task, the reference's calls are replayed twice through the real
-tools (:func:`replay_calls`):
+Measurement (a) of docs/tool-necessity.md. For a task, the reference's calls are replayed twice
+through the real tools (:func:`replay_calls`):
 
 * on the task's images as they are (Image 0 at full resolution): what the tool shows;
 * on each image's reset view upsampled back to full size (:func:`upsampled_view`, bicubic): all
@@ -29,8 +29,8 @@ on the task's offline world). Both are measured, never argued.
 
 A family passes (a) when its share is at least :data:`SHARE_LINE` or one of its ops is measured
 to be needed by the chain. :data:`KNOWN_BELOW_LINE` lists the families that fail it today, the
-defect issue 41 files; ``check_family`` reports them as known failures and fails any other family
-below the line (:func:`share_check`).
+defect the tool-necessity redesign is to remove; ``check_family`` reports them as known failures
+and fails any other family below the line (:func:`share_check`).
 """
 
 from __future__ import annotations
@@ -57,18 +57,21 @@ CHAIN_TOOLS: frozenset[str] = frozenset({"image_search"})
 """Later tools that read an op's pixels (their result is compared with and without the op)."""
 CHECK_TASKS: int = 3
 """Held-out tasks per family that ``check_family`` measures the share on (quick setting)."""
-ISSUE_41: str = "issue 41"
+TRACKING_ISSUE: int = 41
+"""The tracker issue that files the families below the line."""
+KNOWN_REASON: str = f"issue {TRACKING_ISSUE}"
+"""What :data:`KNOWN_BELOW_LINE` records for each family: the issue that files it."""
 KNOWN_BELOW_LINE: Mapping[str, str] = {
-    name: ISSUE_41 for name in (
+    name: KNOWN_REASON for name in (
         "clock_reading", "compare_labels", "faint_text", "glyph_faint", "glyph_rotate",
         "grid_period", "knowledge_count", "region_count", "rotated_text",
     )
 }
 """Families whose share is below :data:`SHARE_LINE` today, each with the issue that files it.
 
-``check_family`` reports them as ``known failure (issue 41)`` instead of failing; a test asserts
-that exactly these are below the line, so a redesign must remove its family from here and a
-regression elsewhere fails."""
+``check_family`` reports them as a ``known failure (<the issue>)`` warning, not a failure; a
+test asserts that exactly these are below the line, so a redesign must remove its family from
+here and a regression elsewhere fails."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,7 +366,7 @@ class OpNeed:
 
 @dataclass(frozen=True)
 class FamilyNecessity:
-    """Issue 41 (a) for one family: the share over held-out tasks and each op's need."""
+    """Measurement (a) for one family: the share over held-out tasks and each op's need."""
 
     family: str
     shares: tuple[float, ...]

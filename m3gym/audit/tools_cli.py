@@ -1,9 +1,10 @@
-"""``m3gym audit-tools``: issue 41's tool-necessity table per family and level, with a verdict.
+"""``m3gym audit-tools``: the tool-necessity table per family and level, with a verdict.
 
 For each env (level) and family, on the first ``--tasks`` held-out tasks (the frozen test
 split's seed range): the strong reader's accuracy without and with the reference tool
 (:mod:`m3gym.audit.readers`), chance, the reader-independent unexplained share and the per-op
-ablation (:mod:`m3gym.audit.tool_necessity`), and the verdict against the issue's lines:
+ablation (:mod:`m3gym.audit.tool_necessity`), and the verdict against the lines of
+docs/tool-necessity.md:
 
 * share ≥ :data:`~m3gym.audit.tool_necessity.SHARE_LINE`, or a chain necessity measured;
 * every op of the reference needed on its own (its loss drops the share under the line, or
@@ -92,7 +93,7 @@ class Row:
         return statistics.fmean(r.chance or 0.0 for r in self.reads) if self.reads else 0.0
 
     def failures(self) -> list[str]:
-        """Return the issue's lines this family misses (empty: pass)."""
+        """Return the lines this family misses (empty: pass)."""
         n = self.necessity
         out = []
         if not n.passes_share:
@@ -188,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
 def add_audit_tools_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``audit-tools`` on the ``m3gym`` sub-command parser."""
     p = sub.add_parser("audit-tools", help="tool necessity per family: the reader-independent "
-                       "share, per-op ablation and a strong reader (issue 41)")
+                       "share, per-op ablation and a strong reader")
     p.add_argument("--env", action="append",
                    help="env id (repeatable; default: M3Bench-L1/L2/L3 and M3Bench-Classic)")
     p.add_argument("--family", action="append", help="family name (repeatable)")

@@ -1,4 +1,4 @@
-"""Issue 41's tool-necessity measurements: the share, the per-op ablation, the readers, the CLI."""
+"""The tool-necessity measurements: the share, the per-op ablation, the readers, the CLI."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from m3gym.audit.readers import (
 )
 from m3gym.audit.tool_necessity import (
     KNOWN_BELOW_LINE,
+    KNOWN_REASON,
     SHARE_LINE,
     OpAblation,
     aggregate_ops,
@@ -176,8 +177,8 @@ def test_an_op_of_a_family_under_the_line_is_needed_only_by_the_chain() -> None:
 
 def test_known_failures_are_reported_and_a_passing_family_passes() -> None:
     known = share_check("glyph_faint", tasks=2)
-    assert not known.fails and known.known == "issue 41"
-    assert known.line().endswith("known failure (issue 41)")
+    assert not known.fails and known.known == KNOWN_REASON
+    assert known.line().endswith(f"known failure ({KNOWN_REASON})")
     ok = share_check("glyph_zoom", tasks=2)
     assert ok.result.passes_share and not ok.fails and ok.line().endswith(": ok")
 
@@ -255,6 +256,6 @@ def test_cli_prints_the_table_and_fails_on_a_failing_family() -> None:
     assert "| glyph_zoom | flat | 1 | – | – | – |" in row and "1:crop needed" in row
     assert row.endswith("pass [reader: no reader asked (--reader none)] |")
     bad = run_cli("--family", "glyph_rotate", "--tasks", "1", "--reader", "none")
-    assert bad.returncode == 1 and "FAIL: share" in bad.stdout and "(known: issue 41)" in bad.stdout
+    assert bad.returncode == 1 and "FAIL: share" in bad.stdout and f"(known: {KNOWN_REASON})" in bad.stdout
     assert run_cli("--family", "glyph_rotate", "--tasks", "1", "--reader", "none",
                    "--report-only").returncode == 0
