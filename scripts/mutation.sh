@@ -2,7 +2,8 @@
 # Mutation testing of the scoring, reward and tool code with mutmut (slow: not part of CI).
 #
 #   scripts/mutation.sh GROUP [GROUP ...]      groups: answer m3 overthink safety episode taxonomy
-#                                               checkpoints alignment reward tools-visual tools-web
+#                                               checkpoints legibility alignment similarity reward
+#                                               tools-geometric tools-photometric tools-web
 #                                               tools-answer tools-registry
 #   MUTATION_VENV=/path/to/venv  (default /work/venv-tests; needs `pip install -e ".[dev]" mutmut`)
 #   MUTATION_DIR=/tmp/m3gym-mutation (scratch copies, one per group; the worktree stays clean)
@@ -19,25 +20,28 @@ JOBS="${MUTATION_JOBS:-1}"
 
 group_config() {  # prints "<module> <test files...>"
   case "$1" in
-    answer) echo "m3gym/scoring/answer.py tests/test_answer.py" ;;
-    m3) echo "m3gym/scoring/m3.py tests/test_m3.py" ;;
-    overthink) echo "m3gym/scoring/overthink.py tests/test_m3.py" ;;
-    safety) echo "m3gym/scoring/safety.py tests/test_safety_taxonomy.py" ;;
-    taxonomy) echo "m3gym/scoring/taxonomy.py tests/test_safety_taxonomy.py" ;;
-    episode) echo "m3gym/scoring/episode.py tests/test_episode_scoring.py" ;;
-    checkpoints) echo "m3gym/scoring/checkpoints.py tests/test_checkpoints.py" ;;
-    alignment) echo "m3gym/scoring/alignment.py tests/test_alignment.py tests/test_alignment_content.py tests/test_m3.py" ;;
+    answer) echo "m3gym/scoring/answer.py tests/scoring/test_answer.py" ;;
+    m3) echo "m3gym/scoring/m3.py tests/scoring/test_m3.py" ;;
+    overthink) echo "m3gym/scoring/overthink.py tests/scoring/test_m3.py" ;;
+    safety) echo "m3gym/scoring/safety.py tests/scoring/test_safety.py" ;;
+    taxonomy) echo "m3gym/scoring/taxonomy.py tests/scoring/test_taxonomy.py" ;;
+    episode) echo "m3gym/scoring/episode.py tests/scoring/test_episode.py" ;;
+    checkpoints) echo "m3gym/scoring/checkpoint_tracker.py tests/scoring/test_checkpoints.py" ;;
+    legibility) echo "m3gym/scoring/legibility.py tests/scoring/test_checkpoints.py" ;;
+    alignment) echo "m3gym/scoring/alignment.py tests/scoring/test_alignment.py tests/scoring/test_similarity.py tests/scoring/test_m3.py" ;;
+    similarity) echo "m3gym/scoring/similarity.py tests/scoring/test_alignment.py tests/scoring/test_similarity.py" ;;
     reward) echo "m3gym/reward.py tests/test_reward_terms.py" ;;
-    tools-visual) echo "m3gym/tools/visual.py tests/test_visual_tools.py" ;;
-    tools-web) echo "m3gym/tools/web.py tests/test_web.py tests/test_web_outputs.py" ;;
+    tools-geometric) echo "m3gym/tools/geometric.py tests/tools/test_visual.py" ;;
+    tools-photometric) echo "m3gym/tools/photometric.py tests/tools/test_visual.py" ;;
+    tools-web) echo "m3gym/tools/web.py tests/test_web.py tests/tools/test_web.py" ;;
     tools-answer) echo "m3gym/tools/answer.py tests/test_env.py" ;;
-    tools-registry) echo "m3gym/tools/registry.py tests/test_env.py tests/test_visual_tools.py" ;;
-    tools-base) echo "m3gym/tools/base.py tests/test_visual_tools.py tests/test_web.py" ;;
+    tools-registry) echo "m3gym/tools/registry.py tests/test_env.py tests/tools/test_visual.py" ;;
+    tools-base) echo "m3gym/tools/base.py tests/tools/test_visual.py tests/test_web.py" ;;
     *) echo "unknown group $1" >&2; return 1 ;;
   esac
 }
 
-[ $# -ge 1 ] || { sed -n 2,13p "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,14p "$0"; exit 2; }
 for group in "$@"; do
   read -r module tests <<<"$(group_config "$group")"
   dir="$WORK/$group"

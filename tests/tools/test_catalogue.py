@@ -265,7 +265,7 @@ def test_registered_tool_in_the_discrete_wrapper() -> None:
 
 
 # ------------------------------------------------------------------ no hand-kept lists
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 EXEMPT: dict[str, str] = {
     "m3gym/sandbox/traced.py": "runs in the sandbox worker, which cannot import m3gym: "
