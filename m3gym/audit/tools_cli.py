@@ -42,10 +42,10 @@ def env_families(env_id: str) -> tuple[str, list[str]]:
     """Return the level label (``L2``, ``Classic``, or a family env's level) and its families."""
     import gymnasium as gym
 
-    import m3gym  # noqa: F401  (registers the ids)
-    from m3gym.registration import resolve_env_id
+    from m3gym.registration import register_envs, resolve_env_id
     from m3gym.tasks.registry import family_names, get_family
 
+    register_envs()
     resolved = resolve_env_id(env_id)
     if resolved not in gym.registry:
         raise SystemExit(f"audit-tools: unknown env id {env_id!r}")
