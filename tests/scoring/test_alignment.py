@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 import pytest
 
@@ -18,31 +17,11 @@ from m3gym.scoring.alignment import (
     text_similarity,
     value_similarity,
 )
-from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
+from tests.scoring.traces import REFERENCE, A, B, cr, rc
 
-
-def rc(id_: str, name: str, deps: tuple[str, ...] = (), **args: Any) -> RefCall:
-    return RefCall(id=id_, name=name, arguments=args, depends_on=deps)
-
-
-def cr(step: int, call_id: str, name: str, ok: bool = True, out: int | None = None,
-       **args: Any) -> CallRecord:
-    return CallRecord(step=step, call_id=call_id, name=name, requested_name=name,
-                      arguments=args, ok=ok, output_index=out,
-                      input_index=args.get("image_index"))
-
-
-A = [0, 0, 500, 500]
-B = [500, 500, 1000, 1000]
 B2 = [500, 500, 1000, 900]
 
-# Four reference calls in three steps: two parallel crops, then a search, then a fetch.
-REFERENCE = (
-    (rc("r1", "crop", image_index=0, bbox_2d=A), rc("r2", "crop", image_index=0, bbox_2d=B)),
-    (rc("r3", "web_search", ("r1",), query="acme corp founder"),),
-    (rc("r4", "fetch_webpage", ("r3",), url="https://wiki.local/acme"),),
-)
 
 
 def split_merged_trace() -> list[list[CallRecord]]:

@@ -23,27 +23,7 @@ from m3gym.scoring.m3 import (
 from m3gym.scoring.overthink import agent_interactions, overthink, overthink_score
 from m3gym.spec import RefCall
 from m3gym.trace import CallRecord
-
-
-def rc(id_: str, name: str, deps: tuple[str, ...] = (), **args: Any) -> RefCall:
-    return RefCall(id=id_, name=name, arguments=args, depends_on=deps)
-
-
-def cr(step: int, call_id: str, name: str, ok: bool = True, out: int | None = None,
-       **args: Any) -> CallRecord:
-    return CallRecord(step=step, call_id=call_id, name=name, requested_name=name,
-                      arguments=args, ok=ok, output_index=out,
-                      input_index=args.get("image_index"))
-
-
-A = [0, 0, 500, 500]
-B = [500, 500, 1000, 1000]
-
-REFERENCE = (
-    (rc("r1", "crop", image_index=0, bbox_2d=A), rc("r2", "crop", image_index=0, bbox_2d=B)),
-    (rc("r3", "web_search", ("r1",), query="acme corp founder"),),
-    (rc("r4", "fetch_webpage", ("r3",), url="https://wiki.local/acme"),),
-)
+from tests.scoring.traces import REFERENCE, A, B, cr, rc
 
 CHAIN = (
     (rc("r1", "crop", image_index=0, bbox_2d=A),),
@@ -51,11 +31,9 @@ CHAIN = (
 )
 
 
-# ----------------------------------------------------------------------------- hand-built cases
-
-
-def test_split_and_merged_trace_m3_and_overthink() -> None:
-    trace = [
+def split_trace() -> list[list[CallRecord]]:
+    """Return a trace that splits REFERENCE's parallel crops and merges its search and fetch."""
+    return [
         [cr(0, "c1", "crop", out=1, image_index=0, bbox_2d=A)],
         [cr(1, "c3", "web_search", query="acme corp founder", top_k=10),
          cr(1, "c4", "fetch_webpage", url="https://wiki.local/acme")],
@@ -63,6 +41,13 @@ def test_split_and_merged_trace_m3_and_overthink() -> None:
         [cr(3, "c5", "grayscale", out=3, image_index=1),
          cr(3, "c6", "crop", ok=False, image_index=9, bbox_2d=A)],
     ]
+
+
+# ----------------------------------------------------------------------------- hand-built cases
+
+
+def test_split_and_merged_trace_m3_and_overthink() -> None:
+    trace = split_trace()
     al, m3 = score_trace(REFERENCE, 1, trace)
     # recall 4/4, precision 4/6 -> F1 = 2*(2/3)/(5/3) = 4/5
     assert m3.multi_modal == pytest.approx(0.8)
@@ -367,14 +352,7 @@ def test_f1_below_one_sum_and_to_dict_pinned() -> None:
 
 def test_weighted_total_multiplies_values_by_weights() -> None:
     # multi_modal 0.8 (w 2), multi_hop 0.5 (w 1), multi_threaded 0.0 (w 1): (1.6 + 0.5) / 4
-    trace = [
-        [cr(0, "c1", "crop", out=1, image_index=0, bbox_2d=A)],
-        [cr(1, "c3", "web_search", query="acme corp founder", top_k=10),
-         cr(1, "c4", "fetch_webpage", url="https://wiki.local/acme")],
-        [cr(2, "c2", "crop", out=2, image_index=0, bbox_2d=B)],
-        [cr(3, "c5", "grayscale", out=3, image_index=1),
-         cr(3, "c6", "crop", ok=False, image_index=9, bbox_2d=A)],
-    ]
+    trace = split_trace()
     w = M3Weights(2.0, 1.0, 1.0)
     _, m3 = score_trace(REFERENCE, 1, trace, weights=w)
     assert m3.total == pytest.approx((2 * 0.8 + 0.5 + 0.0) / 4)

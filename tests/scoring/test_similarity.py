@@ -21,13 +21,9 @@ from m3gym.scoring.alignment import (
     upright_angle_similarity,
 )
 from m3gym.scoring.m3 import score_trace
-from m3gym.spec import RefCall
 from m3gym.tools.catalogue import CONTENT_ARGUMENTS
 from m3gym.trace import CallRecord
-
-
-def rc(id_: str, name: str, deps: tuple[str, ...] = (), **args: Any) -> RefCall:
-    return RefCall(id=id_, name=name, arguments=args, depends_on=deps)
+from tests.scoring.traces import rc
 
 
 def cr(call_id: str, name: str, out: int | None = None, payload: dict | None = None,
