@@ -256,7 +256,7 @@ def test_leak_probes_on_a_small_sample(family: str) -> None:
     faint_text, glyph_rotate, glyph_faint) from the view: structural, a warning, not a failure.
     """
     if getattr(get_family(family), "suite", None) == "records":
-        pytest.skip("the records suite is built from user data files (tests/test_records.py)")
+        pytest.skip("the records suite is built from user data files (tests/records/)")
     checks = check_probes(family)
     assert [c.result.probe for c in checks] == ["choices-only", "view-only"]
     for c in checks:

@@ -5,8 +5,8 @@ head is not translation invariant: a digit that can sit anywhere in the frame (a
 cluttered table) must be learned separately at every position. On the classic suite a
 NatureCNN-shaped classifier trained on 2,500 labelled ``glyph_rotate`` frames (96 px) stayed at
 chance after 8 epochs, while the same data reached 99.6 % held-out accuracy in 10 epochs with the
-global max pooling below (``benchmarks/supervised_extractors.py``; ``tests/test_extractors.py``
-checks the translation invariance itself).
+global max pooling below (``benchmarks/supervised_extractors.py``;
+``tests/wrappers/test_extractors.py`` checks the translation invariance itself).
 
 Use it from a training config (``train_sb3.py`` resolves ``module:Class`` strings)::
 

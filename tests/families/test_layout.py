@@ -9,7 +9,7 @@ import pytest
 from m3gym.tasks.registry import family_names, get_family
 
 HERE = Path(__file__).resolve().parent
-OWN_TESTS: dict[str, str] = {"records": "tests/test_records.py"}
+OWN_TESTS: dict[str, str] = {"records": "tests/records/test_family.py"}
 """Suites built from user data files test their family in a file of their own."""
 
 

@@ -18,7 +18,7 @@ from m3gym.eval.episode import record_episode
 from m3gym.records import check_records, load_records
 from m3gym.records.family import DEMO_RECORDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "m3gym" / "data" / "records_demo"
 SIZE_BUDGET = 5 * 1024 * 1024
 

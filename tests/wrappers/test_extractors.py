@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("stable_baselines3")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 
 import gymnasium as gym  # noqa: E402
 from train_sb3 import resolve_policy_kwargs  # noqa: E402

@@ -5,7 +5,7 @@ boundary, resource limits, a non-dumpable env and the worker's audit hook + impo
 and, when bubblewrap is installed and works, ``bwrap`` (plus the namespaces and the path
 allow-list). Every attack assumes the worst reachable start: the unfiltered ``__import__`` (from
 the filter's closure) and the worker's own globals (walking ``f_back``, which CPython does not
-audit). See tests/test_sandbox_escape.py for the OS layer and the fail-closed refusal.
+audit). See tests/sandbox/test_launcher.py for the OS layer and the fail-closed refusal.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Records everywhere: MCP env arguments, the judge in ``m3gym eval``, the report's records check.
 
 The records are Agentic-MME tasks imported with :func:`m3gym.records.amme.import_amme` from the
-fixtures of ``tests/test_records_amme.py``; task 0003 carries one judge checkpoint
+fixtures of ``tests/records/test_amme.py``; task 0003 carries one judge checkpoint
 ("Is the discount sticker readable?", expected "Yes").
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from m3gym.eval.runner import EvalConfig, run_eval
 from m3gym.records.amme import import_amme
-from tests.test_records_amme import write_dataset
+from tests.records.test_amme import write_dataset
 
 QUESTION_3 = "What is the price after the discount?"
 

@@ -159,7 +159,7 @@ def test_behaviour_cloning_fits_the_demos() -> None:
 
     from sb3_contrib import MaskablePPO
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
     from bc import clone, collect_demos
 
     env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
@@ -179,7 +179,7 @@ def test_behaviour_cloning_goes_on_until_the_demo_accuracy() -> None:
 
     from sb3_contrib import MaskablePPO
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
     from bc import clone, collect_demos
 
     env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,

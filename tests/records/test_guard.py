@@ -36,9 +36,9 @@ from m3gym.records.guard import (
 from m3gym.records.load import records_fingerprint
 from m3gym.records_env import RECORDS_ENV_ID
 from m3gym.tasks.render.photos import PhotoSourceError, photo_folder, photo_source
-from tests.test_records import base_record, write_jsonl
-from tests.test_records_amme import TASK_1, _image
-from tests.test_records_amme import dataset as dataset  # noqa: F401 (fixture)
+from tests.records.helpers import base_record, write_jsonl
+from tests.records.test_amme import TASK_1, _image
+from tests.records.test_amme import dataset as dataset  # noqa: F401 (fixture)
 
 SECRET = "TOPSECRET-7f3a"
 """Text inside the files outside the folder: no message may quote it."""
