@@ -259,3 +259,15 @@ def test_cli_prints_the_table_and_fails_on_a_failing_family() -> None:
     assert bad.returncode == 1 and "FAIL: share" in bad.stdout and f"(known: {KNOWN_REASON})" in bad.stdout
     assert run_cli("--family", "glyph_rotate", "--tasks", "1", "--reader", "none",
                    "--report-only").returncode == 0
+
+
+def test_env_ids_name_their_families() -> None:
+    from m3gym.audit.tools_cli import env_families
+
+    assert env_families("M3Bench-Classic") == ("Classic",
+                                               ["glyph_faint", "glyph_rotate", "glyph_zoom"])
+    assert env_families("M3Bench-TinyText") == ("L1", ["tiny_text"])
+    level, fams = env_families("M3Bench-L3")
+    assert level == "L3" and "logo_lookup" in fams and "tiny_text" not in fams
+    with pytest.raises(SystemExit, match="unknown env id"):
+        env_families("M3Bench-Nope")
