@@ -1,14 +1,5 @@
-"""Deprecated import path of the heuristic agent's plan table (moved).
-
-Each name read from here is found in the first of :data:`MOVED_TO` that defines it, with a
-:class:`DeprecationWarning` that names its new module.
-"""
+"""Deprecated path: the heuristic agent's plan table moved to :mod:`m3gym.agents.heuristic`."""
 
 from m3gym.agents.heuristic._aliases import moved_names
 
-MOVED_TO: tuple[str, ...] = (
-    "m3gym.agents.heuristic.table",
-)
-"""The modules this one's names moved to, searched in order."""
-
-__getattr__ = moved_names(__name__, MOVED_TO)
+__getattr__ = moved_names(__name__)

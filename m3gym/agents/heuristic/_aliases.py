@@ -33,6 +33,20 @@ def moved_homes(homes: Sequence[str]) -> Renames:
             for name, (home, value, _) in found.items()}
 
 
-def moved_names(old: str, homes: Sequence[str]) -> Callable[[str], Any]:
-    """Return a module ``__getattr__`` for ``old`` that serves the names of ``homes``, warning."""
+MOVED_TO: dict[str, tuple[str, ...]] = {
+    "heuristic_plans": ("calls", "reading", "prices", "lookup", "web", "clock", "counting", "grid"),
+    "heuristic_vision": ("vision", "dials", "clock", "gauges"),
+    "heuristic_dials": ("gauges",),
+    "heuristic_documents": ("documents",),
+    "heuristic_lookup": ("lookup", "web"),
+    "heuristic_table": ("table",),
+    "heuristic_text": ("text",),
+    "heuristic_view": ("view",),
+}
+"""Old module (``m3gym.agents.<name>``) -> the modules of the package its names moved to."""
+
+
+def moved_names(old: str) -> Callable[[str], Any]:
+    """Return a module ``__getattr__`` for the old module ``old`` (its dotted name), warning."""
+    homes = [f"m3gym.agents.heuristic.{m}" for m in MOVED_TO[old.rsplit(".", 1)[1]]]
     return renamed_names(old, moved_homes(homes))

@@ -84,11 +84,10 @@ def pitch_box(rgb: np.ndarray) -> hv.Box | None:
     mask = hv.color_mask(cv2.medianBlur(rgb, 5), base, tol=30.0)
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((9, 9), np.uint8))
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((9, 9), np.uint8))
-    n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-    if n <= 1:
+    largest = hv.largest_component(mask)
+    if largest is None:
         return None
-    k = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    x, y, bw, bh, _ = (int(v) for v in stats[k])
+    x, y, bw, bh, _ = largest
     if bw * bh < 0.2 * w * h:
         return None
     return x, y, x + bw, y + bh
@@ -366,15 +365,9 @@ CODE_RE = re.compile(r"[A-Z0-9]{1,3}-[A-Z0-9]{2,4}")
 
 def tag_candidates(img: np.ndarray, where: str | None) -> list[hv.Box]:
     """Return small flat light plates (tags) in the named grid cell, the most tag-like first."""
-    scored = []
-    for b in hv.plain_plates(img):
-        w, h = b.size
-        if not (12 <= w <= 90 and 5 <= h <= 30 and 1.5 <= w / h <= 7 and b.fill >= 0.7):
-            continue
-        dist = hv.position_distance(b.center, img.shape, where)
-        scored.append((round(dist, 2), -b.fill, b.box))
-    scored.sort()
-    return [box for _, _, box in scored]
+    return hv.nearest_first([b for b in hv.plain_plates(img) if 12 <= b.size[0] <= 90
+                             and 5 <= b.size[1] <= 30 and 1.5 <= b.size[0] / b.size[1] <= 7
+                             and b.fill >= 0.7], img.shape, where)
 
 
 def plan_code_lookup(view: EpisodeView) -> Plan:

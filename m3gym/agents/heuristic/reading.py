@@ -97,15 +97,9 @@ def sticker_candidates(img: np.ndarray, color: str | None, where: str | None,
     if color is None:
         return []
     blobs = hv.color_blobs(img, hv.COLORS[color], tol=55.0, close=3)
-    scored = []
-    for b in blobs:
-        w, h = b.size
-        if not (4 <= h <= 60 and 10 <= w <= 200 and min_aspect <= w / h <= max_aspect):
-            continue
-        dist = hv.position_distance(b.center, img.shape, where)
-        scored.append((round(dist, 2), -b.fill, b.box))
-    scored.sort()
-    return [box for _, _, box in scored]
+    return hv.nearest_first([b for b in blobs if 4 <= b.size[1] <= 60 and 10 <= b.size[0] <= 200
+                             and min_aspect <= b.size[0] / b.size[1] <= max_aspect],
+                            img.shape, where)
 
 
 def plan_rotated_text(view: EpisodeView) -> Plan:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-Box = tuple[int, int, int, int]
+from m3gym.geometry import Box, grow_box
 
 COLORS: dict[str, tuple[int, int, int]] = {
     "red": (206, 40, 40), "blue": (40, 90, 210), "green": (40, 150, 60),
@@ -94,13 +94,20 @@ def position_distance(center: tuple[float, float], shape: tuple[int, ...],
 
 
 def grow(box: Sequence[float], margin_x: float, margin_y: float, w: int, h: int) -> Box:
-    """Return ``box`` grown by the margins and clipped to a ``w`` x ``h`` image."""
-    return (max(0, int(box[0] - margin_x)), max(0, int(box[1] - margin_y)),
-            min(w, int(np.ceil(box[2] + margin_x))), min(h, int(np.ceil(box[3] + margin_y))))
+    """Return ``box`` grown by the margins, rounded outward and clipped to a ``w`` x ``h`` image.
+
+    :func:`m3gym.geometry.grow_box` with the margins given per axis.
+    """
+    return grow_box(box, margin_x, w, h, margin_y=margin_y)
 
 
 def to_bbox1000(box: Sequence[float], w: int, h: int) -> list[int]:
-    """Return a pixel box of a ``w`` x ``h`` image on the tools' 0-1000 scale (outward)."""
+    """Return a pixel box of a ``w`` x ``h`` image on the tools' 0-1000 scale (outward).
+
+    Each edge rounded outward on the 0-1000 scale, at least one unit wide. Unlike
+    :func:`m3gym.geometry.box_to_bbox1000` no edge is widened further for fractional pixel
+    edges: the agent's recorded calls (and so its scores) stay what they were.
+    """
     x0 = int(np.floor(box[0] * 1000 / w))
     y0 = int(np.floor(box[1] * 1000 / h))
     x1 = int(np.ceil(box[2] * 1000 / w))
@@ -141,6 +148,27 @@ def text_lines_horizontal(gray: np.ndarray) -> bool:
     return rv >= cv
 
 
+def nearest_first(blobs: Sequence[Blob], shape: tuple[int, ...], where: str | None) -> list[Box]:
+    """Return the boxes of ``blobs``, the nearest to the grid cell ``where`` first.
+
+    Distances are compared to 0.01; ties go to the better filled blob, then to the box
+    that sorts first (the leftmost).
+    """
+    scored = sorted((round(position_distance(b.center, shape, where), 2), -b.fill, b.box)
+                    for b in blobs)
+    return [box for _, _, box in scored]
+
+
+def largest_component(mask: np.ndarray) -> tuple[int, int, int, int, int] | None:
+    """Return ``(x, y, w, h, area)`` of the largest 8-connected component of ``mask``, or None."""
+    n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+    if n <= 1:
+        return None
+    k = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    x, y, w, h, area = (int(v) for v in stats[k])
+    return x, y, w, h, area
+
+
 def bright_region(rgb: np.ndarray, min_level: int = 200, min_fraction: float = 0.02
                   ) -> Box | None:
     """Return the box of the largest bright (paper-like) low-saturation region.
@@ -150,11 +178,10 @@ def bright_region(rgb: np.ndarray, min_level: int = 200, min_fraction: float = 0
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)
     mask = ((hsv[..., 2] >= min_level) & (hsv[..., 1] <= 60)).astype(np.uint8) * 255
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((9, 9), np.uint8))
-    n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-    if n <= 1:
+    largest = largest_component(mask)
+    if largest is None:
         return None
-    k = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    x, y, w, h, area = (int(v) for v in stats[k])
+    x, y, w, h, area = largest
     if area < min_fraction * rgb.shape[0] * rgb.shape[1]:
         return None
     return x, y, x + w, y + h
