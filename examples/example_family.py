@@ -14,7 +14,7 @@ import numpy as np
 
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoints import evidence_checkpoints
+from m3gym.tasks.checkpoint_builders import evidence_checkpoints
 from m3gym.tasks.registry import FamilyConfig, register_family
 
 

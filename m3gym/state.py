@@ -14,13 +14,9 @@ from typing import Any
 
 import numpy as np
 
-# the affine helpers live in m3gym.geometry; apply_affine and homogeneous stay importable here
-from m3gym.geometry import (  # noqa: F401
-    IDENTITY_AFFINE,
-    apply_affine,
-    compose_affine,
-    homogeneous,
-)
+from m3gym import geometry
+from m3gym.deprecation import renamed_names
+from m3gym.geometry import IDENTITY_AFFINE, compose_affine
 
 
 def readonly(array: np.ndarray) -> np.ndarray:
@@ -181,3 +177,9 @@ class ImageState:
                 return True
             current = self._entries[current].provenance.parent
         return False
+
+
+# the affine helpers moved to m3gym.geometry; their old names here still work, with a warning
+__getattr__ = renamed_names(__name__, {
+    name: (f"m3gym.geometry.{name}", lambda name=name: getattr(geometry, name))
+    for name in ("apply_affine", "homogeneous")})

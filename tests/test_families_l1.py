@@ -15,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
+from m3gym.geometry import apply_affine
 from m3gym.spec import Evidence, Task
-from m3gym.state import ImageState, apply_affine
+from m3gym.state import ImageState
 from m3gym.tasks import render as R
 from tests.family_helpers import all_tasks, apply_reference, ncc, region, task
 

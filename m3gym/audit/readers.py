@@ -196,7 +196,7 @@ def evidence_window(view: np.ndarray, box: tuple[float, float, float, float]) ->
 
 def mapped_box(ev: Evidence, affine: np.ndarray, scale: float) -> tuple[float, float, float, float]:
     """Return the bounding box of ``ev.box`` mapped through ``affine`` then scaled by ``scale``."""
-    from m3gym.state import apply_affine
+    from m3gym.geometry import apply_affine
 
     x0, y0, x1, y1 = ev.box
     pts = apply_affine(affine, np.array([[x0, y0], [x1, y0], [x0, y1], [x1, y1]])) * scale

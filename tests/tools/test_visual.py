@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageOps
 
-from m3gym.state import ImageState, apply_affine
+from m3gym.geometry import apply_affine
+from m3gym.state import ImageState
 from m3gym.tools.base import ToolContext, ToolError
 from m3gym.tools.registry import ToolRegistry
 from m3gym.tools.visual import (

@@ -11,7 +11,7 @@ import numpy as np
 from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, RefCall, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoints import (
+from m3gym.tasks.checkpoint_builders import (
     evidence_checkpoints,
     fetch_checkpoint,
     search_hit_checkpoint,

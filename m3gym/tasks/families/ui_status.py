@@ -11,7 +11,7 @@ import numpy as np
 from m3gym.deprecation import renamed_names
 from m3gym.spec import AnswerSpec, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoints import evidence_checkpoints
+from m3gym.tasks.checkpoint_builders import evidence_checkpoints
 from m3gym.tasks.families import _document_common as dc
 from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.registry import FamilyConfig, register_family
