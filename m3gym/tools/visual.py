@@ -3,6 +3,11 @@
 Every tool reads one image of the :class:`~m3gym.state.ImageState` by index and returns a new
 ``uint8`` image; nothing touches disk and inputs are never modified (they are read-only).
 
+This module holds their specs (:data:`VISUAL_TOOLS`) and re-exports every tool and helper: the
+geometric tools are in :mod:`m3gym.tools.geometric`, the photometric ones in
+:mod:`m3gym.tools.photometric`, what they share in :mod:`m3gym.tools.visual_common`, and the box
+and affine maps in :mod:`m3gym.geometry`.
+
 Conventions shared by all tools:
 
 * **Channels.** Inputs are ``(H, W, 3)`` RGB or ``(H, W)`` grayscale ``uint8``; every tool accepts
