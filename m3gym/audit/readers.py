@@ -11,11 +11,11 @@ It is *told where to look*: it reads a window around the evidence (:func:`eviden
 
 Both get the same tricks (:func:`reader_variants`): ×2 upscale, contrast stretch at ×2 and ×4,
 each in the 8 rotations and flips. What it reads is matched to the answer choices the way the
-heuristic agent matches (:func:`~m3gym.agents.heuristic.text.choice_scores`); a tie at the top
-gets an even share of the credit, so a reader that reads nothing scores chance
-(:func:`choice_credit`). For the L3 families whose drawn text is a search key (the answer is
-off-image), the key counts as read when some reading holds it (:func:`key_read`); there is no
-chance level there.
+heuristic agent matches (:func:`~m3gym.agents.heuristic.text.choice_scores`), each reading
+weighted by the reader's confidence; a tie at the top gets an even share of the credit, so a
+reader that reads nothing scores chance (:func:`choice_credit`). For the L3 families whose drawn
+text is a search key (the answer is off-image), the key counts as read when some reading holds
+it (:func:`key_read`); there is no chance level there.
 
 Families whose answer is neither drawn text nor a drawn search key (clocks, counts, periods,
 comparisons, logos) have no reader here; the table says so and they rely on (a).
@@ -24,6 +24,7 @@ comparisons, logos) have no reader here; the table says so and they rely on (a).
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,8 +46,10 @@ KEY_MATCH: float = 90.0
 """Least :func:`rapidfuzz.fuzz.partial_ratio` between a reading and a search key that reads it."""
 RAPIDOCR_PIN: str = "rapidocr-onnxruntime==1.4.4"
 
-Reader = Callable[[Sequence[np.ndarray]], list[str]]
-"""A reader: gray images in, one text per image out."""
+Reading = tuple[str, float]
+"""One reading: the text and the reader's confidence in it (0..1)."""
+Reader = Callable[[Sequence[np.ndarray]], list[Reading]]
+"""A reader: gray images in, its readings out (one or more per image)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -79,10 +82,12 @@ def rapidocr_available() -> bool:
     return True
 
 
-def read_rapidocr(images: Sequence[np.ndarray]) -> list[str]:
-    """Return PP-OCRv4's recognition of each gray image as one text line (no detection step).
+def read_rapidocr(images: Sequence[np.ndarray]) -> list[Reading]:
+    """Return PP-OCRv4's recognition of each gray image as one text line, with its score.
 
-    The window is already around the evidence, so the recognizer reads it whole; detection
+    No detection step:
+
+    the window is already around the evidence, so the recognizer reads it whole; detection
     (which upsamples every input to 736 px) would cost seconds per window.
     """
     if not images:
@@ -90,14 +95,27 @@ def read_rapidocr(images: Sequence[np.ndarray]) -> list[str]:
     engine = _rapidocr_engine()
     bgr = [cv2.cvtColor(np.ascontiguousarray(g), cv2.COLOR_GRAY2BGR) for g in images]
     results, _ = engine.text_rec(bgr)
-    return [str(text) for text, _score in results]
+    return [(latin_text(str(text)), float(score)) for text, score in results]
 
 
-def read_tesseract(images: Sequence[np.ndarray]) -> list[str]:
-    """Return Tesseract's reading of each gray image (one process, tiled; page mode 6)."""
+CJK_LOOKALIKES: dict[int, str] = str.maketrans({"口": "O", "囗": "O", "〇": "O", "一": "-"})
+"""Glyphs of PP-OCRv4's Chinese charset it reads for Latin shapes (a ring, a dash)."""
+
+
+def latin_text(text: str) -> str:
+    """Return ``text`` in compatibility form (NFKC: ``④`` → ``4``) with CJK lookalikes mapped."""
+    return unicodedata.normalize("NFKC", text).translate(CJK_LOOKALIKES)
+
+
+def read_tesseract(images: Sequence[np.ndarray]) -> list[Reading]:
+    """Return Tesseract's reading of each gray image and its mean word confidence (0..1).
+
+    One process for all of them (tiled), page mode 6.
+    """
     from m3gym.agents.ocr import (
         OcrUnavailable,
         forced_ocr_backend,
+        mean_confidence,
         read_words_batch,
         words_text,
     )
@@ -109,13 +127,13 @@ def read_tesseract(images: Sequence[np.ndarray]) -> list[str]:
             words = read_words_batch(list(images), enhance=False, psm=6)
     except OcrUnavailable as exc:
         raise ReaderUnavailable(str(exc)) from None
-    return [words_text(w) for w in words]
+    return [(words_text(w), mean_confidence(w) / 100.0) for w in words]
 
 
 def make_reader(name: str) -> Reader | None:
     """Return the reader called ``name`` (:data:`READERS`); None for ``"none"``.
 
-    ``best`` reads with both and returns both texts per image (the matcher takes the best);
+    ``best`` reads with both and returns both readings of each image (the matcher weighs them);
     it needs at least one of them. Raises :class:`ReaderUnavailable` when none can run.
     """
     if name not in READERS:
@@ -135,10 +153,9 @@ def make_reader(name: str) -> Reader | None:
         raise ReaderUnavailable(f"--reader best needs {RAPIDOCR_PIN} or tesseract; neither is "
                                 "installed")
 
-    def read(images: Sequence[np.ndarray]) -> list[str]:
-        rapid = read_rapidocr(images) if use_rapid else [""] * len(images)
-        tess = read_tesseract(images) if use_tess else [""] * len(images)
-        return [f"{a}\n{b}".strip() for a, b in zip(rapid, tess)]
+    def read(images: Sequence[np.ndarray]) -> list[Reading]:
+        return ((read_rapidocr(images) if use_rapid else [])
+                + (read_tesseract(images) if use_tess else []))
 
     return read
 
@@ -234,22 +251,29 @@ def with_tool_windows(task: Task, ev: Evidence, view_size: int) -> list[np.ndarr
 # scoring
 
 
-def choice_credit(texts: Sequence[str], choices: Sequence[str], answer: int) -> float:
+def choice_credit(readings: Sequence[Reading], choices: Sequence[str], answer: int) -> float:
     """Return the reader's credit on one task: 1/t when the answer is among the t top choices.
 
-    Choices are scored like the heuristic agent scores them
-    (:func:`~m3gym.agents.heuristic.text.choice_scores`); reading nothing ties every choice,
-    which gives chance.
+    Each reading scores the choices like the heuristic agent does
+    (:func:`~m3gym.agents.heuristic.text.choice_scores`, 0..100), weighted by the reading's
+    confidence; a choice's score is its best over the readings (so a turned variant read with
+    little confidence does not tie the upright one). Reading nothing ties every choice, which
+    gives chance.
     """
     from m3gym.agents.heuristic.text import choice_scores
 
-    scores = choice_scores(list(texts), list(choices))
+    scores = [0.0] * len(choices)
+    for text, conf in readings:
+        if not text.strip():
+            continue
+        for i, s in enumerate(choice_scores([text], list(choices))):
+            scores[i] = max(scores[i], s * max(conf, 1e-3))
     top = max(scores)
     best = [i for i, s in enumerate(scores) if s >= top - 1e-9]
     return 1.0 / len(best) if answer in best else 0.0
 
 
-def key_read(texts: Sequence[str], key: str) -> bool:
+def key_read(readings: Sequence[Reading], key: str) -> bool:
     """Return whether some reading holds the search key (normalized, fuzzy ≥ :data:`KEY_MATCH`).
 
     Readings and key are normalized like the heuristic's codes (``norm_code``); a reading at
@@ -266,7 +290,8 @@ def key_read(texts: Sequence[str], key: str) -> bool:
             return fuzz.ratio(target, reading)
         return fuzz.partial_ratio(target, reading)
 
-    return bool(target) and any(score(norm_code(t)) >= KEY_MATCH for t in texts if norm_code(t))
+    return bool(target) and any(score(norm_code(t)) >= KEY_MATCH for t, _ in readings
+                                if norm_code(t))
 
 
 def search_key_evidence(task: Task) -> Evidence | None:
@@ -330,8 +355,7 @@ def read_task(task: Task, reader: Reader, view_size: int | None = None) -> Reade
         readings.append(reader(variants) if variants else [])
     if kind == "answer":
         k = answer_index(task)
-        return ReaderScore(kind, *(choice_credit(t, task.choices, k) if t else
-                                   1.0 / len(task.choices) for t in readings),
+        return ReaderScore(kind, *(choice_credit(t, task.choices, k) for t in readings),
                            1.0 / len(task.choices))
     key = search_key(task, ev)
     return ReaderScore(kind, *(float(key_read(t, key)) for t in readings), None)

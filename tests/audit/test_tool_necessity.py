@@ -15,6 +15,7 @@ from m3gym.audit.readers import (
     choice_credit,
     evidence_window,
     key_read,
+    latin_text,
     make_reader,
     rapidocr_available,
     read_task,
@@ -198,11 +199,15 @@ def test_exactly_the_known_families_are_below_the_line() -> None:
 
 def test_choice_credit_shares_ties_and_key_read_needs_the_whole_key() -> None:
     choices = ("AB-12", "AB-17", "CD-12")
-    assert choice_credit(["AB-12"], choices, 0) == 1.0
-    assert choice_credit([""], choices, 1) == pytest.approx(1 / 3)  # nothing read: chance
-    assert key_read(["xx H4-9T6 yy"], "H4-9T6")
-    assert not key_read(["7"], "H4-9T6")  # a short reading does not hold a long key
-    assert not key_read(["H4-0T6"], "H4-9T6")
+    assert choice_credit([("AB-12", 0.9)], choices, 0) == 1.0
+    assert choice_credit([("", 0.0)], choices, 1) == pytest.approx(1 / 3)  # nothing: chance
+    assert choice_credit([], choices, 2) == pytest.approx(1 / 3)
+    # two readings that each match a choice exactly: the surer one wins, not a tie
+    assert choice_credit([("AB-12", 0.95), ("CD-12", 0.4)], choices, 0) == 1.0
+    assert choice_credit([("AB-12", 0.5), ("CD-12", 0.5)], choices, 0) == 0.5
+    assert key_read([("xx H4-9T6 yy", 0.5)], "H4-9T6")
+    assert not key_read([("7", 1.0)], "H4-9T6")  # a short reading does not hold a long key
+    assert not key_read([("H4-0T6", 1.0)], "H4-9T6")
 
 
 def test_reader_variants_and_window() -> None:
@@ -229,6 +234,7 @@ def test_rapidocr_reads_a_legible_answer_with_the_tool() -> None:
     score = read_task(task, make_reader("rapidocr"))
     assert score is not None and score.kind == "answer"
     assert score.with_tool == 1.0 and score.chance == pytest.approx(1 / 6)
+    assert latin_text("④-口一") == "4-O-"
 
 
 @pytest.mark.skipif(not __import__("shutil").which("tesseract"), reason="tesseract is not on PATH")
@@ -237,8 +243,9 @@ def test_tesseract_reads_a_clean_code() -> None:
 
     img = np.full((40, 160), 255, np.uint8)
     cv2.putText(img, "AW-6449", (8, 30), cv2.FONT_HERSHEY_SIMPLEX, 0.9, 0, 2)
-    (text,) = make_reader("tesseract")([img])
-    assert choice_credit([text], ("AH-6449", "AW-6449", "AW-6949"), 1) == 1.0
+    ((text, conf),) = make_reader("tesseract")([img])
+    assert 0.0 < conf <= 1.0
+    assert choice_credit([(text, conf)], ("AH-6449", "AW-6449", "AW-6949"), 1) == 1.0
 
 
 # ------------------------------------------------------------------------------ the command
