@@ -203,7 +203,7 @@ def replay_calls(task: Task, images: Sequence[np.ndarray], drop: str | None = No
                 world is not None and (call.name in CHAIN_TOOLS or call.name == "download_image"))))
             record = registry.execute(ctx, call.name, args, s, call.id) if runs else None
             if call.name in CHAIN_TOOLS and record is not None:
-                hits = record.payload.get("results") or [] if record.ok else []
+                hits = (record.payload.get("results") or []) if record.ok else []
                 out.top_hits[call.id] = str(hits[0].get("url", "")) if hits else ""
             if ref_out is None:
                 continue
