@@ -130,5 +130,5 @@ def jpeg_artifacts(img: np.ndarray, quality: int) -> np.ndarray:
     if not ok:  # pragma: no cover - OpenCV always encodes uint8 RGB
         raise RuntimeError("JPEG encoding failed")
     # libjpeg-turbo converts YCbCr straight to RGB: the same pixels as decoding to BGR and
-    # swapping the channels (tests/test_reset_speed_invariants.py), without the extra pass
+    # swapping the channels (tests/render/test_fast_paths_same_bytes.py), without the extra pass
     return cv2.imdecode(buf, cv2.IMREAD_COLOR_RGB)

@@ -111,7 +111,7 @@ def _raster(text: str, font: ImageFont.FreeTypeFont) -> tuple[np.ndarray, int]:
     # FreeType lays the text out once: ``getmask2`` returns the coverage bitmap of the ink box
     # and its offset from the anchor (what ``getbbox`` measures), and drawing it with ink 255 on
     # black copies it. The same pixels as ``ImageDraw.text`` on a canvas sized by ``getbbox``
-    # (tests/test_reset_speed_invariants.py), without laying the text out twice.
+    # (tests/render/test_fast_paths_same_bytes.py), without laying the text out twice.
     mask, (x0, y0) = font.getmask2(text, "L", anchor="ls")
     pad = 2
     mw, mh = mask.size
@@ -168,7 +168,8 @@ class _GlyphAtlas:
     glyph's hinted advance (26.6 fixed point) plus, where the face has a ``kern`` table, the
     pair's kerning as Pillow adds it; a pixel already inked is blended as ``s + t * (255 - s)
     / 255`` (Pillow's ``MULDIV255``), in drawing order. :func:`_ink` redoes exactly that from
-    the cached glyphs (tests/test_reset_speed_invariants.py compares it with FreeType's raster).
+    the cached glyphs (tests/render/test_fast_paths_same_bytes.py compares it with FreeType's
+    raster).
     """
 
     __slots__ = ("font", "kerned", "glyphs", "pairs", "uses")

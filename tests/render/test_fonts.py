@@ -11,7 +11,7 @@ import pytest
 from m3gym.tasks import render as R
 from m3gym.tasks.render import fonts as F
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FONT_DIR = ROOT / "m3gym" / "data" / "fonts"
 
 

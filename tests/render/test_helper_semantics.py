@@ -1,4 +1,4 @@
-"""Invariants of the fast render helpers: exact semantics, determinism, thread independence."""
+"""Render helpers keep their exact semantics: same bytes in any process or thread count, reference values."""
 
 import subprocess
 import sys
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from m3gym.tasks import render as R
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 HASH_SCRIPT = """
 import hashlib, sys

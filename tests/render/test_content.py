@@ -14,7 +14,7 @@ import pytest
 from m3gym.tasks import render as R
 from m3gym.tasks.render import content as C
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 HELPERS = ("fake_person", "fake_company", "fake_address", "fake_product")
 
@@ -45,8 +45,8 @@ def test_deterministic_in_process_and_seed_dependent():
 
 
 def test_same_strings_in_another_process():
-    code = ("import json, sys; sys.path.insert(0, 'tests'); "
-            "from test_render_content import sample; print(json.dumps(sample(11)))")
+    code = ("import json; from tests.render.test_content import sample; "
+            "print(json.dumps(sample(11)))")
     other = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
                            capture_output=True, text=True,
                            env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout

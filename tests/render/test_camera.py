@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from m3gym.tasks import render as R
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def scene(seed: int = 0, h: int = 240, w: int = 320) -> np.ndarray:

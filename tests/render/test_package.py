@@ -8,7 +8,7 @@ import pytest
 
 from m3gym.tasks import render as R
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # the public names of the single-module render.py (commit cafeb78) that families, agents,
 # audits and tests use as ``R.<name>``

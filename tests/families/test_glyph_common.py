@@ -1,4 +1,4 @@
-"""Invariants of the classic suite's fast scene path (issue 28).
+"""The glyph families' scene helpers (``_glyph_common``) keep their stated properties.
 
 The glyph families draw their scenes with their own helpers (``_glyph_common``): a small
 texture background, batched clutter, cached digit patches and cached noise tiles. Their bytes may

@@ -1,4 +1,4 @@
-"""Invariants of the reset-speed work: faster task-generation helpers give the same bytes.
+"""Fast task-generation helpers give the same bytes as the straightforward computation.
 
 ``filler_lines`` wraps incrementally, ``truetype_text`` caches rendered strings and
 ``_apply_gain`` works in bands of rows, ``fonts._ink`` composes lines from a glyph atlas,
