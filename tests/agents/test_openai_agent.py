@@ -170,7 +170,8 @@ def test_server_that_always_fails_raises_infrastructure_error():
             agent.act(obs, info)
     assert err.value.status_code == 503 and err.value.attempts == 4
     assert "after 4 attempts" in str(err.value)
-    assert len(server.chat_requests) == 4
+    assert len(server.chat_requests) == 5  # 4 attempts, then the max_tokens=1 probe (also 503)
+    assert server.chat_requests[-1]["max_tokens"] == 1
     assert delays == [0.25, 0.5, 1.0]
 
 
