@@ -16,16 +16,14 @@ The page's markup lives in jinja2 templates (``templates/``, :func:`template_env
 computes what they show. Plots and templates need the ``eval`` extra (matplotlib, jinja2).
 
 What the pages show is assembled beside it, and re-exported here: the runs and their intervals
-(:mod:`m3gym.eval.report_runs`), the tables as data (:mod:`m3gym.eval.report_tables`) and the
-warnings (:mod:`m3gym.eval.report_warnings`).
+(:mod:`m3gym.eval.report_runs`), the tables as data (:mod:`m3gym.eval.report_tables`), the
+warnings (:mod:`m3gym.eval.report_warnings`) and the plots (:mod:`m3gym.eval.report_plots`).
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import html
-import io
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -33,16 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from m3gym.eval.peer_summary import peer_tables
 from m3gym.eval.report_images import FILES_DIR, ReportImages, ShownImage
+from m3gym.eval.report_plots import error_bar as error_bar
+from m3gym.eval.report_plots import level_records as level_records
+from m3gym.eval.report_plots import plot_images
 from m3gym.eval.report_runs import BOOTSTRAP_SEED as BOOTSTRAP_SEED
 from m3gym.eval.report_runs import INTERVAL_LEVEL as INTERVAL_LEVEL
 from m3gym.eval.report_runs import (
     LEADERBOARD_COLUMNS,
     Run,
-    interval,
     load_runs,
 )
 from m3gym.eval.report_runs import bootstrap_rng as bootstrap_rng
@@ -67,9 +65,7 @@ from m3gym.eval.report_warnings import report_warnings
 from m3gym.eval.report_warnings import skipped_warnings as skipped_warnings
 from m3gym.eval.report_warnings import unreadable_warnings as unreadable_warnings
 from m3gym.eval.summary import (
-    FAILURE_MODES,
     M3BENCH_COLUMNS,
-    stat_value,
 )
 from m3gym.extras import require_extra
 
@@ -164,97 +160,6 @@ def render_markdown(runs: Sequence[Run]) -> str:
         "are not scored.", "",
     ]
     return "\n".join(parts)
-
-
-# --------------------------------------------------------------------------- plots
-def _png_data_url(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    require_extra("matplotlib.pyplot", "eval", "the report's plots").close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def _legend(ax: Any) -> None:
-    """Draw the legend when something is labelled (no runs with records: none, and no warning)."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
-
-
-def level_records(run: Run) -> dict[str, list[dict[str, Any]]]:
-    """Return the run's records grouped by level label (``L1``, ...), as in its summary."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for rec in run.records:
-        out.setdefault(f"L{rec.get('level')}", []).append(rec)
-    return out
-
-
-def error_bar(value: float | None, bounds: tuple[float, float] | None) -> tuple[float, float]:
-    """Return matplotlib's ``(below, above)`` error-bar lengths of ``value`` (0 when missing)."""
-    if value is None or bounds is None:
-        return 0.0, 0.0
-    return max(0.0, value - bounds[0]), max(0.0, bounds[1] - value)
-
-
-def plot_images(runs: Sequence[Run]) -> dict[str, str]:
-    """Return the report's plots as PNG data URLs: accuracy per level, OT vs Acc, failure modes.
-
-    Accuracy and OT carry 95 % bootstrap error bars (:func:`interval`).
-    """
-    require_extra("matplotlib", "eval", "the report's plots").use("Agg")
-    plt = require_extra("matplotlib.pyplot", "eval", "the report's plots")
-
-    out: dict[str, str] = {}
-    levels = sorted({lv for r in runs for lv in r.summary["by_level"]})
-    width = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(5.6, 3.4))
-    for i, run in enumerate(runs):
-        recs = level_records(run)
-        means = [stat_value(run.summary["by_level"].get(lv, {}), "acc") for lv in levels]
-        bars = [error_bar(m, interval(recs.get(lv, []), "acc")) for m, lv in zip(means, levels)]
-        ax.bar(np.arange(len(levels)) + i * width, [m or 0.0 for m in means], width,
-               yerr=np.array(bars).T.reshape(2, -1), capsize=3, label=run.name)
-    ax.set_xticks(np.arange(len(levels)) + width * (len(runs) - 1) / 2, levels)
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("accuracy")
-    ax.set_title("Accuracy per level (95 % bootstrap intervals)")
-    _legend(ax)
-    out["accuracy"] = _png_data_url(fig)
-
-    fig, ax = plt.subplots(figsize=(5.6, 3.4))
-    markers = "osD^v<>p*h"
-    for i, run in enumerate(runs):
-        recs = level_records(run)
-        pts = [(stat_value(st, "OT"), stat_value(st, "acc"), lv)
-               for lv, st in run.summary["by_level"].items()]
-        pts = [p for p in pts if p[0] is not None and p[1] is not None]
-        if pts:
-            xerr = [error_bar(x, interval(recs.get(lv, []), "OT")) for x, _, lv in pts]
-            yerr = [error_bar(y, interval(recs.get(lv, []), "acc")) for _, y, lv in pts]
-            ax.errorbar([p[0] for p in pts], [p[1] for p in pts], xerr=np.array(xerr).T,
-                        yerr=np.array(yerr).T, fmt=markers[i % 10], capsize=3, label=run.name)
-            for x, y, lv in pts:
-                ax.annotate(lv, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=8)
-    ax.set_xlabel("overthink OT (lower is better)")
-    ax.set_ylabel("accuracy")
-    ax.set_ylim(-0.05, 1.05)
-    ax.set_title("Overthink vs accuracy per level (95 % intervals)")
-    _legend(ax)
-    out["ot_vs_acc"] = _png_data_url(fig)
-
-    modes = list(FAILURE_MODES)
-    fig, ax = plt.subplots(figsize=(5.6, 3.4))
-    height = 0.8 / max(1, len(runs))
-    for i, run in enumerate(runs):
-        counts = [run.summary["overall"]["failure_modes"].get(m, 0) for m in modes]
-        ax.barh(np.arange(len(modes)) + i * height, counts, height, label=run.name)
-    ax.set_yticks(np.arange(len(modes)) + height * (len(runs) - 1) / 2,
-                  [m.replace("_", " ") for m in modes], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("episodes")
-    ax.set_title("Failure modes")
-    _legend(ax)
-    out["failure_modes"] = _png_data_url(fig)
-    return out
 
 
 # --------------------------------------------------------------------------- trajectory viewer
