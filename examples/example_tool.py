@@ -1,7 +1,7 @@
 """An example tool, complete and small: docs/contributing.md, "Add a tool".
 
 A built-in tool lives in ``m3gym/tools/visual.py`` (one more entry of ``VISUAL_TOOLS``); this one
-is added at run time with ``m3gym.tools.register_tool``. ``tests/test_tool_catalogue.py``
+is added at run time with ``m3gym.tools.register_tool``. ``tests/tools/test_catalogue.py``
 registers it and finds it in the schemas, the prompt, the MCP tool list, code mode and the
 discrete wrapper, so the example cannot rot.
 """
