@@ -79,10 +79,8 @@ training pool (e.g. ``pool_offset=10**9``) for held-out evaluation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import cv2
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
@@ -91,217 +89,41 @@ from m3gym.cache import LRUCache
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, make_task
-from m3gym.tools import DISCRETE_PARAM_BINS
-from m3gym.tools.catalogue import (
-    discrete_default_tools,
-    discrete_options,
-    discrete_supported_tools,
+from m3gym.wrappers.actions import (
+    DEFAULT_TOOLS,
+    N_PARAM_BINS,
+    REGION_NAMES,
+    SOURCES,
+    SUPPORTED_TOOLS,
+    TOOL_OPTIONS,
+    DecodedAction,
+    action_table,
+    box_iou,
+    check_tools,
+    nearest_option,
+    options_text,
+    region_box,
+    supported_tools,
+    tool_options,
+)
+from m3gym.wrappers.observations import (
+    CHOICE_ALPHABET,
+    CHOICE_CHARS,
+    encode_choices,
+    letterbox,
+    render_choices,
 )
 
-SOURCES: tuple[str, ...] = ("latest", "original", "previous")
-"""Names of the ``source`` dimension."""
-
-REGION_NAMES: tuple[str, ...] = (
-    "full", "q_tl", "q_tr", "q_bl", "q_br",
-    *(f"g{r}{c}" for r in range(3) for c in range(3)),
-)
-"""Names of the 14 crop regions: full image, 4 quadrants, 3x3 grid (``g<row><col>``)."""
-
-N_PARAM_BINS = DISCRETE_PARAM_BINS
-"""Size of the ``param`` dimension, 6 (a multiple of every tool's option count, which
-:func:`m3gym.tools.register_tool` checks)."""
+__all__ = [
+    "CHOICE_ALPHABET", "CHOICE_CHARS", "DEFAULT_TOOLS", "INPUT_MEASURES_PER_TASK",
+    "N_PARAM_BINS", "REGION_NAMES", "SOURCES", "SUPPORTED_TOOLS", "TOOL_OPTIONS",
+    "DecodedAction", "DiscreteToolWrapper", "action_table", "box_iou", "check_tools",
+    "encode_choices", "letterbox", "nearest_option", "options_text", "region_box",
+    "render_choices", "supported_tools", "tool_options",
+]
 
 INPUT_MEASURES_PER_TASK = 4
 """Entries of the env's input ``v_true`` measurement cache kept per cached pool task."""
-
-DEFAULT_TOOLS: tuple[str, ...] = discrete_default_tools()
-"""The default tool subset (``answer`` first): the catalogue's tools with a ``default_slot``."""
-
-SUPPORTED_TOOLS: tuple[str, ...] = discrete_supported_tools()
-"""Every built-in tool the discrete action space can express (those with a ``discrete`` facet).
-
-A tool added with :func:`m3gym.tools.register_tool` is accepted when it declares a
-:class:`~m3gym.tools.base.Discretization` (:func:`supported_tools` sees it); otherwise the
-wrapper raises an error saying why and how to add one."""
-
-TOOL_OPTIONS: dict[str, tuple[dict[str, Any], ...]] = {
-    name: opts for name in SUPPORTED_TOOLS if (opts := discrete_options(name))}
-"""Arguments selected by the ``param`` bin for the built-in tools that take a parameter."""
-
-
-def supported_tools() -> tuple[str, ...]:
-    """Return every tool the discrete action space can express now (registered ones included)."""
-    return discrete_supported_tools()
-
-
-def tool_options(name: str) -> tuple[dict[str, Any], ...]:
-    """Return the ``param`` options of tool ``name`` (``()``: no parameter; see the catalogue)."""
-    return discrete_options(name)
-
-
-def check_tools(tools: Sequence[str]) -> tuple[str, ...]:
-    """Return ``tools`` as a tuple after checking the discrete action space can express them.
-
-    Raises ``ValueError`` when ``answer`` is not first or a tool is unknown or has no
-    discretization (the message says why and how to add one).
-    """
-    tools = tuple(tools)
-    if not tools or tools[0] != "answer":
-        raise ValueError("tools must start with 'answer'")
-    for tool in tools:
-        tool_options(tool)  # raises the catalogue's precise "not supported" error
-    return tools
-
-
-def region_box(region: int) -> tuple[list[float], float]:
-    """Return the 0-1000 ``bbox_2d`` of a region and its size fraction of the source side."""
-    if region == 0:
-        return [0.0, 0.0, 1000.0, 1000.0], 1.0
-    if 1 <= region <= 4:
-        r, c = divmod(region - 1, 2)
-        return [c * 500.0, r * 500.0, (c + 1) * 500.0, (r + 1) * 500.0], 0.5
-    if 5 <= region <= 13:
-        r, c = divmod(region - 5, 3)
-        edges = (0.0, 1000.0 / 3, 2000.0 / 3, 1000.0)
-        return [edges[c], edges[r], edges[c + 1], edges[r + 1]], 1.0 / 3
-    raise ValueError(f"region must lie in 0..13, got {region}")
-
-
-def options_text(options: Sequence[dict[str, Any]]) -> str:
-    """Return a short text of a tool's parameter options (for the action table)."""
-    if not options:
-        return "-"
-    return "; ".join(", ".join(f"{k}={v}" for k, v in o.items()) for o in options)
-
-
-def action_table(tools: Sequence[str] = DEFAULT_TOOLS,
-                 max_choices: int = 8) -> list[dict[str, Any]]:
-    """Return the action table: one row per dimension, then one per tool with its options.
-
-    Rows have ``dimension``, ``size`` and ``meaning`` keys (docs/sb3.md prints it).
-    """
-    rows: list[dict[str, Any]] = [
-        {"dimension": "tool", "size": len(tools), "meaning": ", ".join(
-            f"{i}={t}" for i, t in enumerate(tools))},
-        {"dimension": "source", "size": len(SOURCES), "meaning": ", ".join(
-            f"{i}={s}" for i, s in enumerate(SOURCES))},
-        {"dimension": "region", "size": len(REGION_NAMES), "meaning": ", ".join(
-            f"{i}={r}" for i, r in enumerate(REGION_NAMES)) + " (crop only)"},
-        {"dimension": "param", "size": N_PARAM_BINS,
-         "meaning": "bin b selects option b % len(options) of the tool"},
-        {"dimension": "choice", "size": max_choices,
-         "meaning": "index into the task's choices (answer only)"},
-    ]
-    for tool in check_tools(tools):
-        options = tool_options(tool)
-        rows.append({"dimension": f"param[{tool}]", "size": len(options),
-                     "meaning": options_text(options)})
-    return rows
-
-
-def box_iou(a: np.ndarray, b: np.ndarray) -> float:
-    """Return the intersection over union of two ``[x1, y1, x2, y2]`` boxes (0 if disjoint)."""
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0
-
-
-def nearest_option(options: Sequence[dict[str, Any]], arguments: dict[str, Any]) -> int:
-    """Return the index of the option closest to ``arguments`` (angles compared modulo 360).
-
-    Options are compared on their first key: equal strings win, numbers by distance.
-    """
-    key = next(iter(options[0]))
-    value = arguments.get(key)
-    if isinstance(value, str) or value is None:
-        return next((i for i, o in enumerate(options) if o[key] == value), 0)
-    gaps = np.abs(float(value) - np.array([float(o[key]) for o in options]))
-    if key == "angle":  # compared on the circle
-        gaps = np.minimum(gaps % 360.0, 360.0 - gaps % 360.0)
-    return int(np.argmin(gaps))
-
-
-def letterbox(image: np.ndarray, size: int) -> np.ndarray:
-    """Return ``image`` (RGB) shrunk/enlarged into a black ``size x size x 3`` square, centred.
-
-    Large images are first subsampled by an integer stride (a free numpy view) down to about
-    four times the target size, so the area filter only reads ~16 pixels per output pixel: the
-    cost no longer grows with the source resolution.
-    """
-    h, w = image.shape[:2]
-    stride = max(1, max(h, w) // (4 * size))
-    if stride > 1:
-        image = np.ascontiguousarray(image[::stride, ::stride])
-        h, w = image.shape[:2]
-    scale = size / max(h, w)
-    nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
-    if (nw, nh) == (w, h):
-        small = image  # already the right size (e.g. a crop zoomed to the view): no resampling
-    else:
-        interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-        small = cv2.resize(image, (nw, nh), interpolation=interp)
-    if small.ndim == 2:
-        small = cv2.cvtColor(small, cv2.COLOR_GRAY2RGB)
-    out = np.zeros((size, size, 3), dtype=np.uint8)
-    y0, x0 = (size - nh) // 2, (size - nw) // 2
-    out[y0:y0 + nh, x0:x0 + nw] = small
-    return out
-
-
-def render_choices(choices: Sequence[str], size: int, max_choices: int) -> np.ndarray:
-    """Return the choice strings drawn one per row (white on black) as ``(size, size, 1)``."""
-    panel = np.zeros((size, size), dtype=np.uint8)
-    row_h = size / max_choices
-    scale = max(0.25, row_h / 30.0)
-    for i, text in enumerate(choices[:max_choices]):
-        baseline = int((i + 1) * row_h - max(1.0, row_h * 0.2))
-        cv2.putText(panel, str(text), (1, baseline), cv2.FONT_HERSHEY_SIMPLEX, scale, 255, 1,
-                    cv2.LINE_AA)
-    return panel[:, :, None]
-
-
-CHOICE_ALPHABET: str = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ-.:/ ?"
-"""Symbols of the ``choices_obs="chars"`` encoding (letters case-folded; others become ``?``)."""
-
-CHOICE_CHARS: int = 12
-"""Characters per choice in the ``"chars"`` encoding (longer choices are cut)."""
-
-
-def encode_choices(choices: Sequence[str], max_choices: int) -> np.ndarray:
-    """Return the flat one-hot code of the choices (``float32``, axes choice, char, symbol).
-
-    Length ``max_choices * CHOICE_CHARS * len(CHOICE_ALPHABET)``; reshape to those three axes to
-    read it. Unused choices and positions are zero.
-    """
-    out = np.zeros((max_choices, CHOICE_CHARS, len(CHOICE_ALPHABET)), np.float32)
-    unknown = len(CHOICE_ALPHABET) - 1
-    for i, text in enumerate(list(choices)[:max_choices]):
-        for j, ch in enumerate(str(text).upper()[:CHOICE_CHARS]):
-            k = CHOICE_ALPHABET.find(ch)
-            out[i, j, k if k >= 0 else unknown] = 1
-    return out.reshape(-1)
-
-
-@dataclass(frozen=True)
-class DecodedAction:
-    """A ``MultiDiscrete`` action decoded into env terms."""
-
-    tool: str
-    source: int
-    region: int
-    param: int
-    choice: int
-
-    def describe(self) -> str:
-        """Return a short human-readable description."""
-        if self.tool == "answer":
-            return f"answer(choice={self.choice})"
-        extra = f", region={REGION_NAMES[self.region]}" if self.tool == "crop" else ""
-        if tool_options(self.tool):
-            extra += f", param={self.param}"
-        return f"{self.tool}(source={SOURCES[self.source]}{extra})"
 
 
 class DiscreteToolWrapper(gym.Wrapper):
