@@ -175,13 +175,13 @@ def test_evidence_legible_without_tools_fails(toys) -> None:
 
 
 def test_monotone_check_fails_when_hard_is_easier(monkeypatch) -> None:
-    import m3gym.testing as testing
+    import m3gym.testing.monotone as monotone
 
-    monkeypatch.setattr(testing, "heuristic_accuracy",
+    monkeypatch.setattr(monotone, "heuristic_accuracy",
                         lambda name, d, seeds, ocr: {0.0: 0.25, 1.0: 0.75}[d])
     with pytest.raises(FamilyCheckError, match=r"\[monotone\].*0.25 at 0 vs 0.75 at 1"):
         check_monotone("tiny_text", range(12))
-    monkeypatch.setattr(testing, "heuristic_accuracy",
+    monkeypatch.setattr(monotone, "heuristic_accuracy",
                         lambda name, d, seeds, ocr: {0.0: 0.25, 1.0: 0.5}[d])
     assert check_monotone("tiny_text", range(12)) == (0.25, 0.5)  # within the tolerance
 

@@ -272,7 +272,7 @@ EXEMPT: dict[str, str] = {
                                "IMAGEOPS_CLAIMS names Pillow functions; "
                                "test_traced_claims_are_catalogue_ops checks its ops",
     "m3gym/tasks/families/_lookup_common.py": "the privacy rule's watched tools (frozen tasks)",
-    "m3gym/testing.py": "retrieval tools of check_family's evidence rule",
+    "m3gym/testing/task_checks.py": "retrieval tools of check_family's evidence rule",
     "m3gym/records/amme_import.py": "Agentic-MME's op primitives",
     "m3gym/records/amme_export.py": "Agentic-MME's harness names and contrast ops",
     "m3gym/records/schema.py": "record format ops; ENHANCE_TOOLS repeats CONTRAST_TOOLS",
