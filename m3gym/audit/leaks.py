@@ -444,7 +444,7 @@ def view_only_probe(family: str, held_out: int,
                        VIEW_ONLY_MARGIN, max(unexplained) if unexplained else None)
 
 
-def _dihedral(array: np.ndarray) -> Iterator[np.ndarray]:
+def dihedral(array: np.ndarray) -> Iterator[np.ndarray]:
     """Yield the eight quarter turns and mirror images of ``array`` (rows and columns)."""
     for flipped in (array, array[:, ::-1]):
         for k in range(4):
@@ -500,7 +500,7 @@ def reference_unexplained_share(task: Task, view_size: int | None = None) -> flo
     source = source[..., None] if source.ndim == 2 else source
     target = target[..., None] if target.ndim == 2 else target
     variance = max(float(target.var()), 1e-9)
-    predictions = [turned.astype(np.float64) for turned in _dihedral(source)
+    predictions = [turned.astype(np.float64) for turned in dihedral(source)
                    if turned.shape == target.shape]
     if source.shape == target.shape:
         predictions.append(_level_map_prediction(source, target))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -184,21 +184,16 @@ def stretch(gray: np.ndarray, cutoff: float = 1.0) -> np.ndarray:
     return cv2.LUT(gray, lut.astype(np.uint8))
 
 
-def dihedral(gray: np.ndarray) -> Iterator[np.ndarray]:
-    """Yield the 8 rotations and flips of ``gray`` (identity first)."""
-    for img in (gray, gray[:, ::-1]):
-        for k in range(4):
-            yield np.ascontiguousarray(np.rot90(img, k))
-
-
 def reader_variants(window: np.ndarray) -> list[np.ndarray]:
     """Return the reader's tricks on a window: ×2 upscale, stretch at ×2 and ×4; 8 orientations."""
+    from m3gym.audit.leaks import dihedral
+
     gray = to_gray(window)
     h, w = gray.shape
     up2 = cv2.resize(gray, (2 * w, 2 * h), interpolation=cv2.INTER_CUBIC)
     up4 = cv2.resize(gray, (4 * w, 4 * h), interpolation=cv2.INTER_CUBIC)
     bases = (up2, stretch(up2), stretch(up4))
-    return [v for base in bases for v in dihedral(base)]
+    return [np.ascontiguousarray(v) for base in bases for v in dihedral(base)]
 
 
 def evidence_window(view: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
@@ -213,12 +208,10 @@ def evidence_window(view: np.ndarray, box: tuple[float, float, float, float]) ->
 
 def mapped_box(ev: Evidence, affine: np.ndarray, scale: float) -> tuple[float, float, float, float]:
     """Return the bounding box of ``ev.box`` mapped through ``affine`` then scaled by ``scale``."""
-    from m3gym.geometry import apply_affine
+    from m3gym.geometry import mapped_extent
 
-    x0, y0, x1, y1 = ev.box
-    pts = apply_affine(affine, np.array([[x0, y0], [x1, y0], [x0, y1], [x1, y1]])) * scale
-    (a, b), (c, d) = pts.min(axis=0), pts.max(axis=0)
-    return float(a), float(b), float(c), float(d)
+    a, b, c, d = mapped_extent(affine, ev.box)
+    return a * scale, b * scale, c * scale, d * scale
 
 
 def no_tool_windows(task: Task, ev: Evidence, view_size: int) -> list[np.ndarray]:
