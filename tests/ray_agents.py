@@ -34,5 +34,5 @@ class KillOnceOracle(OracleAgent):
 
 
 def kill_once_oracle(seed: int = 0, **kwargs: Any) -> KillOnceOracle:
-    """Factory for ``--agent ray_agents:kill_once_oracle``."""
+    """Factory for ``--agent tests.ray_agents:kill_once_oracle``."""
     return KillOnceOracle(seed=seed, **kwargs)

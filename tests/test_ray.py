@@ -68,7 +68,7 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path) -> None:
 
 def test_a_killed_worker_is_retried_and_nothing_is_lost_or_doubled(tmp_path: Path) -> None:
     marker = tmp_path / "killed"
-    cfg = EvalConfig(envs=("M3Bench-L1",), agent="ray_agents:kill_once_oracle", episodes=4,
+    cfg = EvalConfig(envs=("M3Bench-L1",), agent="tests.ray_agents:kill_once_oracle", episodes=4,
                      agent_args={"marker": str(marker)})
     result = run_eval(cfg, tmp_path / "run", backend=RayBackend(max_retries=2))
     assert marker.is_file()  # a worker process really died mid-episode
