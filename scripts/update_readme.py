@@ -1,10 +1,12 @@
 """Regenerate the generated tables of the docs (between ``<!-- NAME -->`` / ``<!-- /NAME -->``).
 
-Usage: ``python scripts/update_readme.py [--seeds 100]``. Tables: ENV-TABLE (env ids and
-families, ``docs/environments.md``), TOOLS-TABLE (every tool and its parameters, from the tool
-schemas, ``docs/tools.md``), STATS-TABLE (level statistics from ``m3gym.stats``) and, when
-``runs/readme`` holds the runs of ``scripts/bench_readme.sh``, AGENTS-TABLE (both in
-``docs/benchmarks.md``). Each block is rewritten in the page that holds its markers.
+Usage: ``python scripts/update_readme.py [--seeds 100] [--only NAME ...]``. Tables: ENV-TABLE
+(env ids and families, ``docs/environments.md``), TOOLS-TABLE (every tool and its parameters,
+from the tool schemas, ``docs/tools.md``), STATS-TABLE (level statistics from ``m3gym.stats``)
+and, when ``runs/readme`` holds the runs of ``scripts/bench_readme.sh``, AGENTS-TABLE (both in
+``docs/benchmarks.md``); when ``runs/tool-gap`` holds those of ``scripts/bench_tool_gap.sh``,
+TOOL-GAP-TABLE (``docs/tool-necessity.md``: the strong reader and the heuristic agent with and
+without their tools, per family). Each block is rewritten in the page that holds its markers.
 """
 
 from __future__ import annotations
@@ -104,6 +106,64 @@ def agents_table(root: Path) -> str | None:
     return "\n".join(rows) if found else None
 
 
+GAP_RUNS = ("heuristic", "heuristic-notools")
+"""Run folders under ``runs/tool-gap/`` (``scripts/bench_tool_gap.sh``): the heuristic agent with
+its tools and with its tools masked, on the same tasks."""
+
+
+def _acc(summary: dict | None, family: str) -> tuple[float | None, int]:
+    """Return a family's accuracy and scored episodes in a run summary (None when absent)."""
+    stats = (summary or {}).get("by_family", {}).get(family)
+    if not stats:
+        return None, 0
+    return (stats.get("metrics") or {}).get("acc"), int(stats.get("scored", 0))
+
+
+def _merged_summaries(root: Path, run: str) -> dict:
+    """Return ``{"by_family": ...}`` merged over ``root/run*/summary.json`` (levels, classic)."""
+    merged: dict = {"by_family": {}}
+    for path in sorted(root.glob(f"{run}*/summary.json")):
+        if path.parent.name.removeprefix(run) not in ("", "-classic"):
+            continue
+        merged["by_family"].update(json.loads(path.read_text()).get("by_family", {}))
+    return merged
+
+
+def tool_gap_table(root: Path) -> str | None:
+    """Return the with/without-tools table per family from ``root`` (None if it is missing).
+
+    ``root/audit.json`` is ``m3gym audit-tools --json`` (the strong reader and the share);
+    ``root/heuristic*/summary.json`` and ``root/heuristic-notools*/summary.json`` are
+    ``m3gym eval`` runs of the heuristic agent with its tools and with them masked
+    (``use_tools=false``: it answers from the initial view).
+    """
+    audit_path = root / "audit.json"
+    if not audit_path.is_file():
+        return None
+    audit = json.loads(audit_path.read_text())
+    runs = {run: _merged_summaries(root, run) for run in GAP_RUNS}
+
+    def cell(value: float | None, suffix: str = "") -> str:
+        return "–" if value is None else f"{value:.2f}{suffix}"
+
+    rows = ["| level | family | reader, no tool | reader, with tool | chance | heuristic, tools "
+            "| heuristic, tools masked | gap (heuristic) | unexplained share | audit |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in audit["rows"]:
+        fam = row["family"]
+        key = " (key)" if row["reader_kind"] == "key" else ""
+        with_acc, n_with = _acc(runs["heuristic"], fam)
+        without_acc, _ = _acc(runs["heuristic-notools"], fam)
+        gap = None if with_acc is None or without_acc is None else with_acc - without_acc
+        n = f" (n={n_with})" if n_with else ""
+        verdict = "pass" if not row["failures"] else "FAIL: " + "; ".join(row["failures"])
+        rows.append(f"| {row['level']} | {fam} | {cell(row['no_tool'], key)} | "
+                    f"{cell(row['with_tool'], key)} | {cell(row['chance'])} | "
+                    f"{cell(with_acc)}{n} | {cell(without_acc)} | "
+                    f"{'–' if gap is None else f'{gap:+.2f}'} | {row['share']:.3f} | {verdict} |")
+    return "\n".join(rows)
+
+
 def replace_block(text: str, name: str, body: str) -> str:
     """Replace (or create at a bare ``<!-- NAME -->`` marker) the generated block ``name``."""
     block = f"<!-- {name} -->\n{body}\n<!-- /{name} -->"
@@ -126,12 +186,24 @@ def main() -> None:
     """Rewrite the generated tables in the docs pages that hold them."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="rewrite only this block (repeatable), e.g. TOOL-GAP-TABLE")
     args = parser.parse_args()
-    blocks = {"ENV-TABLE": env_table(), "TOOLS-TABLE": tools_table(),
-              "STATS-TABLE": stats_markdown(args.seeds)}
-    table = agents_table(ROOT / "runs" / "readme")
-    if table is not None:
-        blocks["AGENTS-TABLE"] = table
+    makers = {"ENV-TABLE": env_table, "TOOLS-TABLE": tools_table,
+              "STATS-TABLE": lambda: stats_markdown(args.seeds),
+              "AGENTS-TABLE": lambda: agents_table(ROOT / "runs" / "readme"),
+              "TOOL-GAP-TABLE": lambda: tool_gap_table(ROOT / "runs" / "tool-gap")}
+    unknown = set(args.only or ()) - set(makers)
+    if unknown:
+        raise SystemExit(f"update_readme: unknown block(s) {sorted(unknown)}; "
+                         f"known: {sorted(makers)}")
+    blocks = {}
+    for name, make in makers.items():
+        if args.only and name not in args.only:
+            continue
+        body = make()
+        if body is not None:
+            blocks[name] = body
     for name, body in blocks.items():
         path = page_with_block(name)
         path.write_text(replace_block(path.read_text(), name, body))

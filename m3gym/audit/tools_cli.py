@@ -127,6 +127,23 @@ class Row:
         return [self.level, self.family, self.scene, str(len(n.shares)), no, with_, chance,
                 f"{n.share:.3f}", ops, verdict]
 
+    def as_dict(self) -> dict[str, Any]:
+        """Return the row as plain data (``--json``): the measurements, not the formatted cells."""
+        n = self.necessity
+        reads = bool(self.reads)
+        return {
+            "level": self.level, "family": self.family, "scene": self.scene,
+            "tasks": len(n.shares), "share": n.share, "shares": list(n.shares),
+            "reader_kind": self.kind,
+            "no_tool": self._mean("no_tool") if reads else None,
+            "with_tool": self._mean("with_tool") if reads else None,
+            "chance": self.chance if reads and self.kind == "answer" else None,
+            "ops": [{"op": op.key, "tasks": op.n, "share_without": op.share_without,
+                     "chain_breaks": op.chain_breaks, "needed": op.needed(n.share)}
+                    for op in n.ops],
+            "failures": self.failures(), "known": self.known, "reader_note": self.reader_note,
+        }
+
 
 HEADER = ("| level | family | scenes | n | no tool | with tool | chance | unexplained share "
           "| per-op (share without; chain breaks) | verdict |\n"
@@ -177,13 +194,27 @@ def run(args: argparse.Namespace) -> int:
     print(HEADER, flush=True)
     failed = 0
     start = time.perf_counter()
+    rows = []
     for level, fam in targets:
         row = measure_family(fam, level, args.tasks, args.photo, reader)
+        rows.append(row)
         failed += bool(row.failures())
         print("| " + " | ".join(row.cells()) + " |", flush=True)
+    if args.json:
+        write_json(args.json, rows, reader_name(args.reader), args.tasks, args.photo)
     print(f"\n{failed} of {len(targets)} famil{'y' if len(targets) == 1 else 'ies'} fail "
           f"({time.perf_counter() - start:.0f} s)")
     return 1 if failed and not args.report_only else 0
+
+
+def write_json(path: str, rows: list[Row], reader: str, tasks: int, photo: bool) -> None:
+    """Write the rows as one JSON document (what ``scripts/update_readme.py`` tabulates)."""
+    import json
+    from pathlib import Path
+
+    doc = {"reader": reader, "tasks": tasks, "photo": photo,
+           "rows": [row.as_dict() for row in rows]}
+    Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def add_audit_tools_parser(sub: argparse._SubParsersAction) -> None:
@@ -199,6 +230,8 @@ def add_audit_tools_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reader", choices=READERS, default="best",
                    help="best: PP-OCRv4 (rapidocr, the 'audit' extra) and Tesseract, best of both")
     p.add_argument("--report-only", action="store_true", help="exit 0 even when a row fails")
+    p.add_argument("--json", metavar="PATH",
+                   help="also write the measurements as JSON (for the docs' tool-gap table)")
     p.set_defaults(func=run)
 
 

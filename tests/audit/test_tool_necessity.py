@@ -269,6 +269,22 @@ def test_cli_prints_the_table_and_fails_on_a_failing_family() -> None:
                    "--report-only").returncode == 0
 
 
+def test_cli_writes_the_measurements_as_json(tmp_path) -> None:
+    import json
+
+    out = tmp_path / "audit.json"
+    ok = run_cli("--family", "glyph_zoom", "--tasks", "1", "--reader", "none", "--json", str(out))
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(out.read_text())
+    assert (doc["reader"], doc["tasks"], doc["photo"]) == ("none", 1, False)
+    (row,) = doc["rows"]
+    assert (row["level"], row["family"], row["scene"], row["tasks"]) == ("Classic", "glyph_zoom",
+                                                                         "flat", 1)
+    assert row["share"] == row["shares"][0] >= 0.3 and row["failures"] == []
+    assert row["no_tool"] is None and row["reader_kind"] is None
+    assert [(op["op"], op["needed"]) for op in row["ops"]] == [("1:crop", True)]
+
+
 def test_env_ids_name_their_families() -> None:
     from m3gym.audit.tools_cli import env_families
 
