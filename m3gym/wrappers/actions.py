@@ -5,6 +5,11 @@ The ``MultiDiscrete([n_tools, 3, 14, 6, max_choices])`` action of
 the names of the ``source`` and ``region`` dimensions, the tools and their ``param`` options
 (the tool catalogue's ``discrete`` facets), the action table, and the helpers that map actions
 to tool calls and back (:func:`region_box`, :func:`nearest_option`, :class:`DecodedAction`).
+
+The expert's box overlap is :func:`m3gym.geometry.box_iou` (re-exported here), the one IoU of the
+package: 1 for two identical boxes, zero-area ones included. The expert only compares a reference
+``bbox_2d`` with the 14 regions, which all have area, so that rule never picks a region: a
+zero-area reference box overlaps no region (IoU 0 with each) and maps to region 0, the full image.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from m3gym.geometry import box_iou  # noqa: F401 - re-exported (the discrete wrapper's expert)
 from m3gym.tools import DISCRETE_PARAM_BINS
 from m3gym.tools.catalogue import (
     discrete_default_tools,
@@ -118,17 +124,6 @@ def action_table(tools: Sequence[str] = DEFAULT_TOOLS,
         rows.append({"dimension": f"param[{tool}]", "size": len(options),
                      "meaning": options_text(options)})
     return rows
-
-
-# Kept apart from m3gym.geometry.box_iou on purpose: this one returns 0 for two identical
-# zero-area boxes (the union is 0), where the geometry one returns 1.
-def box_iou(a: np.ndarray, b: np.ndarray) -> float:
-    """Return the intersection over union of two ``[x1, y1, x2, y2]`` boxes (0 if disjoint)."""
-    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0
 
 
 def nearest_option(options: Sequence[dict[str, Any]], arguments: dict[str, Any]) -> int:

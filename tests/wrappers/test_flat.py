@@ -106,19 +106,6 @@ def test_maskable_ppo_runs_on_flat_actions() -> None:
 # ------------------------------------------------------------------ the oracle's actions
 
 
-def test_box_iou_and_nearest_option_by_hand() -> None:
-    from m3gym.wrappers.discrete import TOOL_OPTIONS, box_iou, nearest_option
-
-    assert box_iou(np.array([0, 0, 10, 10]), np.array([5, 5, 15, 15])) == pytest.approx(25 / 175)
-    assert box_iou(np.array([0, 0, 1, 1]), np.array([2, 2, 3, 3])) == 0.0
-    rotate = TOOL_OPTIONS["rotate"]  # 90, 180, 270
-    assert nearest_option(rotate, {"angle": -90}) == 2
-    assert nearest_option(rotate, {"angle": 100}) == 0
-    assert nearest_option(rotate, {"angle": 540}) == 1
-    assert nearest_option(TOOL_OPTIONS["flip"], {"direction": "vertical"}) == 1
-    assert nearest_option(TOOL_OPTIONS["autocontrast"], {"cutoff": 1.2}) == 2  # 1.0 %
-
-
 def play_expert(env: gym.Env, seed: int, check_mask: bool) -> dict:
     """Play one episode with the wrapper's expert actions; return the final info.
 
