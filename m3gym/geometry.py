@@ -14,6 +14,14 @@ builders, the agents, the sandbox and scoring agree to the pixel:
   spans ``[0, W] x [0, H]``, and a box is ``(x0, y0, x1, y1)`` with exclusive right/bottom edges.
 * **Affines** are read-only float64 ``2x3`` arrays mapping ``(x, y)`` column vectors.
 
+One copy lives elsewhere, on purpose: the code-mode worker (:mod:`m3gym.sandbox.traced`) composes
+its lineages' affines as plain 6-tuples ``(a, b, c, d, e, f)`` with its own ``compose``,
+``rotation_affine``, ``quarter_turn``, ``flip_affine`` and ``scale_affine``. The worker runs as a
+script inside bubblewrap that mounts only ``m3gym/sandbox/`` (never the package, which holds the
+task data), so it cannot import this module; its affines cross the protocol as JSON lists.
+``tests/sandbox/test_traced.py`` pins those helpers to the ones here (composition, rotations, the
+quarter turns exactly, flips and scales).
+
 Pure ``math`` and ``numpy``: nothing here imports another ``m3gym`` module.
 """
 

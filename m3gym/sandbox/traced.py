@@ -16,7 +16,9 @@ the image size, as ``code``), ``Image.fromarray`` and the Pillow methods ``crop/
 transpose/convert/filter/copy``, ``ImageOps.autocontrast/equalize/invert/grayscale/mirror/flip``,
 and ``np.asarray(pil_image)`` (matched by memory). Anything else gives an untraced array.
 
-This module runs inside the worker as a top-level module: it must not import ``m3gym``.
+This module runs inside the worker as a top-level module: it must not import ``m3gym``. So its
+affines are 6-tuples with helpers of their own (the reason is in :mod:`m3gym.geometry`'s
+docstring); ``tests/sandbox/test_traced.py`` pins them to the package's geometry.
 """
 
 from __future__ import annotations
