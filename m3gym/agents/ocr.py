@@ -12,9 +12,9 @@ A measurement that must not depend on the machine (the difficulty-monotone check
 
 When the ``tesseract`` binary is not on ``PATH`` the :class:`GlyphMatcher` reads instead: it
 binarizes, splits the ink into connected components, groups them into lines and words, and
-classifies each component by normalized correlation with templates rendered with
-``cv2.putText`` in the Hershey faces m3gym draws its text with. It is made for the clean printed
-codes of m3gym scenes, not for general text.
+classifies each component by normalized correlation with templates rendered in the TrueType
+faces m3gym draws its evidence text with (:data:`TEMPLATE_FACES`, regular and bold). It is
+made for the clean printed codes of m3gym scenes, not for general text.
 """
 
 from __future__ import annotations
@@ -41,11 +41,9 @@ TARGET_GLYPH_PX = 32.0
 GLYPH_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789$%"
 """Characters the fallback glyph matcher knows (plus ``-``, ``.``, ``:`` found by shape)."""
 
-HERSHEY_FACES: tuple[int, ...] = (
-    cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_DUPLEX, cv2.FONT_HERSHEY_COMPLEX,
-    cv2.FONT_HERSHEY_TRIPLEX, cv2.FONT_HERSHEY_PLAIN,
-)
-"""The readable faces m3gym renders evidence text with (templates of the glyph matcher)."""
+TEMPLATE_FACES: tuple[str, ...] = ("sans", "serif", "mono", "condensed", "stix")
+"""The TrueType families m3gym renders text with, each drawn regular and bold (templates of the
+glyph matcher; :data:`m3gym.tasks.render.READABLE_FACES` are among the bold ones)."""
 
 
 @dataclass(frozen=True)
@@ -295,14 +293,14 @@ def _normalize_glyph(mask: np.ndarray) -> np.ndarray:
 
 
 class GlyphMatcher:
-    """A tiny OCR for m3gym's Hershey-rendered text: components matched against templates."""
+    """A tiny OCR for m3gym's rendered text: components matched against glyph templates."""
 
     def __init__(self) -> None:
         feats: list[np.ndarray] = []
         labels: list[str] = []
         aspects: list[float] = []
-        for face in HERSHEY_FACES:
-            for thick in (1, 2, 3):
+        for face in TEMPLATE_FACES:
+            for thick in (1, 2):
                 for ch in GLYPH_CHARS:
                     mask = _render_glyph(ch, face, thick)
                     if mask is None:
@@ -348,12 +346,11 @@ class GlyphMatcher:
         return words
 
 
-def _render_glyph(ch: str, face: int, thickness: int) -> np.ndarray | None:
-    """Return the tight binary mask of ``ch`` drawn with ``cv2.putText`` (None if it splits)."""
-    scale = 1.6
-    canvas = np.zeros((90, 90), np.uint8)
-    cv2.putText(canvas, ch, (15, 65), face, scale, 255, thickness, cv2.LINE_AA)
-    mask = canvas >= 128
+def _render_glyph(ch: str, face: str, thickness: int) -> np.ndarray | None:
+    """Return the tight binary mask of ``ch`` in ``face`` (bold when ``thickness`` >= 2)."""
+    from m3gym.tasks.render.text import render_text
+
+    mask = render_text(ch, 40.0, face, thickness).mask
     ys, xs = np.nonzero(mask)
     if ys.size == 0:
         return None

@@ -11,9 +11,8 @@ split's seed range, so in the test world):
   (cross-fitted on the training set so the classifier cannot memorize them). It is trained on
   ``train_tasks`` training-range seeds of the family.
 * **view-only** (:func:`view_only_probe`) — for families whose answer is text drawn in the image,
-  each choice is rendered in every readable Hershey and every TrueType face at the evidence's
-  glyph height (rotated and mirrored like the evidence), downscaled to view resolution and
-  template-matched
+  each choice is rendered in every TrueType face at the evidence's glyph height (rotated and
+  mirrored like the evidence), downscaled to view resolution and template-matched
   (``TM_CCOEFF_NORMED``, both ink polarities) in the reset view around the evidence box; the
   best-matching choice is picked. It knows where the evidence is and how it was drawn, so it is
   an upper bound on what a policy could read from the view without a tool.
@@ -358,23 +357,22 @@ def drawn_answer_evidence(task: Task) -> Evidence | None:
     return None
 
 
-def template_faces() -> tuple[int | str, ...]:
-    """Return every face evidence text may be drawn in: readable Hershey faces, then TrueType."""
+def template_faces() -> tuple[str, ...]:
+    """Return every face evidence text may be drawn in (the TrueType faces; no Hershey since v4)."""
     from m3gym.tasks import render as R
 
-    return (*R.READABLE_FACES, *R.FONT_FACES)
+    return tuple(R.FONT_FACES)
 
 
-def choice_template(text: str, glyph_height: float, face: int | str, scale: float, angle: float,
+def choice_template(text: str, glyph_height: float, face: str, scale: float, angle: float,
                     mirrored: bool) -> np.ndarray:
     """Return ``text`` rendered like evidence (white ink on black), oriented, at view scale.
 
-    ``face`` is a Hershey face id (stroke 1) or a TrueType face name (:data:`R.FONT_FACES`).
+    ``face`` is a TrueType face name (:data:`R.FONT_FACES`).
     """
     from m3gym.tasks import render as R
 
-    alpha = (R.truetype_text(text, max(glyph_height, 2.0), face) if isinstance(face, str)
-             else R.render_text(text, glyph_height, face, 1)).alpha
+    alpha = R.truetype_text(text, max(glyph_height, 2.0), face).alpha
     if mirrored:
         alpha = alpha[:, ::-1]
     alpha = np.rot90(alpha, int(round(angle / 90.0)) % 4)

@@ -9,7 +9,7 @@ from m3gym.agents.heuristic.text import best_choice
 from m3gym.tasks import render as R
 
 
-def test_glyph_matcher_reads_hershey_codes() -> None:
+def test_glyph_matcher_reads_truetype_codes() -> None:
     img = np.full((60, 400, 3), 235, np.uint8)
     R.draw_text(img, "K7-4F2", (10, 15), 28.0, (20, 20, 20), face=R.READABLE_FACES[0],
                 thickness=2)

@@ -159,15 +159,19 @@ def shading_field(rng: np.random.Generator, height: int, width: int,
 # --------------------------------------------------------------------------------------------
 # choices that look alike at view resolution
 
-Face = int | str
-"""A text face: a Hershey face id (``cv2.FONT_HERSHEY_*``) or a TrueType face name."""
+Face = str
+"""A text face: a TrueType face name (:data:`R.FONT_FACES`; the Hershey faces are retired)."""
 
 GROUP_POOL: int = 6
 """Look-alike groups :func:`lookalike_groups` offers per size (the most alike, best first)."""
 
 
 def text_patch(text: str, glyph_height: float, face: Face, thickness: int = 1) -> R.TextPatch:
-    """Render ``text`` in ``face`` (Hershey id, or a TrueType face name) ``glyph_height`` tall."""
+    """Render ``text`` in TrueType face ``face``, ``glyph_height`` tall.
+
+    ``thickness`` only reaches :func:`R.render_text` for a face that is not a name (which raises:
+    the Hershey stroke faces are retired); TrueType faces take their weight from the face.
+    """
     if isinstance(face, str):
         return R.truetype_text(text, glyph_height, face)
     return R.render_text(text, glyph_height, face, thickness)

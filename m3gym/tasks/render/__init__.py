@@ -13,8 +13,9 @@ The package is split along its seams; every public name is re-exported here:
   :func:`box_to_bbox1000`, :func:`bbox1000_to_box`, :func:`crop_zoom_for`, :func:`view_scale`;
 * :mod:`~m3gym.tasks.render.backgrounds` — :func:`background` (gradient, noise, paper, wood,
   brick, asphalt, sky, fabric with lighting and vignette);
-* :mod:`~m3gym.tasks.render.text` — Hershey stroke text: :func:`render_text` at a *glyph height*
-  (the ink height of a capital letter, pixels) into a :class:`TextPatch`, :func:`paste_text` /
+* :mod:`~m3gym.tasks.render.text` — :func:`render_text` at a *glyph height* (the ink height of a
+  capital letter, pixels) in a TrueType face of :data:`READABLE_FACES` / :data:`ALL_FACES` (bold
+  and slanted variants) into a :class:`TextPatch`, :func:`paste_text` /
   :func:`draw_text` returning a :class:`PlacedText` (exact box and ink mask);
 * :mod:`~m3gym.tasks.render.fonts` — TrueType text (FreeType via Pillow) into the same
   :class:`TextPatch`: :func:`truetype_text`, :data:`FONT_FACES`, :func:`pick_font`;

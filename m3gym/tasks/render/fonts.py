@@ -5,12 +5,12 @@ Sans, Serif, Sans Mono and Sans Condensed, each regular and bold, and STIX Gener
 serif), regular and bold. :func:`truetype_text` renders a string so that the measured ink height
 of a capital "H" (rows with coverage >= 50 %) is ``glyph_height`` pixels, within half a pixel
 where the hinted font allows it and always within one pixel; the patch works with
-:func:`~m3gym.tasks.render.text.paste_text` like a Hershey one.
+:func:`~m3gym.tasks.render.text.paste_text` (and :func:`~m3gym.tasks.render.text.render_text`,
+which renders every face through it).
 
 Text is laid out with FreeType's basic layout (no Raqm), so the same string renders byte-identically
-on every machine with the same Pillow and FreeType. Hershey stroke fonts
-(:func:`~m3gym.tasks.render.text.render_text`) remain for objects that are stroke-drawn (a
-plotter label, an engraving).
+on every machine with the same Pillow and FreeType. These are the only text faces: the Hershey
+stroke faces of ``cv2.putText`` were retired in benchmark v4.
 
 Lines are composed from a per-face-and-size glyph atlas (each glyph rasterised once) exactly as
 FreeType and Pillow draw them (:func:`_ink`); one-off sizes and short strings go straight to

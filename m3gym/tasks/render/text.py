@@ -1,51 +1,55 @@
-"""Hershey stroke-font text at a given glyph height.
+"""Text at a given glyph height: the :class:`TextPatch` / :class:`PlacedText` types and pasting.
 
 :func:`render_text` renders a string so a capital letter's ink is ``glyph_height`` pixels tall
 and returns a :class:`TextPatch`; :func:`paste_text` / :func:`draw_text` composite it and return
-a :class:`PlacedText` with the exact pixel box and ink mask. TrueType text with the same
-:class:`TextPatch` lives in :mod:`m3gym.tasks.render.fonts`.
+a :class:`PlacedText` with the exact pixel box and ink mask. Every face is a bundled TrueType
+face (:mod:`m3gym.tasks.render.fonts`, FreeType via Pillow): the Hershey stroke faces of
+``cv2.putText`` were retired in benchmark v4 (a strong OCR reader and real documents never see
+them). A face is a name of :data:`ALL_FACES`; passing a ``cv2.FONT_HERSHEY_*`` id raises.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import cv2
 import numpy as np
 
 from m3gym.tasks.render.util import Box, Color, luminance, solid_image
 
-READABLE_FACES: tuple[int, ...] = (
-    cv2.FONT_HERSHEY_SIMPLEX,
-    cv2.FONT_HERSHEY_DUPLEX,
-    cv2.FONT_HERSHEY_COMPLEX,
-    cv2.FONT_HERSHEY_TRIPLEX,
-    cv2.FONT_HERSHEY_PLAIN,
+READABLE_FACES: tuple[str, ...] = ("sans-bold", "serif-bold", "mono-bold", "condensed-bold")
+"""TrueType faces that stay legible at small sizes (glyph evidence, distractor labels).
+
+The bold DejaVu faces: hinting snaps a regular face's stems to one pixel at 8-16 px glyphs,
+thinner than the anti-aliased strokes of the retired Hershey faces, so a zoomed crop of a
+regular-face digit could stay under the legibility contrast; STIX bold is thinner still.
+"""
+
+ALL_FACES: tuple[str, ...] = (
+    "sans", "sans-bold", "serif", "serif-bold", "mono", "mono-bold", "condensed",
+    "condensed-bold", "stix", "stix-bold",
 )
-"""Hershey faces that stay legible at small sizes (used for evidence text)."""
+"""Every face :func:`render_text` accepts (= :data:`~m3gym.tasks.render.fonts.FONT_FACES`)."""
+
+ITALIC_SHEAR: float = 0.2
+"""Horizontal shear (x shift per row of height) of the slanted text ``italic=True`` asks for."""
 
 
+def cap_height_at_unit_scale(face: str, thickness: int = 1) -> float:
+    """Return the ink height of a capital "H" in ``face`` per pixel of em size (measured at 100)."""
+    from m3gym.tasks.render.fonts import _h_height
 
-ALL_FACES: tuple[int, ...] = (
-    *READABLE_FACES,
-    cv2.FONT_HERSHEY_COMPLEX_SMALL,
-    cv2.FONT_HERSHEY_SCRIPT_SIMPLEX,
-    cv2.FONT_HERSHEY_SCRIPT_COMPLEX,
-)
-"""Every Hershey face (script faces only for decoration and distractors)."""
+    return _h_height(_face(face, thickness), 100.0) / 100.0
 
 
-
-@lru_cache(maxsize=64)
-def cap_height_at_unit_scale(face: int, thickness: int = 1) -> float:
-    """Return the ink height of a capital "H" for ``face`` at ``fontScale`` 1 (measured once)."""
-    scale = 10.0
-    (tw, th), _ = cv2.getTextSize("H", face, scale, thickness)
-    canvas = np.zeros((th * 2 + 20, tw + 20), np.uint8)
-    cv2.putText(canvas, "H", (10, th + 10), face, scale, 255, thickness, cv2.LINE_8)
-    rows = np.flatnonzero(canvas.max(axis=1))
-    return float(rows[-1] - rows[0] + 1 - (thickness - 1)) / scale
+def _face(face: str, thickness: int) -> str:
+    """Return the TrueType face for ``face`` drawn ``thickness`` strokes wide (>= 2 means bold)."""
+    if not isinstance(face, str) or face not in ALL_FACES:
+        raise ValueError(f"unknown text face {face!r}: the Hershey stroke faces are retired; "
+                         f"use a TrueType face of {ALL_FACES}")
+    if thickness >= 2 and not face.endswith("-bold"):
+        return f"{face}-bold"
+    return face
 
 
 
@@ -59,7 +63,7 @@ class TextPatch:
         mask: ``bool`` ``(h, w)``, True where coverage >= 50 % (the strokes).
         glyph_height: measured ink height of a capital letter at these settings, pixels.
         baseline: row of the text's baseline within the patch (the row below the last ink row
-            of a capital letter), or ``None`` when the renderer does not report it (Hershey).
+            of a capital letter), or ``None`` when the renderer does not report it.
     """
 
     text: str
@@ -87,38 +91,35 @@ class PlacedText:
 
 
 def render_text(
-    text: str, glyph_height: float, face: int = cv2.FONT_HERSHEY_SIMPLEX, thickness: int = 1,
+    text: str, glyph_height: float, face: str = "sans", thickness: int = 1,
     italic: bool = False,
 ) -> TextPatch:
     """Render ``text`` so a capital letter's ink is ``glyph_height`` pixels tall.
 
-    Returns a :class:`TextPatch` cropped tightly to the ink (the patch is its own box).
+    ``face`` is a TrueType face of :data:`ALL_FACES`; ``thickness`` >= 2 takes its bold variant
+    and ``italic`` slants the ink by :data:`ITALIC_SHEAR`. Returns a :class:`TextPatch` cropped
+    tightly to the ink (the patch is its own box).
     """
+    from m3gym.tasks.render.fonts import MIN_GLYPH_HEIGHT, truetype_text
+
     if not text.strip():
         raise ValueError("render_text needs non-blank text")
-    font = face | (cv2.FONT_ITALIC if italic else 0)
-    scale = max(0.05, (glyph_height - (thickness - 1)) / cap_height_at_unit_scale(face, 1))
-    (tw, th), base = cv2.getTextSize(text, font, scale, thickness)
-    pad = thickness + 2 + int(th * 0.4 if italic else 0)
-    canvas = np.zeros((th + base + th // 2 + 2 * pad, tw + 2 * pad), np.uint8)
-    cv2.putText(canvas, text, (pad, pad + th), font, scale, 255, thickness, cv2.LINE_AA)
-    rows = np.flatnonzero(canvas.max(axis=1))
-    cols = np.flatnonzero(canvas.max(axis=0))
-    alpha = canvas[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
-    return TextPatch(text=text, alpha=alpha, mask=alpha >= 128,
-                     glyph_height=_glyph_height(face, scale, thickness))
+    patch = truetype_text(text, max(float(glyph_height), MIN_GLYPH_HEIGHT), _face(face, thickness))
+    return _slanted(patch) if italic else patch
 
 
-
-@lru_cache(maxsize=512)
-def _glyph_height(face: int, scale: float, thickness: int) -> float:
-    """Return the measured anti-aliased ink height (coverage >= 50 %) of "H" at these settings."""
-    (tw, th), _ = cv2.getTextSize("H", face, scale, thickness)
-    pad = thickness + 4
-    canvas = np.zeros((th * 2 + 2 * pad, tw + 2 * pad), np.uint8)
-    cv2.putText(canvas, "H", (pad, pad + th), face, scale, 255, thickness, cv2.LINE_AA)
-    rows = np.flatnonzero((canvas >= 128).any(axis=1))
-    return float(rows[-1] - rows[0] + 1) if rows.size else float(th)
+def _slanted(patch: TextPatch) -> TextPatch:
+    """Return ``patch`` sheared right by :data:`ITALIC_SHEAR` (rows unchanged), cropped to ink."""
+    h, w = patch.alpha.shape
+    shift = int(np.ceil(ITALIC_SHEAR * h)) + 1
+    m = np.float32([[1.0, -ITALIC_SHEAR, ITALIC_SHEAR * (h - 1)], [0.0, 1.0, 0.0]])
+    sheared = cv2.warpAffine(patch.alpha, m, (w + shift, h), flags=cv2.INTER_LINEAR)
+    rows = np.flatnonzero(sheared.max(axis=1))
+    cols = np.flatnonzero(sheared.max(axis=0))
+    alpha = np.ascontiguousarray(sheared[rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1])
+    baseline = None if patch.baseline is None else patch.baseline - int(rows[0])
+    return TextPatch(text=patch.text, alpha=alpha, mask=alpha >= 128,
+                     glyph_height=patch.glyph_height, baseline=baseline)
 
 
 
@@ -144,7 +145,7 @@ def paste_text(img: np.ndarray, patch: TextPatch, x: int, y: int, color: Color) 
 
 def draw_text(
     img: np.ndarray, text: str, xy: tuple[int, int], glyph_height: float, color: Color,
-    face: int = cv2.FONT_HERSHEY_SIMPLEX, thickness: int = 1, italic: bool = False,
+    face: str = "sans", thickness: int = 1, italic: bool = False,
 ) -> PlacedText:
     """Render ``text`` and paste its ink box's top-left at ``xy`` (see :func:`paste_text`)."""
     patch = render_text(text, glyph_height, face, thickness, italic)
@@ -152,7 +153,7 @@ def draw_text(
 
 
 
-def random_font(rng: np.random.Generator, readable: bool = True) -> tuple[int, bool]:
+def random_font(rng: np.random.Generator, readable: bool = True) -> tuple[str, bool]:
     """Return a random ``(face, italic)``; ``readable`` limits to :data:`READABLE_FACES`."""
     faces = READABLE_FACES if readable else ALL_FACES
     return faces[int(rng.integers(len(faces)))], bool(rng.random() < 0.25)
