@@ -337,3 +337,48 @@ def view_lookalike_codes(
             choices = R.shuffled(rng, codes)
             return choices[int(rng.integers(len(choices)))], choices
     raise ValueError("could not build look-alike choices outside the excluded codes")
+
+
+HIDDEN_INK_DEPTH: int = 2
+"""Gray levels each dot of :func:`hidden_ink` lies below its paper."""
+
+
+def hidden_ink_offsets(k: int) -> tuple[tuple[int, int], ...]:
+    """Return the ``(row, col)`` dots, inside each ``k x k`` block, that :func:`hidden_ink` darkens.
+
+    ``floor(k^2 / 4)`` dots of depth :data:`HIDDEN_INK_DEPTH` spread over the block: their mass
+    (at most ``k^2 / 2`` levels x pixels) moves the block's mean by at most half a level, which
+    the view's block mean (``INTER_AREA`` at factor ``k``, rounded half up) rounds away.
+    """
+    if k < 2:
+        raise ValueError("hidden ink needs a view block factor of at least 2")
+    n = k * k // 4
+    cells = [int(round(i * k * k / n)) for i in range(n)]
+    return tuple((c // k, c % k) for c in cells)
+
+
+def hidden_ink(img: np.ndarray, mask: np.ndarray, x: int, y: int, k: int) -> np.ndarray:
+    """Darken ``img`` (in place) under ``mask`` at ``(x, y)`` with dots the view rounds away.
+
+    The dots (:func:`hidden_ink_offsets`) tile the image's own ``k x k`` block grid (the grid of
+    :func:`m3gym.view.area_downscale`, from the image origin), so on flat paper every block of
+    the view keeps its paper level exactly: the ink is not in the view at all. A contrast
+    stretch of the full-resolution image (before the downscale) turns each dot into a large
+    step that survives the block mean. Returns the boolean map of the darkened pixels (the
+    mask's frame).
+    """
+    h, w = mask.shape[:2]
+    ys, xs = np.mgrid[y:y + h, x:x + w]
+    dots = np.zeros((h, w), bool)
+    for r, c in hidden_ink_offsets(k):
+        dots |= (ys % k == r) & (xs % k == c)
+    dots &= mask.astype(bool)
+    region = img[y:y + h, x:x + w]
+    region[dots] -= np.uint8(HIDDEN_INK_DEPTH)
+    return dots
+
+
+SURFACE_GAIN: float = 0.7
+"""Gain on the table of an overexposed scene (``faint_text``, ``glyph_faint``) before its range
+is compressed to at most 3 levels: the table (at most 178) lands below the paper's top level,
+so the paper is the lightest level and a contrast stretch always has a range to stretch."""
