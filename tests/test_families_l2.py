@@ -19,6 +19,7 @@ from m3gym.tools.visual import VISUAL_TOOLS
 from tests.family_helpers import replay
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
+SINGLE_CALL = {"clock_reading"}  # issue 41: its rotate added no information and was dropped
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 
@@ -90,9 +91,12 @@ def test_reference_structure(family: str) -> None:
         small.append(task.metadata["evidence_area_fraction"] < 0.1)
         calls.append(len(ref))
         checkpoints.append(len(task.checkpoints))
+    assert float(np.mean(small)) >= 0.9  # Agentic-MME: over 40 % of tasks under 10 % area
+    if family in SINGLE_CALL:  # one zoomed crop: its S, v_tool and v_true checkpoints
+        assert set(calls) == {1} and set(checkpoints) == {3}
+        return
     assert 2.0 <= float(np.mean(calls)) <= 3.0
     assert 4.0 <= float(np.mean(checkpoints)) <= 7.0  # Agentic-MME L2: 4.64 per task
-    assert float(np.mean(small)) >= 0.9  # Agentic-MME: over 40 % of tasks under 10 % area
     assert min(calls) >= 2
 
 

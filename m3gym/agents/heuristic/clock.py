@@ -1,4 +1,4 @@
-"""The clock: find a small clock face, zoom it, turn it upright, read its hands.
+"""The clock: find a small clock face, zoom it, read its hands from its red 12 o'clock marker.
 
 Everything about clocks lives here: where the plan looks (:data:`CLOCK_RADIUS_FULL`), how it
 crops a dial and maps it into the crop (:func:`dial_crop_call`, :func:`dial_in_crop`), the
@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from m3gym.agents.heuristic import vision as hv
-from m3gym.agents.heuristic.calls import crop_call, crop_pixels, full_size, op_call
+from m3gym.agents.heuristic.calls import crop_call, crop_pixels, full_size
 from m3gym.agents.heuristic.dials import (
     Circle,
     circular_peak,
@@ -197,7 +197,11 @@ def nearest_time(hour: int, minute: int, choices: Sequence[str], max_off: int = 
 
 
 def plan_clock_reading(view: EpisodeView) -> Plan:
-    """Find the clock, crop-zoom it, rotate it upright by its red marker, read the hands."""
+    """Find the clock, crop-zoom it, read the hands from its red 12 o'clock marker.
+
+    The dial is read as it hangs: the hands' angles are measured from the marker (snapped to
+    the nearest hour tick, :func:`clock_zero`), so no rotation is needed.
+    """
     where = asked_position(view.question)
     dial = yield from find_dial(view, CLOCK_RADIUS_FULL, where)
     if dial is None:
@@ -205,24 +209,9 @@ def plan_clock_reading(view: EpisodeView) -> Plan:
     out = yield [dial_crop_call(0, dial, full_size(view, 0), margin=0.45)]
     if not out.images or out.images[0] is None or out.indices[0] is None:
         return None
-    zimg, zidx = out.images[0], int(out.indices[0])
+    zimg = out.images[0]
     zdial = dial_in_crop(zimg, out.calls[0], dial, CLOCK_TICK_STEP)
-    zero = clock_zero(zimg, zdial) if marker_angle(zimg, zdial) is not None else None
     hands = clock_hands(zimg, zdial)
-    if hands is not None:
-        view.guess = nearest_time(*clock_time(*hands), view.choices)
-    if zero is None or min(zero, 360.0 - zero) < 3.0:
-        return view.guess
-    angle = round(zero - 360.0 if zero > 180.0 else zero, 1)
-    out = yield [op_call("rotate", zidx, angle=angle, expand=True)]
-    if not out.images or out.images[0] is None:
-        return view.guess
-    up = out.images[0]
-    h, w = zimg.shape[:2]
-    x, y = rotated_point(zdial.x, zdial.y, w, h, angle, up.shape[1], up.shape[0])
-    ugray = cv2.cvtColor(up, cv2.COLOR_RGB2GRAY)
-    udial = tick_centre(ugray, Circle(float(x), float(y), zdial.r))
-    hands = clock_hands(up, udial)
     if hands is None:
         return view.guess
     return nearest_time(*clock_time(*hands), view.choices)
