@@ -22,7 +22,7 @@ import m3gym  # noqa: F401
 from m3gym.agents import OracleAgent, RandomAgent
 from m3gym.rollout import run_episode
 from m3gym.scoring.checkpoints import evaluate_checkpoints
-from m3gym.scoring.episode import score_episode
+from m3gym.scoring.episode_score import score_episode
 
 
 def collect(agent_name: str, n: int) -> list[tuple]:

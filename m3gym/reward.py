@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 from m3gym.config_errors import ConfigError, ConfigSource, parse_yaml_text, read_yaml_file
 from m3gym.scoring.checkpoints import CheckpointTracker
-from m3gym.scoring.episode import score_episode
+from m3gym.scoring.episode_score import score_episode
 from m3gym.scoring.m3 import M3Weights
 from m3gym.scoring.safety import evaluate_safety
 from m3gym.spec import Task

@@ -25,7 +25,7 @@ group_config() {  # prints "<module> <test files...>"
     overthink) echo "m3gym/scoring/overthink.py tests/scoring/test_m3.py" ;;
     safety) echo "m3gym/scoring/safety.py tests/scoring/test_safety.py" ;;
     taxonomy) echo "m3gym/scoring/taxonomy.py tests/scoring/test_taxonomy.py" ;;
-    episode) echo "m3gym/scoring/episode.py tests/scoring/test_episode.py" ;;
+    episode) echo "m3gym/scoring/episode_score.py tests/scoring/test_episode_score.py" ;;
     checkpoints) echo "m3gym/scoring/checkpoint_tracker.py tests/scoring/test_checkpoints.py" ;;
     legibility) echo "m3gym/scoring/legibility.py tests/scoring/test_checkpoints.py" ;;
     alignment) echo "m3gym/scoring/alignment.py tests/scoring/test_alignment.py tests/scoring/test_similarity.py tests/scoring/test_m3.py" ;;

@@ -43,3 +43,16 @@ def test_a_gym_entry_point_written_for_the_old_path_still_loads_the_env() -> Non
 
     with pytest.warns(DeprecationWarning):
         assert load_env_creator("m3gym.wrappers.records:RecordsEnv") is RecordsEnv
+
+
+@pytest.mark.parametrize(("old", "new", "names"), [
+    ("m3gym.scoring.episode", "m3gym.scoring.episode_score", ("METRIC_KEYS", "score_episode")),
+])
+def test_a_renamed_module_serves_its_names_at_the_old_path(old: str, new: str,
+                                                           names: tuple[str, ...]) -> None:
+    old_module, new_module = importlib.import_module(old), importlib.import_module(new)
+    for name in names:
+        with pytest.warns(DeprecationWarning, match=rf"use {new.replace('.', r'[.]')}[.]{name}"):
+            assert getattr(old_module, name) is getattr(new_module, name)
+    with pytest.raises(AttributeError):
+        old_module.NotThere  # noqa: B018

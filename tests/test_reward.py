@@ -149,7 +149,7 @@ def test_progress_telescopes(seed, gamma, picks):
 @pytest.mark.parametrize("env_id", ["M3Bench-L1", "M3Bench-L2", "M3Bench-L3"])
 def test_offline_rescoring_matches_online(env_id):
     from m3gym.agents import RandomAgent
-    from m3gym.scoring.episode import METRIC_KEYS, score_episode
+    from m3gym.scoring.episode_score import METRIC_KEYS, score_episode
 
     env = gym.make(env_id)
     for seed, agent in ((0, OracleAgent()), (1, RandomAgent(seed=1))):

@@ -53,13 +53,13 @@ def rescore_trace(
     trace: Mapping[str, Any], *, m3_weights: Mapping[str, float] | None = None,
     view_size: int | None = None,
 ) -> dict[str, Any]:
-    """Return :func:`~m3gym.scoring.episode.score_episode`'s result for a stored trace.
+    """Return :func:`~m3gym.scoring.episode_score.score_episode`'s result for a stored trace.
 
     ``m3_weights`` replaces the M3 term weights; ``view_size`` defaults to the one the episode
     ran with (its ``recreate.env_args``, else the env default).
     """
     from m3gym.eval.replay import replay_trace
-    from m3gym.scoring.episode import score_episode
+    from m3gym.scoring.episode_score import score_episode
 
     if trace.get("status", "ok") != "ok":
         raise ValueError(f"trace status is {trace.get('status')!r}: only finished episodes "

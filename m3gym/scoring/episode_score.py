@@ -1,4 +1,8 @@
-"""Score a whole episode from its task, trace and final image state (offline or at episode end)."""
+"""An episode's score: every metric from its task, trace and final image state.
+
+Computed at the episode's end, or offline from a stored trace. (It was ``m3gym.scoring.episode``;
+that path still imports, with a deprecation warning.)
+"""
 
 from __future__ import annotations
 

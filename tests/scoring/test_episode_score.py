@@ -8,7 +8,7 @@ import pytest
 import m3gym
 from m3gym.scoring.answer import answer_is_correct
 from m3gym.scoring.checkpoints import evaluate_checkpoints
-from m3gym.scoring.episode import METRIC_KEYS, score_episode
+from m3gym.scoring.episode_score import METRIC_KEYS, score_episode
 from m3gym.scoring.m3 import score_trace
 from m3gym.scoring.safety import evaluate_safety
 from m3gym.scoring.taxonomy import classify_failure
