@@ -1,6 +1,6 @@
 """Run one episode of an agent in an env and collect what happened.
 
-A thin view of the one episode loop (:func:`m3gym.eval.episode.record_episode`) for scripts and
+A thin view of the one episode loop (:func:`m3gym.eval.episode_loop.record_episode`) for scripts and
 tests: errors propagate instead of being recorded as a status.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 
 from m3gym.agents.base import Agent
-from m3gym.eval.episode import record_episode
+from m3gym.eval.episode_loop import record_episode
 
 
 @dataclass

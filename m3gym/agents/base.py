@@ -16,10 +16,10 @@ class Agent(Protocol):
 
     ``act`` receives the latest observation and info and returns an action in any form the env
     accepts (a call dict, a list of calls, OpenAI tool calls, or text). The one episode loop
-    (:func:`m3gym.eval.episode.record_episode`, used by local and Ray workers) hands an agent what a
-    policy sees: the observation, and of the info only the tool schemas, the choices and the
-    budgets at reset (``AGENT_RESET_KEYS``) and its calls' records and budget use after a step
-    (``AGENT_STEP_KEYS``) — never the task id, family, level or seed. Two optional hooks:
+    (:func:`m3gym.eval.episode_loop.record_episode`, used by local and Ray workers) hands an
+    agent what a policy sees: the observation, and of the info only the tool schemas, the choices
+    and the budgets at reset (``AGENT_RESET_KEYS``) and its calls' records and budget use after a
+    step (``AGENT_STEP_KEYS``) — never the task id, family, level or seed. Two optional hooks:
     ``bind_space(action_space)`` (agents that sample calls from the action space) and, for
     :class:`OracleAgent` alone, ``set_task(task)``.
     """

@@ -32,7 +32,7 @@ class ModelOutputError(RuntimeError):
     grown past the model's context is refused the same way (vLLM: "maximum context length").
     Rerunning cannot help (the same prompt fails the same way at temperature 0), so the eval
     harness scores the episode as a failed one with :attr:`failure_mode` instead of recording an
-    infrastructure error (:func:`m3gym.eval.episode.record_episode`).
+    infrastructure error (:func:`m3gym.eval.episode_loop.record_episode`).
 
     Attributes:
         failure_mode: the failure-taxonomy label: ``tool_misexecution`` or ``context_overflow``

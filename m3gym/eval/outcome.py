@@ -1,7 +1,7 @@
 """One planned episode, run and turned into its run-folder outcome: record, trace, thumbnails.
 
 :func:`run_episode_outcome` runs the episode through the one episode loop
-(:func:`m3gym.eval.episode.record_episode`); :func:`assemble_outcome` turns a recorded episode
+(:func:`m3gym.eval.episode_loop.record_episode`); :func:`assemble_outcome` turns a recorded episode
 into the ``episodes.jsonl`` record, the trace and the JPEG thumbnails (the MCP server assembles
 its episodes with it too), and :func:`judge_block` scores a records task's judge checkpoints.
 """
@@ -18,8 +18,8 @@ import numpy as np
 
 from m3gym.eval.agents import build_agent
 from m3gym.eval.config import METRIC_KEYS, EpisodeOutcome, EpisodeSpec, EvalConfig
-from m3gym.eval.episode import EpisodeRecorder, record_episode
-from m3gym.eval.episode import json_safe as _json_safe
+from m3gym.eval.episode_loop import EpisodeRecorder, record_episode
+from m3gym.eval.episode_loop import json_safe as _json_safe
 
 _ENV_CACHE: dict[str, gym.Env] = {}
 

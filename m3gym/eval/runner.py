@@ -63,7 +63,7 @@ from m3gym.eval.config import (
     EvalConfig,
 )
 from m3gym.eval.config import parse_key_values as parse_key_values
-from m3gym.eval.episode import is_infrastructure_error as is_infrastructure_error
+from m3gym.eval.episode_loop import is_infrastructure_error as is_infrastructure_error
 from m3gym.eval.episodes_jsonl import EXCERPT_CHARS as EXCERPT_CHARS
 from m3gym.eval.episodes_jsonl import RECORD_KEYS as RECORD_KEYS
 from m3gym.eval.episodes_jsonl import (

@@ -4,7 +4,7 @@ MCP requests are stateless (protocol 2026): nothing lives in the session object.
 started by :meth:`EpisodeTable.start`, stepped by :meth:`EpisodeTable.call` (one or several
 parallel tool calls), ended by :meth:`EpisodeTable.answer`, and read back by
 :meth:`EpisodeTable.report`. Every step goes through the one episode loop's
-:class:`~m3gym.eval.episode.EpisodeRecorder`, and a finished episode is assembled into the same
+:class:`~m3gym.eval.episode_loop.EpisodeRecorder`, and a finished episode is assembled into the same
 record and trace as ``m3gym eval`` writes (:func:`~m3gym.eval.outcome.assemble_outcome`), so a
 recorded MCP run (:class:`~m3gym.mcp.recording.RunFolder`) sits beside any other in
 ``m3gym report``.
@@ -43,7 +43,7 @@ from typing import Any
 import gymnasium as gym
 
 from m3gym.eval.config import EpisodeOutcome, EpisodeSpec, EvalConfig
-from m3gym.eval.episode import EpisodeRecorder
+from m3gym.eval.episode_loop import EpisodeRecorder
 from m3gym.eval.outcome import assemble_outcome
 from m3gym.eval.plan import env_scope, env_tasks, episode_seed
 from m3gym.mcp.choices import DEFAULT_REWARD as DEFAULT_REWARD

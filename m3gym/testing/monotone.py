@@ -35,7 +35,7 @@ def heuristic_accuracy(name: str, difficulty: float | None, seeds: Sequence[int]
     from m3gym.agents.heuristic import HeuristicAgent
     from m3gym.agents.ocr import forced_ocr_backend
     from m3gym.env import M3BenchEnv
-    from m3gym.eval.episode import record_episode
+    from m3gym.eval.episode_loop import record_episode
 
     env = M3BenchEnv(family=name)
     correct = 0

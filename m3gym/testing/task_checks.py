@@ -80,7 +80,7 @@ def check_oracle_and_legibility(name: str, task: Task, where: str, env: Any = No
     """
     from m3gym.agents.base import OracleAgent
     from m3gym.env import M3BenchEnv
-    from m3gym.eval.episode import record_episode
+    from m3gym.eval.episode_loop import record_episode
     from m3gym.scoring.checkpoints import measure_evidence
 
     env = env if env is not None else M3BenchEnv(family=name)

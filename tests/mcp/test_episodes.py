@@ -9,7 +9,7 @@ import pytest
 
 import m3gym  # noqa: F401
 from m3gym.agents.base import OracleAgent
-from m3gym.eval.episode import record_episode
+from m3gym.eval.episode_loop import record_episode
 from m3gym.eval.runner import EvalConfig, read_records, run_eval
 from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits
 

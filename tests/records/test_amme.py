@@ -600,7 +600,7 @@ def test_released_schema_task_without_region_imports_checks_and_plays(tmp_path: 
     import gymnasium as gym
 
     from m3gym.agents.base import OracleAgent
-    from m3gym.eval.episode import record_episode
+    from m3gym.eval.episode_loop import record_episode
 
     root = tmp_path / "released"
     (root / "json").mkdir(parents=True)

@@ -14,7 +14,7 @@ import pytest
 
 import m3gym  # noqa: F401  (registers the env ids)
 from m3gym.agents.base import OracleAgent
-from m3gym.eval.episode import record_episode
+from m3gym.eval.episode_loop import record_episode
 from m3gym.records import check_records, load_records
 from m3gym.records.family import DEMO_RECORDS
 

@@ -11,7 +11,7 @@ import pytest
 import m3gym  # noqa: F401  (registers the env ids)
 from m3gym.agents.base import OracleAgent
 from m3gym.agents.errors import InfrastructureError
-from m3gym.eval.episode import AGENT_RESET_KEYS, AGENT_STEP_KEYS, record_episode
+from m3gym.eval.episode_loop import AGENT_RESET_KEYS, AGENT_STEP_KEYS, record_episode
 
 
 class Spy:
