@@ -49,6 +49,8 @@ def test_a_gym_entry_point_written_for_the_old_path_still_loads_the_env() -> Non
     ("m3gym.scoring.episode", "m3gym.scoring.episode_score", ("METRIC_KEYS", "score_episode")),
     ("m3gym.eval.episode", "m3gym.eval.episode_loop", ("EpisodeRecorder", "record_episode",
                                                         "AGENT_STEP_KEYS", "json_safe")),
+    ("m3gym.mcp.episodes", "m3gym.mcp.episode_table", ("EpisodeTable", "EpisodeError",
+                                                        "McpLimits", "RunFolder", "verdict")),
 ])
 def test_a_renamed_module_serves_its_names_at_the_old_path(old: str, new: str,
                                                            names: tuple[str, ...]) -> None:

@@ -23,7 +23,7 @@ from m3gym.integrations.datasets import answer_spec
 from m3gym.integrations.export import compute_score
 from m3gym.integrations.session import EpisodeSession, task_ref
 from m3gym.integrations.trl import environment_factory
-from m3gym.mcp.episodes import EpisodeTable
+from m3gym.mcp.episode_table import EpisodeTable
 from m3gym.tasks.registry import make_task
 
 ENV_IDS = ("M3Bench-L1", "M3Bench-L2", "M3Bench-L3", "M3Bench-Classic", "M3Bench-TinyText")

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the server until its transport closes, SIGINT or SIGTERM; then record what is live."""
     from m3gym.eval.config import parse_key_values
     from m3gym.mcp.choices import check_server_env_args
-    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.episode_table import EpisodeTable
     from m3gym.mcp.limits import McpLimits
     from m3gym.mcp.memory import limit_heap_retention
 

@@ -128,14 +128,14 @@ def concurrent_rss(env_ids: Sequence[str], threads: int, episodes: int,
     """Return RSS checkpoints of ``episodes`` episodes played from ``threads`` threads.
 
     Each is short (start, zoomed crop, answer), played against an
-    :class:`~m3gym.mcp.episodes.EpisodeTable` with memory set up as ``m3gym mcp`` does; each
+    :class:`~m3gym.mcp.episode_table.EpisodeTable` with memory set up as ``m3gym mcp`` does; each
     checkpoint carries what the table holds (:meth:`EpisodeTable.measure`). A start refused
     because the table is full is retried after 50 ms.
     """
     import threading
     import time
 
-    from m3gym.mcp.episodes import EpisodeError, EpisodeTable
+    from m3gym.mcp.episode_table import EpisodeError, EpisodeTable
     from m3gym.mcp.limits import McpLimits
     from m3gym.mcp.memory import limit_heap_retention
 
@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import anyio
     from mcp import Client
 
-    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.episode_table import EpisodeTable
     from m3gym.mcp.limits import McpLimits
     from m3gym.mcp.server import build_server
 

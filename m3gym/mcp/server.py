@@ -13,7 +13,7 @@ Tools:
 * ``answer(episode_id, text)`` → the verdict and every metric; ``episode_report(episode_id)`` →
   the trace.
 
-State lives in the :class:`~m3gym.mcp.episodes.EpisodeTable`, keyed by ``episode_id``, never in
+State lives in the :class:`~m3gym.mcp.episode_table.EpisodeTable`, keyed by ``episode_id``, never in
 the MCP session. Bad calls come back as MCP tool errors (``isError``) with a precise message.
 
 Who may act on an episode (:func:`caller_owner`): an episode belongs to the MCP session that
@@ -44,7 +44,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from m3gym.mcp.episodes import EpisodeError, EpisodeTable, quote
+from m3gym.mcp.episode_table import EpisodeError, EpisodeTable, quote
 from m3gym.mcp.images import EncodedImage
 from m3gym.mcp.replies import StepReply
 

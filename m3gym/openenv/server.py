@@ -28,7 +28,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 
 from m3gym.codec import png_bytes
 from m3gym.integrations.session import EpisodeSession, task_ref
-from m3gym.mcp.episodes import (
+from m3gym.mcp.episode_table import (
     MAX_SEED,
     allowed_env_ids,
     check_server_env_args,

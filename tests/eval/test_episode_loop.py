@@ -94,7 +94,7 @@ def test_the_core_imports_neither_mcp_nor_ray() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, m3gym, m3gym.cli, m3gym.eval.runner, m3gym.mcp.episodes, "
+    code = ("import sys, m3gym, m3gym.cli, m3gym.eval.runner, m3gym.mcp.episode_table, "
             "m3gym.distributed; m3gym.cli.build_parser(); "
             "print(sorted(m for m in ('mcp', 'ray') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

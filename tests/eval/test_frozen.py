@@ -148,7 +148,7 @@ def test_check_only_builds_what_the_manifest_holds(manifest):
 
 
 def test_mcp_run_folders_record_versions_too(tmp_path):
-    from m3gym.mcp.episodes import RunFolder
+    from m3gym.mcp.episode_table import RunFolder
 
     RunFolder(tmp_path / "mcp-run")
     config = json.loads((tmp_path / "mcp-run" / "config.json").read_text())

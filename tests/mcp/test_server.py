@@ -22,7 +22,7 @@ import m3gym  # noqa: E402,F401
 from m3gym.agents.base import OracleAgent  # noqa: E402
 from m3gym.eval.episode_loop import record_episode  # noqa: E402
 from m3gym.eval.runner import env_tasks, episode_seed  # noqa: E402
-from m3gym.mcp.episodes import EpisodeTable, McpLimits  # noqa: E402
+from m3gym.mcp.episode_table import EpisodeTable, McpLimits  # noqa: E402
 from m3gym.mcp.server import build_server, fit_result, reply_bytes  # noqa: E402
 from m3gym.tasks.registry import make_task  # noqa: E402
 

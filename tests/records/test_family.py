@@ -122,7 +122,7 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
 
     # the prompt-dataset export (TRL) and the MCP server's start_episode take the records env
     from m3gym.integrations.datasets import iter_prompt_rows
-    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.episode_table import EpisodeTable
 
     rows_out = list(iter_prompt_rows("M3Bench-Records", n=2, split="test",
                                      records=str(fixture_set)))

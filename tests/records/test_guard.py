@@ -469,7 +469,7 @@ def test_the_env_takes_the_backgrounds_opt_in_and_its_tasks_carry_it(tmp_path: P
 
 @needs_symlinks
 def test_an_mcp_server_takes_the_records_opt_in_and_budget(layout: dict[str, Path]) -> None:
-    from m3gym.mcp.episodes import check_server_env_args
+    from m3gym.mcp.episode_table import check_server_env_args
 
     _escape(layout, "symlinked file")
     with pytest.raises(ValueError, match="leaves the folder"):

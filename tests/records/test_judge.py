@@ -44,7 +44,7 @@ def _cfg(records: Path, **kw: Any) -> EvalConfig:
 
 
 def test_mcp_table_plays_a_record_from_env_args(judged_records: Path) -> None:
-    from m3gym.mcp.episodes import EpisodeTable, verdict
+    from m3gym.mcp.episode_table import EpisodeTable, verdict
 
     table = EpisodeTable(env_args={"records": str(judged_records), "split": "all"})
     eid, data, images = table.start("M3Bench-Records", seed=0)
@@ -57,7 +57,7 @@ def test_mcp_table_plays_a_record_from_env_args(judged_records: Path) -> None:
 
 
 def test_mcp_refuses_bad_env_args_at_start_up(tmp_path: Path) -> None:
-    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.episode_table import EpisodeTable
 
     with pytest.raises(ValueError, match="recods"):
         EpisodeTable(env_args={"recods": "x.jsonl"})
@@ -90,7 +90,7 @@ def test_mcp_cli_bad_env_arg_is_an_error_at_start_up(capsys: Any) -> None:
 def test_mcp_recorded_records_run_is_checked_by_the_report(judged_records: Path,
                                                             tmp_path: Path) -> None:
     from m3gym.eval.report import load_runs, records_warnings
-    from m3gym.mcp.episodes import EpisodeTable
+    from m3gym.mcp.episode_table import EpisodeTable
 
     env_args = {"records": str(judged_records), "split": "all"}
     table = EpisodeTable(record=tmp_path / "mcp", env_args=env_args)

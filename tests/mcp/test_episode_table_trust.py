@@ -12,7 +12,7 @@ import pytest
 
 import m3gym  # noqa: F401
 from m3gym.eval.runner import read_run_config
-from m3gym.mcp.episodes import (
+from m3gym.mcp.episode_table import (
     MAX_CALLS,
     EpisodeError,
     EpisodeTable,

@@ -11,7 +11,7 @@ import m3gym  # noqa: F401
 from m3gym.agents.base import OracleAgent
 from m3gym.eval.episode_loop import record_episode
 from m3gym.eval.runner import EvalConfig, read_records, run_eval
-from m3gym.mcp.episodes import EpisodeError, EpisodeTable, McpLimits
+from m3gym.mcp.episode_table import EpisodeError, EpisodeTable, McpLimits
 
 
 class Clock:
