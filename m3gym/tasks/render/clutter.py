@@ -6,6 +6,7 @@ Shapes, boxes, stripes, fake photos, icons (:func:`add_clutter`) and readable di
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import cv2
@@ -57,7 +58,9 @@ def _draw_icon(img: np.ndarray, rng: np.random.Generator, box: Box) -> None:
         cv2.fillPoly(img, [tri], col, cv2.LINE_AA)
         cv2.line(img, (cx, cy - r // 3), (cx, cy + r // 3), ink, max(1, r // 5), cv2.LINE_AA)
     elif kind == 2:
-        cv2.arrowedLine(img, (cx - r, cy), (cx + r, cy), col, max(1, r // 3), cv2.LINE_AA,
+        t = max(1, r // 3)
+        e = t // 2 + 1  # the line's caps reach half its thickness past its ends
+        cv2.arrowedLine(img, (cx - r + e, cy), (cx + r - e, cy), col, t, cv2.LINE_AA,
                         tipLength=0.45)
     else:
         ang = np.linspace(0, 2 * np.pi, 11)[:-1] - np.pi / 2
@@ -71,6 +74,23 @@ CLUTTER_KINDS: tuple[str, ...] = ("shape", "box", "stripes", "photo", "icon", "e
 """Kinds of clutter drawn by :func:`add_clutter`."""
 
 
+def _rotated_axes(bw: int, bh: int, angle_deg: float) -> tuple[int, int]:
+    """Return semi-axes ``(a, b)`` of an ellipse rotated by ``angle_deg`` that fits ``bw x bh``.
+
+    The ``(bw // 2, bh // 2)`` ellipse scaled down until its rotated extent (half-widths
+    ``sqrt(a^2 cos^2 + b^2 sin^2)`` and ``sqrt(a^2 sin^2 + b^2 cos^2)``) stays one pixel (the
+    anti-aliasing) inside the box around the centre ``(bw // 2, bh // 2)``.
+    """
+    a, b = bw // 2, bh // 2
+    c, s = math.cos(math.radians(angle_deg)), math.sin(math.radians(angle_deg))
+    half_w = math.sqrt((a * c) ** 2 + (b * s) ** 2)
+    half_h = math.sqrt((a * s) ** 2 + (b * c) ** 2)
+    room_w = min(bw // 2, bw - 1 - bw // 2) - 1  # pixels from the centre to the box's edge
+    room_h = min(bh // 2, bh - 1 - bh // 2) - 1
+    k = min(1.0, room_w / max(half_w, 1e-6), room_h / max(half_h, 1e-6))
+    return max(1, int(a * k)), max(1, int(b * k))
+
+
 
 def add_clutter(
     img: np.ndarray, rng: np.random.Generator, count: int,
@@ -80,7 +100,9 @@ def add_clutter(
     """Draw ``count`` clutter objects into ``img`` (in place) away from the ``avoid`` boxes.
 
     Object sizes are fractions ``size_range`` of the image's longest side. Returns the boxes
-    drawn (objects that found no free spot are skipped).
+    drawn (objects that found no free spot are skipped). Each object lies inside ``bounds``, at
+    least 6 px from every ``avoid`` box and earlier object, and is drawn only inside its
+    returned box (clipped to it: rotated ellipses, line caps and outlines included).
     """
     h, w = img.shape[:2]
     bounds = bounds or (0, 0, w, h)
@@ -96,34 +118,40 @@ def add_clutter(
             continue
         x, y = spot
         box = (x, y, x + bw, y + bh)
+        # every object is drawn into its own box (a view of ``img``): OpenCV clips at the view's
+        # edges, so no cap, rotated extent, outline or anti-aliasing can leave the box
+        sub = img[y:y + bh, x:x + bw]
         col = rand_color(rng, 20, 236)
         if kind == "shape":
             n = int(rng.integers(3, 7))
             ang = np.sort(rng.uniform(0, 2 * np.pi, n))
-            pts = np.stack([x + bw / 2 * (1 + np.cos(ang)), y + bh / 2 * (1 + np.sin(ang))], 1)
-            cv2.fillPoly(img, [pts.astype(np.int32)], col, cv2.LINE_AA)
+            # vertices on the ellipse inscribed one pixel inside the box (anti-aliasing)
+            pts = np.stack([bw / 2 + (bw / 2 - 1) * np.cos(ang),
+                            bh / 2 + (bh / 2 - 1) * np.sin(ang)], 1)
+            cv2.fillPoly(sub, [pts.astype(np.int32)], col, cv2.LINE_AA)
         elif kind == "box":
-            cv2.rectangle(img, (x, y), (x + bw - 1, y + bh - 1), col, -1)
+            sub[:] = col
             edge = tuple(int(c * 0.6) for c in col)
-            cv2.rectangle(img, (x, y), (x + bw - 1, y + bh - 1), edge, max(1, bw // 40))
-            cv2.line(img, (x, y + bh // 3), (x + bw - 1, y + bh // 3), edge, 1, cv2.LINE_AA)
+            cv2.rectangle(sub, (0, 0), (bw - 1, bh - 1), edge, max(1, bw // 40))
+            cv2.line(sub, (0, bh // 3), (bw - 1, bh // 3), edge, 1, cv2.LINE_AA)
         elif kind == "stripes":
             alt = rand_color(rng, 20, 236)
             step = max(3, int(bw // rng.integers(4, 10)))
-            for i, sx in enumerate(range(x, x + bw, step)):
-                cv2.rectangle(img, (sx, y), (min(x + bw, sx + step) - 1, y + bh - 1),
-                              col if i % 2 else alt, -1)
+            for i, sx in enumerate(range(0, bw, step)):
+                sub[:, sx:sx + step] = col if i % 2 else alt
         elif kind == "photo":
-            img[y:y + bh, x:x + bw] = fake_photo(rng, bh, bw)
-            cv2.rectangle(img, (x, y), (x + bw - 1, y + bh - 1), (250, 250, 250), max(2, bw // 30))
+            sub[:] = fake_photo(rng, bh, bw)
+            cv2.rectangle(sub, (0, 0), (bw - 1, bh - 1), (250, 250, 250), max(2, bw // 30))
         elif kind == "icon":
-            _draw_icon(img, rng, box)
+            _draw_icon(sub, rng, (0, 0, bw, bh))
         elif kind == "ellipse":
-            cv2.ellipse(img, (x + bw // 2, y + bh // 2), (bw // 2, bh // 2),
-                        float(rng.uniform(0, 180)), 0, 360, col, -1, cv2.LINE_AA)
+            angle = float(rng.uniform(0, 180))
+            cv2.ellipse(sub, (bw // 2, bh // 2), _rotated_axes(bw, bh, angle), angle, 0, 360, col,
+                        -1, cv2.LINE_AA)
         else:
-            cv2.line(img, (x, y), (x + bw - 1, y + bh - 1), col, int(rng.integers(2, 6)),
-                     cv2.LINE_AA)
+            t = int(rng.integers(2, 6))
+            e = (t + 1) // 2 + 1  # the round caps reach half the thickness past the ends
+            cv2.line(sub, (e, e), (bw - 1 - e, bh - 1 - e), col, t, cv2.LINE_AA)
         placed.append(box)
         occupied.append(box)
     return placed
