@@ -19,8 +19,8 @@ from gymnasium import spaces
 
 from m3gym.cache import LRUCache
 from m3gym.deprecation import renamed_names
+from m3gym.env_frame import FRAME_SHAPE, EpisodeSnapshot, episode_frame, episode_text
 from m3gym.parsing import parse_action
-from m3gym.render_frame import FRAME_SHAPE, EpisodeSnapshot, episode_frame, episode_text
 from m3gym.reward import RewardConfig, RewardTracker, load_reward_config
 from m3gym.spaces import ImageSpace, PromptText, ToolCallSpace
 from m3gym.spec import Task
@@ -158,7 +158,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             build their own pixel observations turn it off and skip the view downscaling; the
             ``images`` entry is then an empty tuple (``image_indices`` is still filled).
         render_mode: ``"rgb_array"`` for a fixed-size frame of the episode's latest images
-            (:data:`~m3gym.render_frame.FRAME_SHAPE` for every id and step, so
+            (:data:`~m3gym.env_frame.FRAME_SHAPE` for every id and step, so
             ``RecordVideo`` can record it), ``"ansi"`` for a text description of the state.
         interface: ``"atomic"`` (tool calls, the default), ``"code"`` (``run_python`` + answer:
             the agent writes Python, the atomic tools are functions in it) or ``"both"``; see
@@ -536,7 +536,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
         super().close()
 
     def render(self) -> np.ndarray | str | None:
-        """Return the state as a frame (``rgb_array``) or as text (``ansi``); see render_frame."""
+        """Return the state as a frame (``rgb_array``) or as text (``ansi``); see env_frame."""
         if self.render_mode == "rgb_array":
             return episode_frame(self.episode_snapshot())
         if self.render_mode == "ansi":

@@ -51,6 +51,8 @@ def test_a_gym_entry_point_written_for_the_old_path_still_loads_the_env() -> Non
                                                         "AGENT_STEP_KEYS", "json_safe")),
     ("m3gym.mcp.episodes", "m3gym.mcp.episode_table", ("EpisodeTable", "EpisodeError",
                                                         "McpLimits", "RunFolder", "verdict")),
+    ("m3gym.render_frame", "m3gym.env_frame", ("FRAME_SHAPE", "EpisodeSnapshot", "episode_frame",
+                                               "episode_text")),
 ])
 def test_a_renamed_module_serves_its_names_at_the_old_path(old: str, new: str,
                                                            names: tuple[str, ...]) -> None:

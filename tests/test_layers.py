@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 5: what chooses tasks and names envs
     ("curriculum", "registration", "stats"),
     # 6: the environment
-    ("env", "render_frame", "vector", "records_env"),
+    ("env", "env_frame", "render_frame", "vector", "records_env"),
     # 7: what runs envs: evaluation, integrations, wrappers, audits, servers
     ("eval", "integrations", "wrappers", "rollout", "distributed", "audit", "mcp", "testing",
      "verifiers", "openenv"),

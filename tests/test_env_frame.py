@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import m3gym
-from m3gym.render_frame import FRAME_SHAPE, compose_frame, frame_indices
+from m3gym.env_frame import FRAME_SHAPE, compose_frame, frame_indices
 from m3gym.wrappers import discrete_env_ids
 
 ALL_IDS = sorted(set(m3gym.env_ids()) | set(discrete_env_ids()))
