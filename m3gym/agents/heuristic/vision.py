@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from m3gym.geometry import Box, grow_box
+from m3gym.geometry import Box, box_to_bbox1000, grow_box
 
 COLORS: dict[str, tuple[int, int, int]] = {
     "red": (206, 40, 40), "blue": (40, 90, 210), "green": (40, 150, 60),
@@ -104,15 +104,9 @@ def grow(box: Sequence[float], margin_x: float, margin_y: float, w: int, h: int)
 def to_bbox1000(box: Sequence[float], w: int, h: int) -> list[int]:
     """Return a pixel box of a ``w`` x ``h`` image on the tools' 0-1000 scale (outward).
 
-    Each edge rounded outward on the 0-1000 scale, at least one unit wide. Unlike
-    :func:`m3gym.geometry.box_to_bbox1000` no edge is widened further for fractional pixel
-    edges: the agent's recorded calls (and so its scores) stay what they were.
+    :func:`m3gym.geometry.box_to_bbox1000`: the integer ``bbox_2d`` whose crop contains ``box``.
     """
-    x0 = int(np.floor(box[0] * 1000 / w))
-    y0 = int(np.floor(box[1] * 1000 / h))
-    x1 = int(np.ceil(box[2] * 1000 / w))
-    y1 = int(np.ceil(box[3] * 1000 / h))
-    return [max(0, x0), max(0, y0), min(1000, max(x1, x0 + 1)), min(1000, max(y1, y0 + 1))]
+    return box_to_bbox1000(box, w, h)
 
 
 def zoom_for(box_px: Sequence[float], view_scale: float, want_scale: float,
