@@ -444,7 +444,9 @@ class M3BenchEnv(gym.Env[dict, Any]):
                 code_cells.append({"call_id": call_id, "code": call.arguments.get("code"),
                                    "ok": cell.ok, "error": cell.error,
                                    "text": cell.text, "static_ops": cell.static_ops,
-                                   "records": [r.call_id for r in cell.records]})
+                                   # "records": the old name of "call_ids", kept one release
+                                   "call_ids": (ids := [r.call_id for r in cell.records]),
+                                   "records": list(ids)})
                 continue
             self._calls_used += 1
             records.append(self.registry.execute(self._ctx, call.name, call.arguments,

@@ -6,7 +6,7 @@ exported, stored and re-scored offline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,3 +108,21 @@ def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str 
     if answer is not None:
         lines.append(f"Answer received: {answer}")
     return "\n".join(lines)
+
+
+CODE_CELL_CALL_IDS_KEY: str = "call_ids"
+"""The key of an ``info["code_cells"]`` entry that lists the ids of the calls the cell made.
+
+The entry also carries the same list under ``"records"``, its name until v3, for one more release
+(``"records"`` names the user's data, :mod:`m3gym.records`, and nothing else from then on)."""
+
+
+def code_cell_call_ids(cell: Mapping[str, Any]) -> list[str]:
+    """Return the ids of the calls a code cell made (an entry of ``info["code_cells"]``).
+
+    Reads ``"call_ids"``, or ``"records"`` in traces written before that key existed.
+    """
+    ids = cell.get(CODE_CELL_CALL_IDS_KEY)
+    if ids is None:
+        ids = cell.get("records")
+    return [str(i) for i in ids or ()]

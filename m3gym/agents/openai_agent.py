@@ -53,6 +53,7 @@ from m3gym.agents.prompts import (
     tool_message_text,
 )
 from m3gym.extras import require_extra
+from m3gym.trace import code_cell_call_ids
 
 openai = require_extra("openai", "eval", "the OpenAI agent (--agent openai)")
 
@@ -407,7 +408,7 @@ class OpenAIAgent:
         cells = {str(c.get("call_id")): c for c in info.get("code_cells") or ()
                  if isinstance(c, Mapping)}
         if cells:  # code mode: a run_python call is answered with its cell's report
-            inner = {r for c in cells.values() for r in c.get("records") or ()}
+            inner = {i for c in cells.values() for i in code_cell_call_ids(c)}
             records = [r for r in records if r.get("call_id") not in inner]
         if self._pending:
             matched = {**match_records(self._pending, records),

@@ -11,6 +11,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from m3gym.trace import code_cell_call_ids
+
 
 def replay_trace(trace: Mapping[str, Any]) -> Any:
     """Return the unwrapped env after replaying ``trace``'s calls (its ``state`` holds the images).
@@ -26,7 +28,7 @@ def replay_trace(trace: Mapping[str, Any]) -> Any:
     env.reset(seed=spec["reset_seed"], options=dict(spec["options"]))
     for step in trace.get("steps", []):
         cells = step.get("code_cells") or []  # code mode: re-run the cells, not what they did
-        inner = {r for c in cells for r in c.get("records") or ()}
+        inner = {i for c in cells for i in code_cell_call_ids(c)}
         calls = [{"id": c.get("call_id"), "name": "run_python",
                   "arguments": {"code": c.get("code")}} for c in cells]
         calls += [{"id": c.get("call_id"), "name": c.get("requested_name") or c.get("name"),

@@ -24,6 +24,7 @@ from m3gym.sandbox.static import static_ops
 from m3gym.spec import RefCall
 from m3gym.tasks.registry import family_names
 from m3gym.tools.visual import crop_pixel_box
+from m3gym.trace import code_cell_call_ids
 from tests.sandbox_options import CODE_SANDBOX
 
 SCORES = ("acc", "S", "V", "m3")
@@ -180,6 +181,9 @@ def test_tool_calls_from_code_are_recorded_as_function_calls(env: M3BenchEnv) ->
         == ("crop", True, [100, 200, 600, 700], 2.0)
     assert obs["image_indices"] == (1,) and len(obs["images"]) == 1
     assert str(env.state[1].array.shape) in obs["text"]
+    (code_cell,) = info["code_cells"]
+    assert code_cell["call_ids"] == code_cell["records"] == [rec["call_id"]]  # old key kept
+    assert code_cell_call_ids(code_cell) == code_cell_call_ids({"records": [rec["call_id"]]})
 
 
 def test_slicing_and_resize_become_one_verified_crop(env: M3BenchEnv) -> None:
