@@ -189,19 +189,39 @@ def test_sheet_shadow_falls_down_right_of_the_sheet():
 
 
 def test_blur_kernels_conserve_light_and_follow_the_angle():
+    from m3gym.tasks.render.camera import _disk_kernel, _line_kernel
+
     flat = np.full((30, 30, 3), 77, np.uint8)
     assert np.array_equal(R.lens_blur(flat, 3.0), flat)
     assert np.array_equal(R.motion_blur(flat, 7.0, 33.0), flat)
+    disk = _disk_kernel(4.0)  # 9 x 9, centre (4, 4)
+    assert disk.shape == (9, 9) and disk.sum() == pytest.approx(1.0, abs=1e-5)
+    assert disk[4, 4 + 3] > 0.01 and disk[0, 0] < 1e-6
+    line = _line_kernel(9.0, 0.0)  # 13 x 13, centre (6, 6)
+    assert line.sum() == pytest.approx(1.0, abs=1e-5)
+    assert line[6, 10] > 0.01 and abs(line[2, 6]) < 1e-6 and abs(line[10, 6]) < 1e-6
+    vert = _line_kernel(9.0, 90.0)
+    assert vert[10, 6] > 0.01 and abs(vert[6, 10]) < 1e-6
     imp = np.zeros((41, 41), np.float32)
     imp[20, 20] = 1.0
-    disk = R.lens_blur(imp, 4.0)
-    assert disk.sum() == pytest.approx(1.0, abs=1e-5)
-    assert abs(disk[20, 20 + 6]) < 1e-6 and disk[20, 20 + 3] > 0.01
-    line = R.motion_blur(imp, 9.0, 0.0)
-    assert line.sum() == pytest.approx(1.0, abs=1e-5)
-    assert line[20, 24] > 0.01 and abs(line[16, 20]) < 1e-6 and abs(line[24, 20]) < 1e-6
-    vert = R.motion_blur(imp, 9.0, 90.0)
-    assert vert[24, 20] > 0.01 and abs(vert[20, 24]) < 1e-6
+    small = R.lens_blur(imp, 2.5)  # a 7-tap kernel: applied exactly at full size
+    assert small.sum() == pytest.approx(1.0, abs=1e-5) and abs(small[20, 24]) < 1e-6
+
+
+@pytest.mark.parametrize("blur", [("lens", 6.0), ("motion", 12.0), ("motion", 6.0)])
+def test_large_blurs_run_shrunk_and_keep_the_light(blur):
+    kind, amount = blur
+    imp = np.zeros((81, 81), np.float32)
+    imp[40, 40] = 1.0
+    out = (R.lens_blur(imp, amount) if kind == "lens" else R.motion_blur(imp, amount, 0.0))
+    assert out.sum() == pytest.approx(1.0, rel=0.05)  # the light stays (up to the resampling)
+    ys, xs = np.nonzero(out > 1e-4)
+    reach = amount + 4 if kind == "lens" else amount / 2 + 6  # + the shrink's resampling
+    assert xs.min() >= 40 - reach and xs.max() <= 40 + reach  # the spread it asks for
+    assert ys.min() >= 40 - (reach if kind == "lens" else 6)
+    flat = np.full((120, 90, 3), 77, np.uint8)
+    same = R.lens_blur(flat, amount) if kind == "lens" else R.motion_blur(flat, amount, 33.0)
+    assert np.array_equal(same, flat)
 
 
 def sharpness(img: np.ndarray, box) -> float:
