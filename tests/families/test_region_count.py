@@ -6,12 +6,12 @@ from m3gym.tasks.registry import make_task
 
 
 def test_seed_0_by_hand() -> None:
-    """Seed 0: seven yellow cars in the cyan dashed parking zone."""
+    """Seed 0: five white cars in the cyan dashed parking zone; one zoomed crop."""
     t = make_task("region_count", 0)
-    assert t.answer.value == "7" and t.metadata["target"] == "yellow"
-    assert "yellow cars" in t.question and "cyan dashed parking zone" in t.question
-    assert t.choices == ("10", "8", "6", "9", "11", "7")
-    assert [[c.name for c in step] for step in t.reference] == [["crop"], ["autocontrast"]]
+    assert t.answer.value == "5" and t.metadata["target"] == "white"
+    assert "white cars" in t.question and "cyan dashed parking zone" in t.question
+    assert t.choices == ("4", "6", "7", "8", "9", "5")
+    assert [[c.name for c in step] for step in t.reference] == [["crop"]]
 
 
 def test_choices_are_six_consecutive_counts_around_the_answer() -> None:

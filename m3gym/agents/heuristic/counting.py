@@ -1,8 +1,9 @@
 """Counting in a marked region (the ``region_count`` plan).
 
-The plan finds the dashed frame of the colour the question names (:func:`dashed_frame`, on a
-contrast-stretched look at the view), crops the region inside it, autocontrasts the crop and
-counts the blobs of the asked colour there (:func:`count_colour_blobs`).
+The plan finds the dashed frame of the colour the question names (:func:`dashed_frame`, on the
+view and a contrast-stretched look at it), crops the region inside it with a zoom and counts the
+objects of the asked colour there (:func:`count_separated_blobs`: clustered objects are split at
+the peaks of the colour mask's distance transform).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import cv2
 import numpy as np
 
 from m3gym.agents.heuristic import vision as hv
-from m3gym.agents.heuristic.calls import crop_call, full_size, op_call
+from m3gym.agents.heuristic.calls import crop_call, full_size
 from m3gym.agents.heuristic.text import named_colors_in
 from m3gym.agents.heuristic.view import EpisodeView, Plan
 
@@ -63,15 +64,16 @@ def dashed_frame(rgb: np.ndarray, color: str, min_side: float) -> hv.Box | None:
     """
     stretched = stretched_view(rgb)
     best: tuple[float, hv.Box] | None = None
-    for mask in (hv.color_mask(stretched, hv.COLORS[color], tol=70.0),
+    for mask in (hv.color_mask(rgb, hv.COLORS[color], tol=60.0),
+                 hv.color_mask(stretched, hv.COLORS[color], tol=70.0),
                  chroma_mask(stretched, hv.COLORS[color])):
-        k = max(5, int(min_side / 6)) | 1
+        k = max(9, int(min_side / 3)) | 1
         joined = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((k, k), np.uint8))
         n, _, stats, _ = cv2.connectedComponentsWithStats(joined, connectivity=8)
         on = mask > 0
         for i in range(1, n):
             x, y, w, h, area = (int(v) for v in stats[i])
-            if w < min_side or h < min_side or area > 0.35 * w * h:
+            if w < min_side or h < min_side or area > 0.6 * w * h:
                 continue
             band = np.concatenate([on[y:y + 3, x:x + w].any(axis=0), on[y + h - 3:y + h,
                                    x:x + w].any(axis=0), on[y:y + h, x:x + 3].any(axis=1),
@@ -99,8 +101,35 @@ def count_colour_blobs(rgb: np.ndarray, color: str, min_area: float, max_area: f
     return single + int(np.round(merged / (0.5 * (min_area + max_area))).sum())
 
 
+def count_separated_blobs(rgb: np.ndarray, color: str, scale: float,
+                          aspect: float = 1.0) -> int:
+    """Return how many objects of ``color`` ``rgb`` (a crop zoomed ``scale`` times) holds.
+
+    Objects lie in clumps about one full-resolution pixel apart, which the colour mask of a
+    zoomed crop bridges; each object is a peak of the mask's distance transform (its centre, at
+    least 0.7 full-resolution pixels from the mask's edge, one-pixel holes closed) that is the largest within 1.3 pixels
+    (``aspect`` times that along x: cars lie lengthwise), and every group of peaks counts once.
+    A pixel of the mask matches the colour and stands out from its neighbourhood (a light or
+    tinted patch of the backdrop is not an object).
+    """
+    mask = hv.color_mask(rgb, hv.COLORS[color], tol=75.0)
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    ground = cv2.medianBlur(gray, max(5, int(12 * scale)) | 1)
+    mask[cv2.absdiff(gray, ground) < 30] = 0
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    c = max(3, int(scale)) | 1  # a lit roof or centre (one full-resolution pixel) is no hole
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((c, c), np.uint8))
+    dist = cv2.distanceTransform(mask, cv2.DIST_L2, 5)
+    w = max(1, int(1.3 * scale))
+    wx = max(1, int(1.3 * scale * aspect))
+    local = cv2.dilate(dist, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * wx + 1, 2 * w + 1)))
+    peaks = ((dist >= local - 1e-3) & (dist >= 0.7 * scale)).astype(np.uint8)
+    n, _ = cv2.connectedComponents(peaks, connectivity=8)
+    return int(n - 1)
+
+
 def plan_region_count(view: EpisodeView) -> Plan:
-    """Find the dashed region, crop it, autocontrast the crop, count blobs of the asked colour."""
+    """Find the dashed region, crop it with a zoom, count the objects of the asked colour."""
     img = view.images[0]
     s = view.view_scale(0)
     size = full_size(view, 0)
@@ -108,24 +137,18 @@ def plan_region_count(view: EpisodeView) -> Plan:
     if len(colors) < 2:
         return None
     target, frame = colors[0], colors[1]
-    inner = dashed_frame(img, frame, 150 * s)
+    inner = dashed_frame(img, frame, 80 * s)
     if inner is None:
         return None
     box = tuple(v / s for v in inner)
     side = max(box[2] - box[0], box[3] - box[1])
     zoom = float(np.clip(np.floor(740 / side * 4) / 4, 1.0, 5.0))
     out = yield [crop_call(0, hv.to_bbox1000(box, size[0], size[1]), zoom)]
-    if not out.images or out.indices[0] is None:
-        return None
-    out = yield [op_call("autocontrast", int(out.indices[0]), cutoff=0.0)]
     if not out.images or out.images[0] is None:
         return None
     crop = out.images[0]
     k = crop.shape[1] / max(box[2] - box[0], 1.0)  # output pixels per full-res pixel
-    cars = "cars" in view.question.lower()
-    lo_d, hi_d = 5.0 * k, 10.0 * k
-    area = (lambda d: 1.7 * d * d) if cars else (lambda d: np.pi * d * d / 4)
     edge = max(2, int(3 * k))
-    body = crop[edge:-edge, edge:-edge]
-    count = count_colour_blobs(body, target, 0.5 * area(lo_d), 1.6 * area(hi_d))
+    cars = "cars" in view.question.lower()
+    count = count_separated_blobs(crop[edge:-edge, edge:-edge], target, k, 2.2 if cars else 1.0)
     return str(count)
