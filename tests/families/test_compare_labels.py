@@ -9,7 +9,7 @@ def test_seed_0_by_hand() -> None:
     """Seed 0: the gauges read 84 and 79 (the higher one is labelled COOLANT)."""
     t = make_task("compare_labels", 0)
     assert t.answer.value == "COOLANT"
-    assert t.choices == ("COOLANT", "FAN 2")
+    assert t.choices == ("FAN 2", "COOLANT")
     assert t.metadata["readings"] == [84.0, 79.0]
     assert "FAN 2" in t.question and "COOLANT" in t.question
     assert [[c.name for c in step] for step in t.reference] == [["crop", "crop"]]
