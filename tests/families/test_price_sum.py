@@ -48,8 +48,6 @@ def test_one_crop_over_both_tags_passes_one_s_checkpoint() -> None:
     tried = 0
     for seed in range(20):
         task = make_task("price_sum", seed)
-        if len(task.reference_calls) != 2:  # faint tags: their v_tool asks for a contrast op
-            continue
         state = ImageState()
         for img in task.images:
             state.add_root(img)
