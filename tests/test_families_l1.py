@@ -19,7 +19,7 @@ from m3gym.geometry import apply_affine
 from m3gym.spec import Evidence, Task
 from m3gym.state import ImageState
 from m3gym.tasks import render as R
-from tests.family_helpers import all_tasks, apply_reference, ncc, region, task
+from tests.family_helpers import all_tasks, region, task
 
 FAMILIES = ("tiny_text", "rotated_text", "faint_text")
 VISUAL = {"crop", "rotate", "flip", "resize", "grayscale", "autocontrast", "invert", "equalize",
@@ -65,10 +65,10 @@ def test_checkpoint_kinds():
     # per axis group: the one reference call holds one S, one v_tool and the (artifact) v_true
     kinds = {f: tuple((c.axis, c.kind) for c in task(f, 0).checkpoints) for f in FAMILIES}
     assert kinds["tiny_text"] == (("S", "crop_covers"), ("V", "v_tool"), ("V", "v_true"))
-    assert kinds["rotated_text"] == (("S", "rotate_upright"), ("V", "v_tool"), ("V", "v_true"))
+    assert kinds["rotated_text"] == (("S", "crop_covers"), ("V", "v_tool"), ("V", "v_true"))
     assert kinds["faint_text"] == (("S", "contrast_op"), ("V", "v_tool"), ("V", "v_true"))
     assert task("tiny_text", 0).checkpoints[1].params["tools"] == ["crop"]
-    assert task("rotated_text", 0).checkpoints[1].params["tools"] == ["rotate", "flip"]
+    assert task("rotated_text", 0).checkpoints[1].params["tools"] == ["crop"]
     assert "autocontrast" in task("faint_text", 0).checkpoints[0].params["tools"]
 
 
@@ -110,13 +110,14 @@ def test_each_l1_checkpoint_fails_for_a_sloppy_agent():
         assert sharpened.S == 0.0 and sharpened.V == 0.0
     for seed in range(12):
         rot = task("rotated_text", seed)
-        call = rot.reference[0][0]
-        if call.name != "rotate":
-            continue
-        wrong = _scored(rot, [("rotate", {"image_index": 0,
-                                          "angle": call.arguments["angle"] + 180})])
-        # the right tool on the whole document, but upside down: no effect, nothing passes
-        assert wrong.S == 0.0 and wrong.V_tool == 0.0 and wrong.V_true == 0.0
+        angle = {"rot90": -90, "rot180": 180, "rot270": 90}.get(rot.metadata["transform"])
+        undo = (("rotate", {"image_index": 0, "angle": angle, "expand": True}) if angle else
+                ("flip", {"image_index": 0, "direction": "horizontal"
+                          if rot.metadata["transform"] == "flip_h" else "vertical"}))
+        # turning the whole document upright adds nothing: the glyphs stay illegible, and no
+        # checkpoint pays for it
+        upright = _scored(rot, [undo])
+        assert upright.S == 0.0 and upright.V_tool == 0.0 and upright.V_true == 0.0
 
 
 # ------------------------------------------------------------------------------- tiny_text
@@ -181,12 +182,8 @@ def test_reference_replays_through_visual_tools(family):
         x0, y0, x1, y1 = mapped_box(out, ev.box)
         assert -1 <= x0 and -1 <= y0 and x1 <= ow + 1 and y1 <= oh + 1
         scale = abs(float(np.linalg.det(out.provenance.affine[:, :2]))) ** 0.5
-        if family == "tiny_text":
+        if family in ("tiny_text", "rotated_text"):
             assert ev.glyph_height * scale * R.view_scale(oh, ow) >= MIN_VIEW
-        elif family == "rotated_text":
-            got = R.to_gray(np.ascontiguousarray(arr[max(y0, 0):y1, max(x0, 0):x1]))
-            upright = np.ascontiguousarray(apply_reference(ev.clean, t.reference[0][0]))
-            assert ncc(got, upright) > 0.9
         else:
             assert R.ink_surround_contrast(region(arr, ev.box), ev.mask) >= 1.3 * MIN_CONTRAST
 

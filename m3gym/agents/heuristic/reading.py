@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 import cv2
 import numpy as np
+from rapidfuzz import fuzz
 
 from m3gym.agents.heuristic import vision as hv
-from m3gym.agents.heuristic.calls import crop_call, fix_call, op_call
+from m3gym.agents.heuristic.calls import crop_call, op_call
 from m3gym.agents.heuristic.text import (
     asked_label,
     asked_position,
@@ -103,32 +104,83 @@ def sticker_candidates(img: np.ndarray, color: str | None, where: str | None,
 
 
 def plan_rotated_text(view: EpisodeView) -> Plan:
-    """Find the document's orientation locally, fix it with rotate/flip, read the field."""
+    """Find the small document, crop-zoom it, read it as it lies (orientation found locally).
+
+    The document is the largest bright paper-like region of the view; one zoomed crop shows its
+    rows legibly. The agent reads the crop in the orientations a turned or mirrored page can
+    have (its own reading, no tool: a rotation adds no information) and keeps the reading that
+    looks most like upright text.
+    """
     img = view.images[0]
-    gray = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
-    doc = hv.bright_region(img) or (0, 0, img.shape[1], img.shape[0])
-    region = gray[doc[1]:doc[3], doc[0]:doc[2]]
-    fixes: list[tuple[str, object]]
+    h, w = img.shape[:2]
+    s = view.view_scale(0)
+    doc = hv.bright_region(img, min_fraction=0.002) or (0, 0, w, h)
+    dw, dh = doc[2] - doc[0], doc[3] - doc[1]
+    grown = hv.grow(doc, 0.06 * dw + 2, 0.06 * dh + 2, w, h)
+    out = yield [crop_call(0, hv.to_bbox1000(grown, w, h), hv.zoom_for(grown, s, 4.0))]
+    if not out.images or out.images[0] is None:
+        return None
+    crop = out.images[0]
+    gray = cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY)
+    page = hv.bright_region(crop, min_fraction=0.1)
+    region = gray[page[1]:page[3], page[0]:page[2]] if page else gray
+    fixes: list[tuple[str, object] | None]
     if hv.text_lines_horizontal(region):
-        fixes = [("rotate", 180), ("flip", "horizontal"), ("flip", "vertical")]
+        fixes = [None, ("rotate", 180), ("flip", "horizontal"), ("flip", "vertical")]
     else:
         fixes = [("rotate", -90), ("rotate", 90)]
+    probes = [crop if f is None else hv.apply_fix(crop, f) for f in fixes]
     label = asked_label(view.question)
-    probes = [hv.apply_fix(region, f) for f in fixes]
-    probes = [p[:max(8, p.shape[0] * 11 // 20)] for p in probes]  # the upper half suffices
-    readings = read_words_batch(probes, scale=0.8)
-    ranked = sorted(range(len(fixes)), key=lambda k: -_reading_quality(readings[k],
-                                                                          view.choices))
-    best = fixes[ranked[0]]
-    view.guess = pick_code(readings[ranked[0]], view.choices, label)[0]
-    out = yield [fix_call(0, best)]
-    if out.images and out.images[0] is not None:
-        fixed = out.images[0]
-        page = hv.bright_region(fixed) or (0, 0, fixed.shape[1], fixed.shape[0])
-        page_img = fixed[page[1]:page[3], page[0]:page[2]]
-        choice, _ = pick_code(read_words(page_img), view.choices, label)
-        return choice or view.guess
-    return view.guess
+    ranked = []
+    for probe, words in zip(probes, read_words_batch(probes)):
+        rows = row_after_label(words, label) if label else []
+        choice, score = best_choice([t for t, _ in rows], view.choices) if rows else (None, -1.0)
+        if rows:  # read the value's strip again, enlarged, as one line
+            x0, y0, x1, y1 = rows[0][1]
+            pad = (y1 - y0) // 2 + 2
+            strip = probe[max(0, y0 - pad):y1 + pad, max(0, x0 - pad):x1 + pad]
+            again, sc2 = best_choice([words_text(read_words(strip, scale=2.0, psm=7))],
+                                     view.choices)
+            if again is not None and sc2 > score:
+                choice, score = again, sc2
+        if choice is None:
+            choice, score = pick_code(words, view.choices, label)
+        ranked.append((bool(rows), score, mean_confidence(words), choice))
+    return max(ranked, key=lambda r: r[:3])[3]
+
+
+def row_after_label(words: Sequence[OcrWord], label: str
+                    ) -> list[tuple[str, tuple[int, int, int, int]]]:
+    """Return the text read right of ``label`` on its row and its box, by geometry.
+
+    Words are matched to ``label`` (fuzzy) one to three at a time (in reading order); the text
+    and the joint box of the words whose vertical centre lies within the label's height and that
+    start right of it are returned (best label match first). A form's value may be read as a
+    separate line from its label, which
+    :func:`~m3gym.agents.heuristic.text.value_after_label` misses.
+    """
+    target = "".join(ch for ch in label.lower() if ch.isalnum())
+    order = sorted(words, key=lambda w: (w.box[1] // max(1, w.box[3] - w.box[1]), w.box[0]))
+    spans = []
+    for i in range(len(order)):
+        for n in (1, 2, 3):
+            group = order[i:i + n]
+            joined = "".join(ch for w in group for ch in w.text.lower() if ch.isalnum())
+            if joined and len(group) == n:
+                spans.append((fuzz.ratio(joined, target), group))
+    out = []
+    for ratio, group in sorted(spans, key=lambda t: -t[0]):
+        if ratio < 75:
+            break
+        y0, y1 = min(w.box[1] for w in group), max(w.box[3] for w in group)
+        right = max(w.box[2] for w in group)
+        row = sorted((w for w in words if w.box[0] >= right - 2
+                      and y0 <= (w.box[1] + w.box[3]) / 2 <= y1), key=lambda w: w.box[0])
+        if row:
+            box = (min(w.box[0] for w in row), min(w.box[1] for w in row),
+                   max(w.box[2] for w in row), max(w.box[3] for w in row))
+            out.append((" ".join(w.text for w in row), box))
+    return out
 
 
 def _reading_quality(words: Sequence[OcrWord], choices: Sequence[str]) -> float:
