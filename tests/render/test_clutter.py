@@ -71,3 +71,30 @@ def test_distractor_labels_stay_in_their_boxes(seed, count, size, n_avoid, plate
         pad = max(4, int(lab.glyph_height * 0.4)) if plate else 0
         mask[max(0, y0 - pad):y1 + pad, max(0, x0 - pad):x1 + pad] = True
     assert not (changed & ~mask).any(), "a label drawn outside its plate"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.floats(0.1, 1.0))
+def test_soft_shadow_never_darkens_a_keep_box(seed, n_keep, strength):
+    img, rng, keep, _ = _scene(seed, 400, 300, n_keep)
+    x0, y0 = int(rng.integers(0, 300)), int(rng.integers(0, 200))
+    box = (x0, y0, x0 + int(rng.integers(20, 100)), y0 + int(rng.integers(20, 100)))
+    keep = [k for k in keep if not R.boxes_overlap(k, box, 0)]
+    out = R.soft_shadow(img, rng, box, strength, keep=keep)
+    for kx0, ky0, kx1, ky1 in keep:
+        assert np.array_equal(out[ky0:ky1, kx0:kx1], img[ky0:ky1, kx0:kx1])
+    again = R.soft_shadow(img, np.random.default_rng(seed), box, strength)
+    assert again.shape == img.shape  # without keep: the draws are the same ones
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3))
+def test_stickers_and_props_leave_avoid_boxes_alone(seed, n_avoid):
+    from m3gym.tasks.render.scene_dressing import add_props, add_stickers
+
+    img, rng, avoid, _ = _scene(seed, 1000, 800, n_avoid)
+    before = img.copy()
+    stickers = add_stickers(img, rng, 4, avoid)
+    add_props(img, rng, 4, [*avoid, *stickers])
+    for x0, y0, x1, y1 in avoid:
+        assert np.array_equal(img[y0:y1, x0:x1], before[y0:y1, x0:x1]), "drawn into an avoid box"

@@ -220,13 +220,16 @@ def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) 
 
 def soft_shadow(
     img: np.ndarray, rng: np.random.Generator, box: Sequence[float] | np.ndarray, strength: float,
+    keep: Sequence[Sequence[float]] = (),
 ) -> np.ndarray:
     """Return ``img`` with the soft drop shadow of an object at ``box`` (or a ``(4, 2)`` quad).
 
     The shadow is the object's shape offset down-right/left by a few percent of its size,
     blurred by about a tenth of its size and darkening by up to ``0.6 * strength``. Call it
     before pasting the object (the object then covers its own part of the shadow). Strength 0
-    returns ``img`` itself and draws nothing.
+    returns ``img`` itself and draws nothing. No pixel of a ``keep`` box changes: the blur is
+    narrowed so the shadow's reach stops short of them, and a shadow that would fall on one
+    is not drawn (the draws from ``rng`` do not depend on ``keep``).
     """
     if strength <= 0:
         return img
@@ -241,12 +244,17 @@ def soft_shadow(
     offset = np.array([rng.uniform(-0.06, 0.06), rng.uniform(0.02, 0.08)]) * size * strength
     blur = max(0.5, size * float(rng.uniform(0.04, 0.12)))
     darkness = float(rng.uniform(0.35, 0.6)) * strength
-    pad = int(3 * blur) + 2
     shifted = pts + offset
-    bx0, by0 = (max(0, int(math.floor(shifted[:, 0].min())) - pad),
-                max(0, int(math.floor(shifted[:, 1].min())) - pad))
-    bx1, by1 = (min(w, int(math.ceil(shifted[:, 0].max())) + pad),
-                min(h, int(math.ceil(shifted[:, 1].max())) + pad))
+    sx0, sy0 = int(math.floor(shifted[:, 0].min())), int(math.floor(shifted[:, 1].min()))
+    sx1, sy1 = int(math.ceil(shifted[:, 0].max())), int(math.ceil(shifted[:, 1].max()))
+    if keep:
+        room = _shadow_room((sx0, sy0, sx1, sy1), keep, w, h)
+        blur = min(blur, (room - 2) / 3.0)  # the drawn region (3 sigma + 2) ends before keep
+        if blur < 0.5:
+            return img.copy()
+    pad = int(3 * blur) + 2
+    bx0, by0 = max(0, sx0 - pad), max(0, sy0 - pad)
+    bx1, by1 = min(w, sx1 + pad), min(h, sy1 + pad)
     out = img.copy()
     if bx1 <= bx0 or by1 <= by0:
         return out
@@ -255,6 +263,24 @@ def soft_shadow(
     out[by0:by1, bx0:bx1] = shade_polygon(img, shifted, (bx0, by0, bx1, by1), k, (mh, mw),
                                           blur / k, darkness)
     return out
+
+
+def _shadow_room(bounds: Box, keep: Sequence[Sequence[float]], w: int, h: int) -> float:
+    """Return how far (px) a shadow drawn around ``bounds`` may reach before a ``keep`` box.
+
+    Per box the larger of the horizontal and vertical gaps between ``bounds`` and the box's
+    pixels (negative when they overlap); the smallest over the boxes that lie in the image.
+    """
+    x0, y0, x1, y1 = bounds
+    room = float("inf")
+    for k in keep:
+        kx0, ky0 = max(0, math.floor(k[0])), max(0, math.floor(k[1]))
+        kx1, ky1 = min(w, math.ceil(k[2])), min(h, math.ceil(k[3]))
+        if kx1 <= kx0 or ky1 <= ky0:
+            continue
+        gap = max(kx0 - x1, x0 - kx1, ky0 - y1, y0 - ky1)
+        room = min(room, float(gap))
+    return room
 
 
 def sheet_shadow(img: np.ndarray, rng: np.random.Generator, quad: np.ndarray,

@@ -89,6 +89,7 @@ def place_patch(img: np.ndarray, rng: np.random.Generator, rgb: np.ndarray,
 
     Returns the pixel box and the quad (image coordinates) of the patch, or ``None`` (nothing
     drawn) when the placed quad, grown by a margin for its shadow, would touch an ``avoid`` box.
+    The shadow itself stops short of every ``avoid`` box (:func:`R.soft_shadow`'s ``keep``).
     """
     h, w = rgb.shape[:2]
     quad = R.perspective_quad(rng, w, h, tilt) + np.asarray(at, np.float64)
@@ -97,7 +98,7 @@ def place_patch(img: np.ndarray, rng: np.random.Generator, rgb: np.ndarray,
         if any(R.boxes_overlap(qb, a, 0.06 * max(w, h) + 4) for a in avoid):
             return None
     if shadow > 0:
-        img[:] = R.soft_shadow(img, rng, quad, shadow)
+        img[:] = R.soft_shadow(img, rng, quad, shadow, keep=avoid)
     box, _ = R.warp_patch(img, rgb, alpha, quad)
     return box, quad
 
