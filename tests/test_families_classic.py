@@ -61,8 +61,8 @@ def test_fixed_choices_small_images_and_balanced_answers(family: str) -> None:
     ("glyph_zoom", {"side": 100}),
     ("glyph_rotate", {"glyph_min": 10.0}),      # illegible once upright
     ("glyph_rotate", {"transforms": ("rot45",)}),
-    ("glyph_faint", {"ink_contrast": (20.0, 25.0)}),  # visible without a tool
-    ("glyph_faint", {"span": (30.0, 40.0), "shading": (3.0, 4.0)}),  # not restorable
+    ("glyph_faint", {"side": 144, "glyph_min": 30.0, "glyph_max": 40.0}),  # no block to hide in
+    ("glyph_faint", {"levels": (2, 4)}),  # not restorable: the stretch divides by 4 levels
     ("glyph_faint", {"glyphs": ("1", "1")}),
 ])
 def test_validate_rejects_inconsistent_configs(family: str, bad: dict) -> None:

@@ -19,7 +19,8 @@ from m3gym.tools.visual import VISUAL_TOOLS
 from tests.family_helpers import replay
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
-SINGLE_CALL = {"clock_reading"}  # issue 41: its rotate added no information and was dropped
+# issue 41: the rotate (and tiny_faint_text's autocontrasts) added no information and were dropped
+SINGLE_CALL = {"clock_reading", "tiny_faint_text"}
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 

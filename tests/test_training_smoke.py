@@ -17,7 +17,7 @@ from evaluate_policy import MaskedRandomPolicy, evaluate  # noqa: E402
 from train_sb3 import algo_class, latest_checkpoint, load_config, train  # noqa: E402
 
 SMALL_ENV = {
-    "family": "faint_text", "family_config": {"width": 640, "height": 480},
+    "family": "faint_text", "family_config": {"width": 1536, "height": 1152},
     "obs_size": 48, "task_pool": 16, "cache_size": 16, "zoom": "view", "max_steps": 3,
     "reward": "process",
 }

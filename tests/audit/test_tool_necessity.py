@@ -178,7 +178,7 @@ def test_an_op_of_a_family_under_the_line_is_needed_only_by_the_chain() -> None:
 
 
 def test_known_failures_are_reported_and_a_passing_family_passes() -> None:
-    known = share_check("glyph_faint", tasks=2)
+    known = share_check("glyph_rotate", tasks=2)
     assert not known.fails and known.known == KNOWN_REASON
     assert known.line().endswith(f"known failure ({KNOWN_REASON})")
     ok = share_check("glyph_zoom", tasks=2)

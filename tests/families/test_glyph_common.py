@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _glyph_common as G
-from m3gym.tasks.registry import make_task
+from m3gym.tasks.registry import get_family, make_task
 
 GLYPH_FAMILIES = ("glyph_zoom", "glyph_rotate", "glyph_faint")
 
@@ -88,7 +88,7 @@ def test_surface_textures_are_deterministic_and_textured(kind):
     assert float(a.std()) > 1.0  # not a flat colour
 
 
-@pytest.mark.parametrize("family", GLYPH_FAMILIES)
+@pytest.mark.parametrize("family", [f for f in GLYPH_FAMILIES if get_family(f).photo_scenes])
 def test_glyph_families_draw_on_photo_scenes_and_stay_deterministic(family):
     flat = make_task(family, 3)
     photo = make_task(family, 3, {"scenes": "photo"})

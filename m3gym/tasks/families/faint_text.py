@@ -182,8 +182,9 @@ class FaintTextFamily(FamilyConfig):
         chosen = [labels[int(i)] for i in rng.permutation(len(labels))]
         target_label = chosen[0]
         glyph = float(rng.uniform(self.glyph_min, self.glyph_max))
-        code, choices = view_lookalike_codes(rng, bold_face(face), glyph, R.view_scale(H, W),
-                                             self.choices)
+        # look-alikes at view scale, measured on a half-size render (the same view, 4x cheaper)
+        code, choices = view_lookalike_codes(rng, bold_face(face), round(glyph / 2),
+                                             2.0 * R.view_scale(H, W), self.choices)
         rows = [(target_label, code)]
         while len(rows) < len(chosen):
             other = R.random_code(rng)
