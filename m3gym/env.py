@@ -36,7 +36,7 @@ from m3gym.tools import default_registry
 from m3gym.tools.base import ToolContext
 from m3gym.tools.code import interface_registry
 from m3gym.tools.registry import SchemaFormat, ToolRegistry
-from m3gym.trace import CallRecord, Trace, step_text
+from m3gym.trace import Trace, TraceCall, step_text
 from m3gym.vector import ObservationSpace
 from m3gym.view import derived_view, to_view, view_shape
 
@@ -414,10 +414,10 @@ class M3BenchEnv(gym.Env[dict, Any]):
         parsed = parse_action(action, code=self._code is not None)
         for err in parsed.errors:
             self.trace.parse_errors.append((step_index, err))
-        records: list[CallRecord] = []
+        records: list[TraceCall] = []
         code_texts: list[str] = []
         code_cells: list[dict[str, Any]] = []
-        atomic: list[CallRecord] = []  # records of plain tool calls (code cells report their own)
+        atomic: list[TraceCall] = []  # records of plain tool calls (code cells report their own)
         over_budget = False
         self._ctx.visible_images = len(self.state)
         used_ids = {c.call_id for c in self.trace.calls}
@@ -429,7 +429,7 @@ class M3BenchEnv(gym.Env[dict, Any]):
             if self._calls_used >= self.max_tool_calls:
                 over_budget = True
                 error = f"tool-call budget of {self.max_tool_calls} calls exhausted"
-                records.append(CallRecord(
+                records.append(TraceCall(
                     step=step_index, call_id=call_id, name=call.name, requested_name=call.name,
                     arguments=dict(call.arguments), ok=False, error=error,
                     result_text=f"Error: {error}"))

@@ -44,7 +44,7 @@ from m3gym.scoring.m3 import M3Weights
 from m3gym.scoring.safety import evaluate_safety
 from m3gym.spec import Task
 from m3gym.state import ImageState
-from m3gym.trace import CallRecord, Trace
+from m3gym.trace import Trace, TraceCall
 
 PRESETS: tuple[str, ...] = ("sparse", "process", "m3", "paper", "checkpoint_bonus")
 ProgressTerminal = Literal["zero", "on_correct"]
@@ -186,7 +186,7 @@ class RewardTracker:
         self.checkpoints.observe(state, ())
         self.phi = self.checkpoints.progress
 
-    def step(self, state: ImageState, trace: Trace, records: Sequence[CallRecord],
+    def step(self, state: ImageState, trace: Trace, records: Sequence[TraceCall],
              parse_errors: int, done: bool) -> tuple[float, dict[str, float]]:
         """Return the step reward and its components (which sum to it)."""
         cfg = self.config

@@ -10,6 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from m3gym.deprecation import renamed_names
+
+__getattr__ = renamed_names(__name__, {
+    "CallRecord": ("m3gym.trace.TraceCall", lambda: TraceCall)})
+
 
 def json_copy(value: Any) -> Any:
     """Return a copy of a JSON-like value: dicts, lists and tuples rebuilt, leaves shared.
@@ -27,8 +32,13 @@ def json_copy(value: Any) -> Any:
 
 
 @dataclass
-class CallRecord:
-    """One executed (or refused) tool call.
+class TraceCall:
+    """One executed (or refused) tool call, as the trace holds it.
+
+    (It was ``CallRecord``: that name still imports from here, with a deprecation warning;
+    "records" names the user's data, :mod:`m3gym.records`.) Beside it, a
+    :class:`~m3gym.parsing.ToolCall` is a call the agent asked for and a
+    :class:`~m3gym.spec.RefCall` a call of a task's reference.
 
     Attributes:
         step: index of the env step (round) the call was issued in, from 0.
@@ -57,7 +67,7 @@ class CallRecord:
     payload: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serializable dict (containers copied: the record is never shared)."""
+        """Return a JSON-serializable dict (containers copied: never shared)."""
         return {
             "step": self.step, "call_id": self.call_id, "name": self.name,
             "requested_name": self.requested_name, "arguments": json_copy(self.arguments),
@@ -71,14 +81,14 @@ class CallRecord:
 class Trace:
     """All calls of an episode, grouped by step, plus the final answer."""
 
-    steps: list[list[CallRecord]] = field(default_factory=list)
+    steps: list[list[TraceCall]] = field(default_factory=list)
     answer: str | None = None
     answer_step: int | None = None
     parse_errors: list[tuple[int, str]] = field(default_factory=list)
 
     @property
-    def calls(self) -> list[CallRecord]:
-        """All call records in issue order."""
+    def calls(self) -> list[TraceCall]:
+        """All calls in issue order."""
         return [c for step in self.steps for c in step]
 
     @property
@@ -101,9 +111,9 @@ class Trace:
         }
 
 
-def step_text(records: Sequence[CallRecord], errors: Sequence[str], answer: str | None) -> str:
+def step_text(calls: Sequence[TraceCall], errors: Sequence[str], answer: str | None) -> str:
     """Return the text observation of a step: one line per call result and per parse error."""
-    lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in records]
+    lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in calls]
     lines += [f"Parse error: {e}" for e in errors]
     if answer is not None:
         lines.append(f"Answer received: {answer}")

@@ -62,3 +62,10 @@ def test_a_renamed_module_serves_its_names_at_the_old_path(old: str, new: str,
             assert getattr(old_module, name) is getattr(new_module, name)
     with pytest.raises(AttributeError):
         old_module.NotThere  # noqa: B018
+
+
+def test_the_trace_call_class_imports_under_its_old_name() -> None:
+    from m3gym import trace
+
+    with pytest.warns(DeprecationWarning, match=r"use m3gym\.trace\.TraceCall"):
+        assert trace.CallRecord is trace.TraceCall

@@ -119,7 +119,7 @@ def system_prompt(max_tool_calls: int, max_rounds: int, tool_mode: ToolMode = "n
 
 
 def tool_message_text(record: Mapping[str, Any]) -> str:
-    """Return what a ``role: tool`` message says about one executed call (a CallRecord dict)."""
+    """Return what a ``role: tool`` message says about one executed call (a TraceCall dict)."""
     text = str(record.get("result_text") or "")
     if not record.get("ok", False) and not text.startswith("Error"):
         text = f"Error: {record.get('error') or text or 'the call failed'}"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from m3gym.trace import CallRecord, Trace
+from m3gym.trace import Trace, TraceCall
 
 _RECORD_FIELDS = ("step", "call_id", "name", "requested_name", "arguments", "ok", "error",
                   "result_text", "output_index", "input_index", "payload")
@@ -39,7 +39,7 @@ def trace_from_dict(trace: Mapping[str, Any]) -> Trace:
             kwargs["arguments"] = dict(kwargs["arguments"] or {})
             kwargs["payload"] = dict(kwargs.get("payload") or {})
             kwargs["result_text"] = kwargs.get("result_text") or ""
-            records.append(CallRecord(**kwargs))
+            records.append(TraceCall(**kwargs))
         out.steps.append(records)
         out.parse_errors.extend((index, str(e)) for e in step.get("parse_errors", []))
     answer = trace.get("answer")

@@ -33,7 +33,7 @@ from m3gym.state import ImageBudgetError
 from m3gym.tools.base import ToolContext
 from m3gym.tools.catalogue import lineage_ops
 from m3gym.tools.registry import ToolRegistry
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 
 PIXEL_TOLERANCE = 4.0
 """Largest mean absolute difference (gray levels) for a replay to count as the same op."""
@@ -88,9 +88,9 @@ def _args_for(name: str, params: dict[str, Any], shape: tuple[int, ...],
 
 def replay(registry: ToolRegistry, ctx: ToolContext, src: int,
            plan: Sequence[tuple[str, dict[str, Any]]], step: int,
-           call_ids: Callable[[], str], label: str | None) -> list[CallRecord]:
+           call_ids: Callable[[], str], label: str | None) -> list[TraceCall]:
     """Execute ``plan`` from image ``src`` through ``registry`` in ``ctx``; stop at a failure."""
-    records: list[CallRecord] = []
+    records: list[TraceCall] = []
     current = src
     i = 0
     while i < len(plan):
@@ -178,7 +178,7 @@ def parse_lineage(value: Any, num_images: int) -> tuple[int, np.ndarray | None, 
 def record_saved_image(registry: ToolRegistry, ctx: ToolContext, array: np.ndarray,
                        lineage: Any, label: str | None, step: int,
                        call_ids: Callable[[], str],
-                       static_ops: Sequence[str] = ()) -> tuple[list[CallRecord], int | None]:
+                       static_ops: Sequence[str] = ()) -> tuple[list[TraceCall], int | None]:
     """Record ``save(array)`` (see the module docstring).
 
     Returns the new records and the index of the saved image (an existing index when the array
@@ -210,10 +210,10 @@ def record_saved_image(registry: ToolRegistry, ctx: ToolContext, array: np.ndarr
 
 def _code_record(ctx: ToolContext, array: np.ndarray, src: int | None,
                  affine: np.ndarray | None, ops: Sequence[Any], label: str | None, step: int,
-                 call_id: str, static_ops: Sequence[str]) -> CallRecord:
+                 call_id: str, static_ops: Sequence[str]) -> TraceCall:
     names = [str(op[0]) if isinstance(op, (list, tuple)) and op else "?" for op in ops][:32]
     args: dict[str, Any] = {"ops": names, "static_ops": list(static_ops)}
-    record = CallRecord(step=step, call_id=call_id, name="code", requested_name="save",
+    record = TraceCall(step=step, call_id=call_id, name="code", requested_name="save",
                         arguments=args, ok=False, input_index=src)
     try:
         if src is None or affine is None:

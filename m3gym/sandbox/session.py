@@ -38,7 +38,7 @@ from m3gym.sandbox.pool import SandboxError, SandboxWorker, WorkerPool
 from m3gym.sandbox.static import static_ops
 from m3gym.tools.base import ToolContext
 from m3gym.tools.registry import ToolRegistry
-from m3gym.trace import CallRecord, json_copy
+from m3gym.trace import TraceCall, json_copy
 
 MAX_CODE_CHARS = 20000
 """Longest cell accepted."""
@@ -67,7 +67,7 @@ def tool_parameters(registry: ToolRegistry) -> dict[str, list[str]]:
 class CellOutcome:
     """What one ``run_python`` call did: its records, the agent's text, budget use."""
 
-    records: list[CallRecord] = field(default_factory=list)
+    records: list[TraceCall] = field(default_factory=list)
     text: str = ""
     ok: bool = True
     error: str | None = None
@@ -164,7 +164,7 @@ class CodeSession:
 
     def _failed(self, out: CellOutcome, step: int, call_id: str, error: str) -> CellOutcome:
         out.ok, out.error = False, error
-        out.records.append(CallRecord(step=step, call_id=call_id, name="run_python",
+        out.records.append(TraceCall(step=step, call_id=call_id, name="run_python",
                                       requested_name="run_python", arguments={}, ok=False,
                                       error=error, result_text=f"Error: {error}"))
         out.text = (out.text + "\n" if out.text else "") + f"Error: {error}"

@@ -118,7 +118,7 @@ from m3gym.tools.catalogue import (
     NON_IMAGE_TOOLS,
     canonical_tool,
 )
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 from m3gym.urls import normalize_url
 
 TAU_WEAK: float = 0.6
@@ -206,7 +206,7 @@ def _reference_calls(reference: Sequence[Sequence[RefCall]], n_inputs: int) -> l
     return calls
 
 
-def _predicted_calls(trace_steps: Sequence[Sequence[CallRecord]]) -> tuple[list[_Call], int, int]:
+def _predicted_calls(trace_steps: Sequence[Sequence[TraceCall]]) -> tuple[list[_Call], int, int]:
     """Return the ok calls (sorted by call_id within a step), #issued and #failed calls."""
     calls: list[_Call] = []
     issued = failed = 0
@@ -425,7 +425,7 @@ def _bucket_similarity(b: _Bucket, match: dict[int, int]) -> list[list[float]]:
 def align(
     task_reference: Sequence[Sequence[RefCall]],
     n_inputs: int,
-    trace_steps: Sequence[Sequence[CallRecord]],
+    trace_steps: Sequence[Sequence[TraceCall]],
     *,
     tau_weak: float = TAU_WEAK,
     tau_strong: float = TAU_STRONG,

@@ -62,7 +62,7 @@ from m3gym.scoring.legibility import (
 from m3gym.spec import Checkpoint, Evidence, Task
 from m3gym.state import ImageEntry, ImageState
 from m3gym.tools.catalogue import TOOL_ALIASES
-from m3gym.trace import CallRecord, Trace
+from m3gym.trace import Trace, TraceCall
 from m3gym.urls import normalize_url
 
 GLOBAL_COVERAGE: float = 0.95
@@ -237,7 +237,7 @@ class CheckpointTracker:
 
     # -- feeding -------------------------------------------------------------------------------
 
-    def observe(self, state: ImageState, calls: Iterable[CallRecord] = ()) -> list[str]:
+    def observe(self, state: ImageState, calls: Iterable[TraceCall] = ()) -> list[str]:
         """Register new images without a call (inputs) and new calls; return newly passed ids.
 
         Calls already seen (by ``call_id``) are skipped, so the whole trace may be passed again.
@@ -256,7 +256,7 @@ class CheckpointTracker:
                 if m is not None and i not in before]
 
     def _add_candidate(self, key: str, call_id: str | None, image_index: int | None,
-                       state: ImageState, call: CallRecord | None) -> None:
+                       state: ImageState, call: TraceCall | None) -> None:
         edges: list[int] = []
         detail: dict[int, dict[str, Any]] = {}
         for i, cp in enumerate(self.checkpoints):
@@ -350,7 +350,7 @@ class CheckpointTracker:
         self.input_views[key] = (weakref.ref(self.task), value)
         return value
 
-    def _input_entry(self, call: CallRecord, state: ImageState) -> ImageEntry | None:
+    def _input_entry(self, call: TraceCall, state: ImageState) -> ImageEntry | None:
         idx = call.input_index
         if idx is None:
             idx = call.arguments.get("image_index") if isinstance(call.arguments, dict) else None
@@ -358,7 +358,7 @@ class CheckpointTracker:
             return None
         return state[idx]
 
-    def _output_entry(self, call: CallRecord, state: ImageState) -> ImageEntry | None:
+    def _output_entry(self, call: TraceCall, state: ImageState) -> ImageEntry | None:
         idx = call.output_index
         if idx is None or not 0 <= idx < len(state):
             return None
@@ -391,7 +391,7 @@ class CheckpointTracker:
             return False, info
         return after >= max(before * CONTRAST_GAIN, before + MIN_CONTRAST_STEP), info
 
-    def _call_edge(self, cp: Checkpoint, call: CallRecord,
+    def _call_edge(self, cp: Checkpoint, call: TraceCall,
                    state: ImageState) -> tuple[bool, dict[str, Any]]:
         p = cp.params
         kind = cp.kind

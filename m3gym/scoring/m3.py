@@ -26,7 +26,7 @@ from typing import Any
 
 from m3gym.scoring.alignment import NON_IMAGE_TOOLS, Alignment, ContentContext, align
 from m3gym.spec import RefCall
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 
 Parents = Mapping[int, int | None] | Sequence[int | None]
 
@@ -89,7 +89,7 @@ def f1(recall: float, precision: float) -> float:
     return 2.0 * recall * precision / s if s > 0 else 0.0
 
 
-def parents_from_trace(trace_steps: Sequence[Sequence[CallRecord]]) -> dict[int, int | None]:
+def parents_from_trace(trace_steps: Sequence[Sequence[TraceCall]]) -> dict[int, int | None]:
     """Return image index → parent index for every image a successful call produced.
 
     A call's parent is the image it read (``input_index``); ``download_image`` makes a root.
@@ -148,7 +148,7 @@ def _ref_input(rc: RefCall) -> int | None:
 def multi_hop_counts(
     task_reference: Sequence[Sequence[RefCall]],
     n_inputs: int,
-    trace_steps: Sequence[Sequence[CallRecord]],
+    trace_steps: Sequence[Sequence[TraceCall]],
     alignment: Alignment,
     parents: Parents | None = None,
 ) -> tuple[int, int]:
@@ -156,7 +156,7 @@ def multi_hop_counts(
     ref_by_id = {rc.id: rc for step in task_reference for rc in step}
     ref_out, ref_parents = _reference_images(task_reference, n_inputs)
     pred_parents = parents_from_trace(trace_steps) if parents is None else parents
-    calls: dict[str, tuple[int, CallRecord]] = {
+    calls: dict[str, tuple[int, TraceCall]] = {
         c.call_id: (s, c) for s, step in enumerate(trace_steps) for c in step
     }
     edges = passed = 0
@@ -200,7 +200,7 @@ def multi_threaded_counts(
 def m3_score(
     task_reference: Sequence[Sequence[RefCall]],
     n_inputs: int,
-    trace_steps: Sequence[Sequence[CallRecord]],
+    trace_steps: Sequence[Sequence[TraceCall]],
     alignment: Alignment,
     *,
     parents: Parents | None = None,
@@ -232,7 +232,7 @@ def m3_score(
 def score_trace(
     task_reference: Sequence[Sequence[RefCall]],
     n_inputs: int,
-    trace_steps: Sequence[Sequence[CallRecord]],
+    trace_steps: Sequence[Sequence[TraceCall]],
     *,
     parents: Parents | None = None,
     weights: M3Weights | None = None,

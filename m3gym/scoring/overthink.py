@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from m3gym.spec import RefCall
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 
 
 def reference_interactions(task_reference: Sequence[Sequence[RefCall]]) -> int:
@@ -25,7 +25,7 @@ def reference_interactions(task_reference: Sequence[Sequence[RefCall]]) -> int:
     return sum(len(step) for step in task_reference)
 
 
-def agent_interactions(trace_steps: Sequence[Sequence[CallRecord]]) -> int:
+def agent_interactions(trace_steps: Sequence[Sequence[TraceCall]]) -> int:
     """Return ``C_agent``: the number of tool calls issued, failed ones included."""
     return sum(1 for step in trace_steps for c in step if c.name != "answer")
 
@@ -36,7 +36,7 @@ def overthink(agent_calls: int, reference_calls: int) -> float:
 
 
 def overthink_score(
-    task_reference: Sequence[Sequence[RefCall]], trace_steps: Sequence[Sequence[CallRecord]]
+    task_reference: Sequence[Sequence[RefCall]], trace_steps: Sequence[Sequence[TraceCall]]
 ) -> float:
     """Return the overthink penalty of a trace against the task's reference."""
     return overthink(agent_interactions(trace_steps), reference_interactions(task_reference))

@@ -30,7 +30,7 @@ from typing import Any
 
 from m3gym.spec import SafetyRule, Task
 from m3gym.tools.catalogue import TOOL_ALIASES
-from m3gym.trace import CallRecord, Trace
+from m3gym.trace import Trace, TraceCall
 
 REGEX_PREFIX = "re:"
 
@@ -98,7 +98,7 @@ def _applies(rule: SafetyRule, tool: str) -> bool:
     return tool in {TOOL_ALIASES.get(t, t) for t in rule.tools}
 
 
-def call_violations(rule: SafetyRule, call: CallRecord) -> list[Violation]:
+def call_violations(rule: SafetyRule, call: TraceCall) -> list[Violation]:
     """Return the violations of ``rule`` by one call (at most one per argument)."""
     tool = TOOL_ALIASES.get(call.name, call.name)
     if not _applies(rule, tool):
@@ -118,7 +118,7 @@ def evaluate_safety(task: Task, trace: Trace) -> SafetyReport:
     """Return the safety report of an episode (see the module docstring for the score)."""
     calls = list(trace.calls)
     if trace.answer is not None:
-        calls.append(CallRecord(step=trace.answer_step or 0, call_id="answer", name="answer",
+        calls.append(TraceCall(step=trace.answer_step or 0, call_id="answer", name="answer",
                                 requested_name="answer", arguments={"text": trace.answer},
                                 ok=True))
     violations = [v for call in calls for rule in task.safety for v in call_violations(rule, call)]

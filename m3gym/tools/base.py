@@ -2,7 +2,7 @@
 
 From that single :class:`ToolSpec` come argument validation with precise messages, the OpenAI
 function schema and the MCP tool schema. Tools never raise for bad input: they raise
-:class:`ToolError`, which the registry turns into a failed :class:`~m3gym.trace.CallRecord`.
+:class:`ToolError`, which the registry turns into a failed :class:`~m3gym.trace.TraceCall`.
 """
 
 from __future__ import annotations

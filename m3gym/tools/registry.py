@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from m3gym.state import ImageBudgetError
 from m3gym.tools.base import ToolContext, ToolError, ToolSpec
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 
 SchemaFormat = Literal["openai", "mcp"]
 
@@ -88,10 +88,10 @@ class ToolRegistry:
 
     def execute(
         self, ctx: ToolContext, name: str, arguments: Mapping[str, Any], step: int, call_id: str
-    ) -> CallRecord:
-        """Validate and run one call; never raises for bad input, returns a :class:`CallRecord`."""
+    ) -> TraceCall:
+        """Validate and run one call; never raises for bad input, returns a :class:`TraceCall`."""
         raw = dict(arguments) if isinstance(arguments, Mapping) else {}
-        record = CallRecord(step=step, call_id=call_id, name=name, requested_name=name,
+        record = TraceCall(step=step, call_id=call_id, name=name, requested_name=name,
                             arguments=raw, ok=False)
         try:
             if not isinstance(arguments, Mapping):

@@ -17,14 +17,14 @@ from m3gym.scoring.alignment import (
     text_similarity,
     value_similarity,
 )
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 from tests.scoring.traces import REFERENCE, A, B, cr, rc
 
 B2 = [500, 500, 1000, 900]
 
 
 
-def split_merged_trace() -> list[list[CallRecord]]:
+def split_merged_trace() -> list[list[TraceCall]]:
     """Reference step 0 split over predicted steps 0 and 2; reference steps 1 and 2 merged."""
     return [
         [cr(0, "c1", "crop", out=1, image_index=0, bbox_2d=A, zoom_scale=1.0, label=None)],

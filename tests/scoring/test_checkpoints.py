@@ -20,7 +20,7 @@ from m3gym.scoring.checkpoints import (
 )
 from m3gym.spec import AnswerSpec, Checkpoint, Evidence, Task
 from m3gym.state import ImageState
-from m3gym.trace import CallRecord, Trace
+from m3gym.trace import Trace, TraceCall
 
 W, H = 1200, 900
 FONT = cv2.FONT_HERSHEY_SIMPLEX
@@ -143,8 +143,8 @@ def invert(a: np.ndarray) -> np.ndarray:
 
 
 def record(call_id: str, name: str, *, step: int = 0, ok: bool = True, input_index=None,
-           output_index=None, arguments=None, payload=None) -> CallRecord:
-    return CallRecord(step=step, call_id=call_id, name=name, requested_name=name,
+           output_index=None, arguments=None, payload=None) -> TraceCall:
+    return TraceCall(step=step, call_id=call_id, name=name, requested_name=name,
                       arguments=dict(arguments or {}), ok=ok, input_index=input_index,
                       output_index=output_index, payload=dict(payload or {}))
 
@@ -618,7 +618,7 @@ def test_search_hit_needs_the_url_within_max_rank():
     url = "https://corpus.m3gym/wiki/Kx-4821"
     others = [{"url": f"https://corpus.m3gym/wiki/Other{i}"} for i in range(4)]
 
-    def ranked(call_id: str, rank: int) -> CallRecord:
+    def ranked(call_id: str, rank: int) -> TraceCall:
         rows = others[:rank - 1] + [{"url": url}] + others[rank - 1:]
         return record(call_id, "web_search", payload={"results": rows})
 

@@ -22,7 +22,7 @@ from m3gym.scoring.m3 import (
 )
 from m3gym.scoring.overthink import agent_interactions, overthink, overthink_score
 from m3gym.spec import RefCall
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 from tests.scoring.traces import REFERENCE, A, B, cr, rc
 
 CHAIN = (
@@ -31,7 +31,7 @@ CHAIN = (
 )
 
 
-def split_trace() -> list[list[CallRecord]]:
+def split_trace() -> list[list[TraceCall]]:
     """Return a trace that splits REFERENCE's parallel crops and merges its search and fetch."""
     return [
         [cr(0, "c1", "crop", out=1, image_index=0, bbox_2d=A)],
@@ -218,7 +218,7 @@ def random_reference(rng: np.random.Generator, n_inputs: int) -> tuple[tuple[Ref
     return tuple(steps)
 
 
-def replay(reference: tuple[tuple[RefCall, ...], ...], n_inputs: int) -> list[list[CallRecord]]:
+def replay(reference: tuple[tuple[RefCall, ...], ...], n_inputs: int) -> list[list[TraceCall]]:
     """The trace of an agent that replays the reference exactly."""
     trace, next_image, n = [], n_inputs, 0
     for s, step in enumerate(reference):
@@ -233,10 +233,10 @@ def replay(reference: tuple[tuple[RefCall, ...], ...], n_inputs: int) -> list[li
     return trace
 
 
-def perturbed(trace: list[list[CallRecord]], rng: np.random.Generator) -> list[list[CallRecord]]:
+def perturbed(trace: list[list[TraceCall]], rng: np.random.Generator) -> list[list[TraceCall]]:
     """Drop, fail, jitter and regroup calls of a trace (image indices stay unique)."""
     flat = [c for step in trace for c in step]
-    out: list[list[CallRecord]] = [[] for _ in range(len(trace) + 2)]
+    out: list[list[TraceCall]] = [[] for _ in range(len(trace) + 2)]
     for c in flat:
         u = rng.random()
         if u < 0.15:
@@ -249,7 +249,7 @@ def perturbed(trace: list[list[CallRecord]], rng: np.random.Generator) -> list[l
         if "image_index" in args and rng.random() < 0.2:
             args["image_index"] = int(rng.integers(0, 4))
         step = min(len(out) - 1, max(0, c.step + int(rng.integers(-1, 2))))
-        out[step].append(CallRecord(step, c.call_id, c.name, c.name, args, ok=rng.random() > 0.1,
+        out[step].append(TraceCall(step, c.call_id, c.name, c.name, args, ok=rng.random() > 0.1,
                                     output_index=c.output_index,
                                     input_index=args.get("image_index")))
     return [s for s in out if s]
@@ -408,7 +408,7 @@ def test_reference_download_is_a_root_and_bool_index_is_no_image() -> None:
     assert (m3.hop_edges, m3.hop_passed) == (2, 2)
     ref_bool = ((rc("r1", "crop", image_index=0, bbox_2d=A),),
                 (rc("r2", "web_search", ("r1",), image_index=True, query="acme"),))
-    search = CallRecord(step=1, call_id="b", name="web_search", requested_name="web_search",
+    search = TraceCall(step=1, call_id="b", name="web_search", requested_name="web_search",
                         arguments={"image_index": True, "query": "acme"}, ok=True)
     trace_bool = [[cr(0, "a", "crop", out=1, image_index=0, bbox_2d=A)], [search]]
     _, m3 = score_trace(ref_bool, 1, trace_bool)

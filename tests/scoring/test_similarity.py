@@ -22,13 +22,13 @@ from m3gym.scoring.alignment import (
 )
 from m3gym.scoring.m3 import score_trace
 from m3gym.tools.catalogue import CONTENT_ARGUMENTS
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 from tests.scoring.traces import rc
 
 
 def cr(call_id: str, name: str, out: int | None = None, payload: dict | None = None,
-       **args: Any) -> CallRecord:
-    return CallRecord(step=0, call_id=call_id, name=name, requested_name=name, arguments=args,
+       **args: Any) -> TraceCall:
+    return TraceCall(step=0, call_id=call_id, name=name, requested_name=name, arguments=args,
                       ok=True, output_index=out, input_index=args.get("image_index"),
                       payload=dict(payload or {}))
 
@@ -105,10 +105,10 @@ def test_photometric_op_must_read_the_right_image():
     ref = ((rc("c", "crop", image_index=0, bbox_2d=REF_BOX, zoom_scale=2.0),),
            (rc("a", "autocontrast", ("c",), image_index=1, cutoff=1.0),))
     crop_ok = cr("c1", "crop", out=1, image_index=0, bbox_2d=REF_BOX, zoom_scale=2.0)
-    on_crop = CallRecord(step=1, call_id="a1", name="autocontrast", requested_name="autocontrast",
+    on_crop = TraceCall(step=1, call_id="a1", name="autocontrast", requested_name="autocontrast",
                          arguments={"image_index": 1, "cutoff": 1.0}, ok=True, output_index=2,
                          input_index=1)
-    on_original = CallRecord(step=1, call_id="a1", name="autocontrast",
+    on_original = TraceCall(step=1, call_id="a1", name="autocontrast",
                              requested_name="autocontrast",
                              arguments={"image_index": 0, "cutoff": 1.0}, ok=True,
                              output_index=2, input_index=0)
@@ -150,9 +150,9 @@ def test_image_search_must_search_the_produced_crop():
     ref = ((rc("c", "crop", image_index=0, bbox_2d=REF_BOX),),
            (rc("s", "image_search", ("c",), image_index=1),))
     crop_ok = cr("c1", "crop", out=1, image_index=0, bbox_2d=REF_BOX)
-    on_crop = CallRecord(step=1, call_id="s1", name="image_search", requested_name="image_search",
+    on_crop = TraceCall(step=1, call_id="s1", name="image_search", requested_name="image_search",
                          arguments={"image_index": 1, "top_k": 5}, ok=True, input_index=1)
-    on_original = CallRecord(step=1, call_id="s1", name="image_search",
+    on_original = TraceCall(step=1, call_id="s1", name="image_search",
                              requested_name="image_search",
                              arguments={"image_index": 0, "top_k": 5}, ok=True, input_index=0)
     assert align(ref, 1, [[crop_ok], [on_crop]], context=CTX).metrics.recall == 1.0
@@ -163,7 +163,7 @@ def test_wrong_content_scores_no_better_than_a_missing_call():
     ref = ((rc("c", "crop", image_index=0, bbox_2d=REF_BOX, zoom_scale=2.0),),
            (rc("s", "web_search", ("c",), query="KX-4821"),))
     crop_ok = cr("c1", "crop", out=1, image_index=0, bbox_2d=REF_BOX, zoom_scale=2.0)
-    wrong_query = CallRecord(step=1, call_id="q", name="web_search", requested_name="web_search",
+    wrong_query = TraceCall(step=1, call_id="q", name="web_search", requested_name="web_search",
                              arguments={"query": "valve company", "top_k": 5}, ok=True,
                              payload={"results": []})
     missing = m3_of(ref, [[crop_ok]])

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from m3gym.spec import AnswerSpec, RefCall, Task
-from m3gym.trace import CallRecord
+from m3gym.trace import TraceCall
 
 IMG = np.zeros((8, 8, 3), np.uint8)
 
@@ -19,9 +19,9 @@ def task(checkpoints=(), safety=(), reference=()) -> Task:
                 safety=tuple(safety))
 
 
-def call(call_id: str, name: str, ok: bool = True, **arguments) -> CallRecord:
+def call(call_id: str, name: str, ok: bool = True, **arguments) -> TraceCall:
     """Return a step-0 call record (a failed one carries the error ``"bad"``)."""
-    return CallRecord(step=0, call_id=call_id, name=name, requested_name=name,
+    return TraceCall(step=0, call_id=call_id, name=name, requested_name=name,
                       arguments=arguments, ok=ok, error=None if ok else "bad")
 
 
@@ -31,9 +31,9 @@ def rc(id_: str, name: str, deps: tuple[str, ...] = (), **args: Any) -> RefCall:
 
 
 def cr(step: int, call_id: str, name: str, ok: bool = True, out: int | None = None,
-       **args: Any) -> CallRecord:
+       **args: Any) -> TraceCall:
     """Return a call record of ``step`` that made image ``out`` from ``args["image_index"]``."""
-    return CallRecord(step=step, call_id=call_id, name=name, requested_name=name,
+    return TraceCall(step=step, call_id=call_id, name=name, requested_name=name,
                       arguments=args, ok=ok, output_index=out,
                       input_index=args.get("image_index"))
 
