@@ -236,8 +236,16 @@ def test_input_measure_cache_never_serves_another_task():
 
 
 def test_pickle_env_with_a_warm_input_measure_cache():
+    from m3gym.spec import Checkpoint
+    from m3gym.tools.catalogue import CONTRAST_TOOLS
+
     env = gym.make(m3gym.family_env_id("tiny_faint_text")).unwrapped
     task = m3gym.make_task("tiny_faint_text", 3)
+    # a contrast checkpoint on the tiny label (its reference is one crop now): it measures
+    # Image 0's native ink contrast when a contrast op runs on it
+    task = dataclasses.replace(task, checkpoints=(*task.checkpoints, Checkpoint(
+        "s_contrast", "S", "contrast_op", {"evidence": "label", "tools": list(CONTRAST_TOOLS)},
+        "a contrast op on an image holding the label")))
     for _ in range(2):  # autocontrast of Image 0 measures the input's native ink contrast
         env.reset(options={"task": task})
         env.step(AUTOCONTRAST_0)
