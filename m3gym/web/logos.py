@@ -63,8 +63,8 @@ SHAPES: tuple[str, ...] = ("circle", "square", "triangle", "diamond", "hexagon",
 PATTERNS: tuple[str, ...] = ("none", "hstripes", "vstripes", "diagonal", "dots", "cross",
                              "half", "chevron")
 CORNERS: tuple[str, ...] = ("none", "tl", "tr", "bl", "br")
-FONTS: tuple[int, ...] = (cv2.FONT_HERSHEY_SIMPLEX, cv2.FONT_HERSHEY_DUPLEX,
-                          cv2.FONT_HERSHEY_TRIPLEX, cv2.FONT_HERSHEY_COMPLEX)
+FONTS: tuple[str, ...] = ("sans-bold", "serif-bold", "condensed-bold", "mono-bold")
+"""TrueType faces of the initials (``LogoSpec.font`` indexes them; no Hershey faces since v4)."""
 LOGO_SIZE = 128
 
 
@@ -241,6 +241,38 @@ def draw_shape(canvas: np.ndarray, spec: LogoSpec) -> None:
                      cv2.LINE_AA)
 
 
+def _blend(canvas: np.ndarray, alpha: np.ndarray, colour: str) -> None:
+    """Blend ``colour`` into ``canvas`` (in place) with ``uint8`` coverage ``alpha``."""
+    a = alpha.astype(np.float32)[..., None] * np.float32(1.0 / 255.0)
+    solid = np.asarray(PALETTE[colour], np.float32)
+    canvas[:] = (canvas * (1.0 - a) + solid * a + 0.5).astype(np.uint8)
+
+
+def _draw_initials(canvas: np.ndarray, spec: LogoSpec) -> None:
+    """Draw ``spec.text`` centred (plus the offset) in ``FONTS[spec.font]`` (in place).
+
+    Letters filled with the background colour inside a rim of the text colour.
+    """
+    from m3gym.tasks.render.text import render_text
+
+    size = spec.size
+    glyph = size / 128 * (35.0 if len(spec.text) == 1 else 25.0)
+    patch = render_text(spec.text, glyph, FONTS[spec.font])
+    rim = max(1, size // 80) + 1
+    ph, pw = patch.alpha.shape
+    inner = np.zeros((size, size), np.uint8)
+    x0 = round(size / 2 + spec.dx - pw / 2)
+    y0 = round(size / 2 + spec.dy - ph / 2)
+    cx0, cy0 = max(0, x0), max(0, y0)
+    cx1, cy1 = min(size, x0 + pw), min(size, y0 + ph)
+    if cx1 <= cx0 or cy1 <= cy0:
+        return
+    inner[cy0:cy1, cx0:cx1] = patch.alpha[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0]
+    disk = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * rim + 1, 2 * rim + 1))
+    _blend(canvas, cv2.dilate(inner, disk), spec.text_colour)
+    _blend(canvas, inner, spec.background)
+
+
 def render_logo(spec: LogoSpec) -> np.ndarray:
     """Draw ``spec`` and return a read-only ``uint8`` RGB image of ``spec.size``²."""
     size = spec.size
@@ -258,14 +290,6 @@ def render_logo(spec: LogoSpec) -> np.ndarray:
     if spec.pattern != "none":
         paint(canvas, cv2.min(pattern_layer(spec.pattern, size), shape_mask(spec)),
               spec.pattern_colour)
-    font = FONTS[spec.font]
-    font_scale = size / 128 * (1.6 if len(spec.text) == 1 else 1.15)
-    thickness = max(2, size // 40)
-    (tw, th), _ = cv2.getTextSize(spec.text, font, font_scale, thickness)
-    org = (round(size / 2 + spec.dx - tw / 2), round(size / 2 + spec.dy + th / 2))
-    cv2.putText(canvas, spec.text, org, font, font_scale, PALETTE[spec.text_colour],
-                thickness + 2, cv2.LINE_AA)
-    cv2.putText(canvas, spec.text, org, font, font_scale, PALETTE[spec.background],
-                max(1, thickness - 1), cv2.LINE_AA)
+    _draw_initials(canvas, spec)
     canvas.setflags(write=False)
     return canvas
