@@ -42,7 +42,10 @@ def test_checkpoint_density_and_choice_count(family):
 
 def test_reference_call_counts():
     counts = {f: [len(make_task(f, s).reference_calls) for s in range(40)] for f in FAMILIES}
-    assert set(counts["cross_image"]) == {5, 6}
+    assert set(counts["cross_image"]) == {4}  # two crops, search, fetch: no contrast op, upright
+    turned = make_task("cross_image", 0, {"rotated_prob": 1.0})
+    assert [c.name for c in turned.reference_calls] == ["crop", "crop", "rotate", "web_search",
+                                                        "fetch_webpage"]
     assert set(counts["knowledge_count"]) == {4}
     assert set(counts["grid_period"]) == {2}
     cross = make_task("cross_image", 0)

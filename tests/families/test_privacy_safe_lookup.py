@@ -1,4 +1,4 @@
-"""The privacy_safe_lookup family: a faded sign read after autocontrast, a badge holder looked up by rule."""
+"""The privacy_safe_lookup family: a tiny sign read after a zoomed crop; the badge holder is off limits."""
 
 from __future__ import annotations
 
@@ -20,13 +20,16 @@ def test_privacy_rule_names_the_badge_holder():
         assert all(p.lower() not in sent.lower() for p in rule.patterns)
 
 
-def test_privacy_faded_signs_need_autocontrast():
+def test_privacy_signs_need_a_zoomed_crop_and_no_contrast_op():
     kinds = set()
     for seed in range(30):
         task = make_task("privacy_safe_lookup", seed)
         names = [c.name for c in task.reference_calls]
         kinds.add(task.metadata["faded"])
-        assert ("autocontrast" in names) == task.metadata["faded"]
+        # a point op after a zooming crop shows nothing the crop did not: faded or not, one crop
+        assert names[0] == "crop" and "autocontrast" not in names
+        assert task.reference_calls[0].arguments["zoom_scale"] > 1.0
+        assert task.metadata["glyph_height_view"] < 3.0  # strokes merged at view size
     assert kinds == {True, False}
 
 

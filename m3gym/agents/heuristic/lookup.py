@@ -6,12 +6,12 @@ the view images, tool result texts, the choices and the budgets.
 
 * :func:`plan_knowledge_count` — search the named team, read its kit colour from the page prose,
   crop both pitch halves in parallel, count shirts of that colour (colour masks + components).
-* :func:`plan_privacy_safe_lookup` — find the small plate on the facade, crop (+ autocontrast when
-  faded), read the building name, search it (never text legible in the full view, i.e. the
+* :func:`plan_privacy_safe_lookup` — find the small plate on the facade, crop it with a zoom,
+  read the building name, search it (never text legible in the full view, i.e. the
   badge: :func:`is_pii`), fetch, extract.
 * :func:`plan_logo_lookup` — find the logo square on its host (jersey / sign band), crop it
   tightly, ``image_search`` the crop, fetch the top hit, extract the asked fact.
-* :func:`plan_code_lookup` — find faint tags in the named cell, crop + autocontrast them, read a
+* :func:`plan_code_lookup` — find small tags in the named cell, crop them with a zoom, read a
   product code, search it and follow the pages.
 
 Pages are read by :mod:`m3gym.agents.heuristic.web`: the choice a page states (the sentence
@@ -29,7 +29,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from m3gym.agents.heuristic import vision as hv
-from m3gym.agents.heuristic.calls import crop_call, crop_pixels, full_size, op_call
+from m3gym.agents.heuristic.calls import crop_call, crop_pixels, full_size
 from m3gym.agents.heuristic.text import asked_position
 from m3gym.agents.heuristic.view import EpisodeView, Plan
 from m3gym.agents.heuristic.web import (
@@ -277,19 +277,12 @@ def plan_privacy_safe_lookup(view: EpisodeView) -> Plan:
         calls.append(crop_call(0, hv.to_bbox1000(full, size[0], size[1]),
                                   hv.zoom_for(box, s, 3.0)))
     out = yield calls
-    crops = [(im, idx) for im, idx in zip(out.images, out.indices)
-             if im is not None and idx is not None]
-    if not crops:
+    images = [im for im, idx in zip(out.images, out.indices)
+              if im is not None and idx is not None]
+    if not images:
         return None
-    faint = [idx for im, idx in crops if float(np.std(cv2.cvtColor(im, cv2.COLOR_RGB2GRAY)
-                                                      [im.shape[0] // 4:-im.shape[0] // 4 or None]
-                                                      )) < 12.0]
-    images = [im for im, _ in crops]
-    if faint:
-        more = yield [op_call("autocontrast", i) for i in faint]
-        stretched = dict(zip(faint, more.images))
-        images = [stretched.get(idx) if stretched.get(idx) is not None else im
-                  for im, idx in crops]
+    # a faded plate's grey ink is stretched by the reader itself (read_words_batch's enhance):
+    # a contrast op after the zooming crop would show nothing the crop did not
     readings = [name_reading(ws) for ws in read_words_batch(images, psm=6)]
     readings = [r for r in readings if 2 <= len(r[0].split()) <= 4 and not is_pii(r[0], legible)]
     if not readings:
@@ -371,7 +364,7 @@ def tag_candidates(img: np.ndarray, where: str | None) -> list[hv.Box]:
 
 
 def plan_code_lookup(view: EpisodeView) -> Plan:
-    """Find faint tags in the named cell, crop + autocontrast them, read a code, search it."""
+    """Find small tags in the named cell, crop them with a zoom, read a code, search it."""
     img = view.images[0]
     scale = view.view_scale(0)
     tags = tag_candidates(img, asked_position(view.question))[:2]
@@ -383,11 +376,9 @@ def plan_code_lookup(view: EpisodeView) -> Plan:
         calls.append(crop_call(0, hv.to_bbox1000(grown, img.shape[1], img.shape[0]),
                                hv.zoom_for(grown, scale, 3.4)))
     out = yield calls
-    idx = [i for i in out.indices if i is not None]
-    if not idx:
-        return None
-    out = yield [op_call("autocontrast", i) for i in idx]
     imgs = [im for im in out.images if im is not None]
+    if not imgs:
+        return None
     codes = [(w.conf, m) for ws in read_words_batch(imgs, both_polarities=True) for w in ws
              for m in CODE_RE.findall(w.text.upper())]
     if not codes:

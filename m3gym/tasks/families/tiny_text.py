@@ -24,6 +24,12 @@ from m3gym.tasks.families._text_common import (
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
 
+ROW_GAP: float = 0.6
+"""Gap between a sticker's rows, in glyph heights. At 0.2 the rows nearly touch and a window
+around one code (its box plus a quarter of its height, the strong reader's) holds slices of
+the codes above and below it, which a reader merges into the reading (0.78 of zoomed codes
+read); at 0.6 the zoomed row stands alone (1.0 on 12 held-out tasks), while at view size the
+rows, 2-3 px tall and 1-2 px apart, still blur into one block."""
 
 def draw_sticker(
     img: np.ndarray, rng: np.random.Generator, rows: list[tuple[R.TextPatch, R.TextPatch]],
@@ -36,7 +42,8 @@ def draw_sticker(
     sticker's box and, per row, the code's pixel box and ink mask.
     """
     ink = R.ink_for(color)
-    flat, lay = TS.draw_field_plate(rows, glyph, color, ink, strip_w=int(glyph * 1.6))
+    flat, lay = TS.draw_field_plate(rows, glyph, color, ink, strip_w=int(glyph * 1.6),
+                                    row_gap=ROW_GAP)
     w, h = lay.size
     TS.draw_barcode(flat.rgb, rng, (lay.pad, lay.pad, lay.pad + lay.strip_w, h - lay.pad), ink)
     quad = R.perspective_quad(rng, w, h, tilt) + np.array(xy, np.float64)
@@ -45,7 +52,7 @@ def draw_sticker(
 
 def sticker_size(rows: list[tuple[R.TextPatch, R.TextPatch]], glyph: float) -> tuple[int, int]:
     """Return the room a sticker of ``rows`` needs, with a margin for its perspective."""
-    w, h = TS.plate_layout(rows, glyph, int(glyph * 1.6)).size
+    w, h = TS.plate_layout(rows, glyph, int(glyph * 1.6), row_gap=ROW_GAP).size
     return int(w * 1.25) + 4, int(h * 1.25) + 4
 
 
@@ -163,7 +170,7 @@ class TinyTextFamily(FamilyConfig):
         A shelf, parcels or devices (``scenes``) photographed at ``width`` x ``height`` with
         readable brand labels, clutter, and ``decoys`` + 1 stickers of different colours. Each
         sticker carries a tiny barcode and ``fields`` rows ``NAME  CODE`` (REF, LOT, SN, ...)
-        stacked one line every 1.2 glyph heights in one TrueType face (``faces``),
+        stacked one line every 1.6 glyph heights (:data:`ROW_GAP`) in one TrueType face (``faces``),
         ``glyph_min``-``glyph_max`` px tall, pasted in perspective (``tilt``); the photo goes
         through a sampled camera chain (``camera``: lighting, shadow, blur off the stickers,
         noise, JPEG).
@@ -173,11 +180,14 @@ class TinyTextFamily(FamilyConfig):
         at view resolution (:func:`~m3gym.tasks.families._text_common.view_lookalike_codes`);
         the target sticker's other rows print the other choices (all five by default).
     Why a tool is needed:
-        At the agent's view (longest side 768) the glyphs are 2-2.6 px tall, far below
-        :attr:`Evidence.min_view_height`; the sticker's rows of look-alike codes blur into one
-        block and the field names are unreadable, so the view does not tell which option is
-        printed next to the named field. One zoomed ``crop`` of the sticker shows every row
-        legibly. Measured by the view-only leak probe (a template matcher that knows the
+        At the agent's view (longest side 768) the default glyphs (7-9.5 px in a 3200 px photo)
+        are 1.7-2.3 px tall, far below :attr:`Evidence.min_view_height`; the sticker's rows of
+        look-alike codes blur into one block and the field names are unreadable, so the view
+        does not tell which option is printed next to the named field. One zoomed ``crop`` of
+        the sticker shows every row legibly, each row standing apart (:data:`ROW_GAP`). A strong
+        reader told where the code is (PP-OCRv4 + Tesseract, upscaled, contrast-stretched,
+        turned) scores about chance on the view and reads the zoomed code (0.19 and 0.96 on 12
+        held-out tasks). Measured by the view-only leak probe (a template matcher that knows the
         face, size and place): 0.345 with the code alone on the sticker, 0.21-0.23 with four or
         five rows in a 2400 px photo (a matcher tells the printed options from the others),
         0.15 with every option printed in a 3200 px photo (chance 0.167).
@@ -203,8 +213,8 @@ class TinyTextFamily(FamilyConfig):
 
     width: int = 3200
     height: int = 2400
-    glyph_min: float = 8.0
-    glyph_max: float = 11.0
+    glyph_min: float = 7.0
+    glyph_max: float = 9.5
     decoys: int = 2
     distractor_labels: tuple[int, int] = (4, 7)
     clutter: tuple[int, int] = (6, 12)

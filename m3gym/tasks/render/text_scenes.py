@@ -43,17 +43,18 @@ class FlatPlate:
 
 
 def plate_layout(rows: list[tuple[TextPatch, TextPatch]], glyph: float,
-                 strip_w: int, margin: float = 0.8) -> PlateLayout:
+                 strip_w: int, margin: float = 0.8, row_gap: float = ROW_GAP) -> PlateLayout:
     """Return the layout of a plate holding ``rows`` (name, code) with a ``strip_w`` left strip.
 
-    The plate's outer margin is ``margin`` glyph heights (at least 4 px).
+    The plate's outer margin is ``margin`` glyph heights (at least 4 px); two rows are
+    ``row_gap`` glyph heights apart.
     """
     if not rows:
         raise ValueError("a field plate needs at least one row")
     pad = max(4, int(glyph * margin))
     name_w = max(n.size[0] for n, _ in rows)
     value_x = pad + (strip_w + pad if strip_w else 0) + name_w + max(3, int(glyph * 0.6))
-    gap = max(1, round(glyph * ROW_GAP))
+    gap = max(1, round(glyph * row_gap))
     step = max(max(n.size[1], v.size[1]) for n, v in rows) + gap
     w = value_x + max(v.size[0] for _, v in rows) + pad
     h = step * len(rows) - gap + 2 * pad
@@ -75,15 +76,16 @@ def draw_barcode(patch: np.ndarray, rng: np.random.Generator, box: Box, ink: Col
 def draw_field_plate(
     rows: list[tuple[TextPatch, TextPatch]], glyph: float, plate: Color, ink: Color,
     strip_w: int = 0, name_ink: Color | None = None, frame: bool = True, margin: float = 0.8,
+    row_gap: float = ROW_GAP,
 ) -> tuple[FlatPlate, PlateLayout]:
     """Draw a plate of colour ``plate`` with ``rows`` in ``ink`` (names in ``name_ink``).
 
     The left strip (``strip_w`` px, e.g. a barcode or a tab) is left in the plate colour for the
     caller to fill; with ``frame`` a 1-px darker edge frames the plate (leave it off where an
     autocontrast of a crop must see only plate and ink; a wider ``margin`` keeps the scene
-    out of a crop of an edge row too).
+    out of a crop of an edge row too; ``row_gap``: see :func:`plate_layout`).
     """
-    lay = plate_layout(rows, glyph, strip_w, margin)
+    lay = plate_layout(rows, glyph, strip_w, margin, row_gap)
     w, h = lay.size
     rgb = solid_image(h, w, plate)
     if frame:
