@@ -439,13 +439,13 @@ class M3BenchEnv(gym.Env[dict, Any]):
                                       self.max_tool_calls - self._calls_used)
                 self._calls_used += max(1, cell.calls_used)
                 over_budget = over_budget or cell.over_budget
-                records.extend(cell.records)
+                records.extend(cell.calls)
                 code_texts.append(f"[{call_id}] run_python:\n{cell.text}")
                 code_cells.append({"call_id": call_id, "code": call.arguments.get("code"),
                                    "ok": cell.ok, "error": cell.error,
                                    "text": cell.text, "static_ops": cell.static_ops,
                                    # "records": the old name of "call_ids", kept one release
-                                   "call_ids": (ids := [r.call_id for r in cell.records]),
+                                   "call_ids": (ids := [r.call_id for r in cell.calls]),
                                    "records": list(ids)})
                 continue
             self._calls_used += 1

@@ -12,7 +12,7 @@ worker's requests:
   record_saved_image` as canonical calls (verified replay), a ``code`` op with verified geometry,
   or a ``code`` op with unknown provenance. A save that adds an image also costs one call.
 
-The records go into the env's trace in the step of the ``run_python`` call; a cell that fails
+The calls go into the env's trace in the step of the ``run_python`` call; a cell that fails
 (exception, timeout, limit) adds one failed ``run_python`` record with the precise error.
 """
 
@@ -65,9 +65,9 @@ def tool_parameters(registry: ToolRegistry) -> dict[str, list[str]]:
 
 @dataclass
 class CellOutcome:
-    """What one ``run_python`` call did: its records, the agent's text, budget use."""
+    """What one ``run_python`` call did: its calls, the agent's text, budget use."""
 
-    records: list[TraceCall] = field(default_factory=list)
+    calls: list[TraceCall] = field(default_factory=list)
     text: str = ""
     ok: bool = True
     error: str | None = None
@@ -146,7 +146,7 @@ class CodeSession:
             return self._failed(out, step, call_id, f"{exc}{note}")
         finally:
             ctx.visible_images = visible
-        lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in out.records]
+        lines = [f"[{r.call_id}] {r.name}: {r.result_text}" for r in out.calls]
         if cell.stdout:
             lines.append("stdout:\n" + cell.stdout.rstrip("\n"))
         if cell.dropped_chars:
@@ -154,7 +154,7 @@ class CodeSession:
         out.text = "\n".join(lines) if lines else "(no output)"
         if not cell.ok:
             error = cell.error or "the code failed"
-            if error.startswith("RemoteError") and out.records and not out.records[-1].ok:
+            if error.startswith("RemoteError") and out.calls and not out.calls[-1].ok:
                 # the failed tool call is already recorded (and counted) once
                 out.ok, out.error = False, error
                 out.text += f"\nError: {error}"
@@ -164,7 +164,7 @@ class CodeSession:
 
     def _failed(self, out: CellOutcome, step: int, call_id: str, error: str) -> CellOutcome:
         out.ok, out.error = False, error
-        out.records.append(TraceCall(step=step, call_id=call_id, name="run_python",
+        out.calls.append(TraceCall(step=step, call_id=call_id, name="run_python",
                                       requested_name="run_python", arguments={}, ok=False,
                                       error=error, result_text=f"Error: {error}"))
         out.text = (out.text + "\n" if out.text else "") + f"Error: {error}"
@@ -199,14 +199,14 @@ class CodeSession:
                 refused = charge()
                 if refused:
                     return {"ok": False, "error": refused}, ()
-                records, index = record_saved_image(self.tools, ctx, arrays[0],
+                saved, index = record_saved_image(self.tools, ctx, arrays[0],
                                                     msg.get("lineage"), label, step, next_id,
                                                     out.static_ops)
-                out.records.extend(records)
-                if not records:
+                out.calls.extend(saved)
+                if not saved:
                     out.calls_used -= 1  # the image already existed: nothing was added
                 if index is None:
-                    error = records[-1].error if records else "not recorded"
+                    error = saved[-1].error if saved else "not recorded"
                     return {"ok": False, "error": error}, ()
                 return {"ok": True, "index": index}, ()
             raise ValueError(f"unknown request {kind!r}")
@@ -228,7 +228,7 @@ class CodeSession:
         ctx.visible_images = len(ctx.state)
         record = self.tools.execute(ctx, name, arguments, step, next_id())
         record.requested_name = name
-        out.records.append(record)
+        out.calls.append(record)
         if not record.ok:
             return {"ok": False, "error": record.error}, ()
         if record.output_index is not None:
