@@ -9,12 +9,15 @@ It is *told where to look*: it reads a window around the evidence (:func:`eviden
 * **With tool** — each reference artifact that holds the evidence, at the size the agent sees it
   (its view), cut to the window around the evidence mapped into it.
 
-Both get the same tricks (:func:`reader_variants`): ×2 upscale, contrast stretch at ×2 and ×4,
-each in the 8 rotations and flips. What it reads is matched to the answer choices the way the
-heuristic agent matches (:func:`~m3gym.agents.heuristic.text.choice_scores`), each reading
-weighted by the reader's confidence; a tie at the top gets an even share of the credit, so a
-reader that reads nothing scores chance (:func:`choice_credit`). For the L3 families whose drawn
-text is a search key (the answer is off-image), the key counts as read when some reading holds
+Both get the same tricks (:func:`reader_variants`): ×2 upscale, contrast stretch at ×2 and ×4, each
+in the 8 rotations and flips; and, where PP-OCRv4 is installed, its text detector finds the text
+lines of the window (×2 and its stretch), each line then read on its own in the 8 orientations
+(:func:`line_variants`): a window that holds several lines (a bar with its data label and its
+category) is read line by line, as a document reader would. What it reads is matched to the answer
+choices the way the heuristic agent matches (:func:`~m3gym.agents.heuristic.text.choice_scores`),
+each reading weighted by the reader's confidence; a tie at the top gets an even share of the credit,
+so a reader that reads nothing scores chance (:func:`choice_credit`). For the L3 families whose
+drawn text is a search key (the answer is off-image), the key counts as read when some reading holds
 it (:func:`key_read`); there is no chance level there.
 
 Families whose answer is neither drawn text nor a drawn search key (clocks, counts, periods,
@@ -58,6 +61,20 @@ Reader = Callable[[Sequence[np.ndarray]], list[Reading]]
 
 class ReaderUnavailable(RuntimeError):
     """The reader asked for is not installed; the message says how to install it."""
+
+
+@lru_cache(maxsize=1)
+def _rapidocr_detector() -> Any:
+    """Return PP-OCRv4's text detector, which never upsamples its input (loaded once).
+
+    ``limit_type="max"``: the window is already upscaled ×2 (:func:`line_variants`); the
+    default (``"min"``, 736 px) would upsample every small window again, at seconds per window.
+    """
+    from rapidocr_onnxruntime import RapidOCR
+
+    _rapidocr_engine()  # raises with the install hint
+    return RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1, det_limit_type="max",
+                    det_limit_side_len=960).text_det
 
 
 @lru_cache(maxsize=1)
@@ -134,7 +151,9 @@ def make_reader(name: str) -> Reader | None:
     """Return the reader called ``name`` (:data:`READERS`); None for ``"none"``.
 
     ``best`` reads with both and returns both readings of each image (the matcher weighs them);
-    it needs at least one of them. Raises :class:`ReaderUnavailable` when none can run.
+    it needs at least one of them. Raises :class:`ReaderUnavailable` when none can run. A reader
+    with PP-OCRv4 also finds text lines (its ``detect`` attribute is True, :func:`read_task`
+    adds :func:`line_variants`).
     """
     if name not in READERS:
         raise ValueError(f"unknown reader {name!r}; use one of {', '.join(READERS)}")
@@ -157,6 +176,7 @@ def make_reader(name: str) -> Reader | None:
         return ((read_rapidocr(images) if use_rapid else [])
                 + (read_tesseract(images) if use_tess else []))
 
+    read.detect = use_rapid  # type: ignore[attr-defined]
     return read
 
 
@@ -194,6 +214,41 @@ def reader_variants(window: np.ndarray) -> list[np.ndarray]:
     up4 = cv2.resize(gray, (4 * w, 4 * h), interpolation=cv2.INTER_CUBIC)
     bases = (up2, stretch(up2), stretch(up4))
     return [np.ascontiguousarray(v) for base in bases for v in dihedral(base)]
+
+
+LINE_PAD: int = 4
+"""Pixels (in the ×2 window) a detected text line's box is grown by before it is read."""
+
+
+def line_variants(window: np.ndarray) -> list[np.ndarray]:
+    """Return each text line PP-OCRv4's detector finds in ``window``, in the 8 orientations.
+
+    The detector runs on the ×2 upscale and on its contrast stretch (the first two bases of
+    :func:`reader_variants`); each detected box (its bounding rectangle, grown by
+    :data:`LINE_PAD`) is cut from the base it was found in. Lines found in both come twice
+    (the matcher keeps the best reading). Detection finds lines in any orientation, so the
+    variants are only upright or turned the way the window is.
+    """
+    from m3gym.audit.leaks import dihedral
+
+    detector = _rapidocr_detector()
+    gray = to_gray(window)
+    h, w = gray.shape
+    up2 = cv2.resize(gray, (2 * w, 2 * h), interpolation=cv2.INTER_CUBIC)
+    out: list[np.ndarray] = []
+    for base in (up2, stretch(up2)):
+        boxes, _ = detector(cv2.cvtColor(np.ascontiguousarray(base), cv2.COLOR_GRAY2BGR))
+        if boxes is None:
+            continue
+        bh, bw = base.shape
+        for quad in boxes:
+            xs, ys = np.asarray(quad)[:, 0], np.asarray(quad)[:, 1]
+            a, b = max(0, int(xs.min()) - LINE_PAD), max(0, int(ys.min()) - LINE_PAD)
+            c, d = min(bw, int(math.ceil(xs.max())) + LINE_PAD), min(
+                bh, int(math.ceil(ys.max())) + LINE_PAD)
+            if c - a >= 4 and d - b >= 4:
+                out += [np.ascontiguousarray(v) for v in dihedral(base[b:d, a:c])]
+    return out
 
 
 def evidence_window(view: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
@@ -343,8 +398,10 @@ def read_task(task: Task, reader: Reader, view_size: int | None = None) -> Reade
     if ev is None:
         return None
     readings = []
+    detect = bool(getattr(reader, "detect", False))
     for windows in (no_tool_windows(task, ev, size), with_tool_windows(task, ev, size)):
-        variants = [v for w in windows for v in reader_variants(w)]
+        variants = [v for w in windows
+                    for v in (*reader_variants(w), *(line_variants(w) if detect else ()))]
         readings.append(reader(variants) if variants else [])
     if kind == "answer":
         k = answer_index(task)
