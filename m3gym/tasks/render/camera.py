@@ -220,7 +220,7 @@ def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) 
 
 def soft_shadow(
     img: np.ndarray, rng: np.random.Generator, box: Sequence[float] | np.ndarray, strength: float,
-    keep: Sequence[Sequence[float]] = (),
+    keep: Sequence[Sequence[float]] = (), inplace: bool = False,
 ) -> np.ndarray:
     """Return ``img`` with the soft drop shadow of an object at ``box`` (or a ``(4, 2)`` quad).
 
@@ -229,7 +229,9 @@ def soft_shadow(
     before pasting the object (the object then covers its own part of the shadow). Strength 0
     returns ``img`` itself and draws nothing. No pixel of a ``keep`` box changes: the blur is
     narrowed so the shadow's reach stops short of them, and a shadow that would fall on one
-    is not drawn (the draws from ``rng`` do not depend on ``keep``).
+    is not drawn (the draws from ``rng`` do not depend on ``keep``). With ``inplace`` the
+    shadow is drawn into ``img`` itself and ``img`` is returned (no copy of the whole image;
+    the same pixels as ``img[:] = soft_shadow(img, ...)``).
     """
     if strength <= 0:
         return img
@@ -251,11 +253,11 @@ def soft_shadow(
         room = _shadow_room((sx0, sy0, sx1, sy1), keep, w, h)
         blur = min(blur, (room - 2) / 3.0)  # the drawn region (3 sigma + 2) ends before keep
         if blur < 0.5:
-            return img.copy()
+            return img if inplace else img.copy()
     pad = int(3 * blur) + 2
     bx0, by0 = max(0, sx0 - pad), max(0, sy0 - pad)
     bx1, by1 = min(w, sx1 + pad), min(h, sy1 + pad)
-    out = img.copy()
+    out = img if inplace else img.copy()
     if bx1 <= bx0 or by1 <= by0:
         return out
     k = max(1, int(blur // 3))  # the shadow is smooth: draw it k times smaller

@@ -35,7 +35,7 @@ def draw_facade(img: np.ndarray, rng: np.random.Generator) -> tuple[R.Box, R.Box
     fw, fh = int(w * rng.uniform(0.5, 0.75)), int(h * rng.uniform(0.55, 0.8))
     fx, fy = int(rng.integers(10, w - fw - 10)), h - fh
     facade = R.rand_color(rng, 70, 210)
-    img[:] = R.soft_shadow(img, rng, (fx, fy, fx + fw, h), 0.45)
+    R.soft_shadow(img, rng, (fx, fy, fx + fw, h), 0.45, inplace=True)
     cv2.rectangle(img, (fx, fy), (fx + fw - 1, h - 1), facade, -1)
     cornice = max(6, fh // 60)
     fill_gradient(img, (fx - 6, fy - cornice, fx + fw + 6, fy), shade(facade, 1.2),

@@ -92,7 +92,7 @@ def _paste(frame: np.ndarray, patch: np.ndarray, alpha: np.ndarray | None, objec
     quad = perspective_quad(rng, pw, ph, float(rng.uniform(*TILT)))
     quad = quad - quad.mean(axis=0) + np.asarray(centre, np.float64)
     if shadow > 0:
-        frame[:] = soft_shadow(frame, rng, quad, shadow)
+        soft_shadow(frame, rng, quad, shadow, inplace=True)
     box, _ = warp_patch(frame, patch, alpha, quad)
     mask = np.zeros(frame.shape[:2], bool)
     mask[box[1]:box[3], box[0]:box[2]] = warp_alpha(objects, quad, box) >= 128

@@ -52,7 +52,7 @@ def draw_storefront(img: np.ndarray, rng: np.random.Generator, side: int
     hw, hh = int(w * rng.uniform(0.45, 0.7)), int(h * rng.uniform(0.45, 0.65))
     hx, hy = int(rng.integers(20, w - hw - 20)), int(rng.integers(h // 5, h - hh - 10))
     wall = R.rand_color(rng, 60, 220)
-    img[:] = R.soft_shadow(img, rng, (hx, hy, hx + hw, hy + hh), 0.5)
+    R.soft_shadow(img, rng, (hx, hy, hx + hw, hy + hh), 0.5, inplace=True)
     fill_gradient(img, (hx, hy, hx + hw, hy + hh), shade(wall, 1.05), shade(wall, 0.85))
     stroke_rect(img, (hx, hy, hx + hw, hy + hh), shade(wall, 0.6), 2)
     # sign band: flat paint with a lit top edge and a shadow below
@@ -103,7 +103,7 @@ def draw_jersey(img: np.ndarray, rng: np.random.Generator, side: int
                      [hx + hw - sl // 2, hy + hh // 3], [hx + hw - sl, hy + hh // 5],
                      [hx + hw - sl, hy + hh], [hx + sl, hy + hh], [hx + sl, hy + hh // 5],
                      [hx + sl // 2, hy + hh // 3], [hx, hy + hh // 4]], np.int32)
-    img[:] = R.soft_shadow(img, rng, (hx, hy, hx + hw, hy + hh), 0.55)
+    R.soft_shadow(img, rng, (hx, hy, hx + hw, hy + hh), 0.55, inplace=True)
     cv2.fillPoly(img, [body], kit, cv2.LINE_AA)
     # folds: soft darker streaks on the lower body, away from the chest
     mask = np.zeros(img.shape[:2], np.uint8)
@@ -134,5 +134,5 @@ def draw_jersey(img: np.ndarray, rng: np.random.Generator, side: int
 def paste_logo(img: np.ndarray, rng: np.random.Generator, logo: np.ndarray, box: R.Box) -> None:
     """Paste a decoy ``logo`` into ``box`` as a printed sticker (shadow, thin white rim)."""
     x0, y0, x1, y1 = box
-    img[:] = R.soft_shadow(img, rng, box, 0.4)
+    R.soft_shadow(img, rng, box, 0.4, inplace=True)
     img[y0:y1, x0:x1] = cv2.resize(logo, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)

@@ -28,7 +28,7 @@ def draw_package(img: np.ndarray, rng: np.random.Generator, front: R.Box, catego
     x0, y0, x1, y1 = front
     pw, ph = x1 - x0, y1 - y0
     colour = R.rand_color(rng, 60, 225)
-    img[:] = R.soft_shadow(img, rng, front, 0.6)
+    R.soft_shadow(img, rng, front, 0.6, inplace=True)
     whole = draw_box3d(img, front, colour, max(12, pw // 8), bool(rng.random() < 0.5))
     band = R.rand_color(rng, 20, 200)
     bh = max(18, ph // 7)

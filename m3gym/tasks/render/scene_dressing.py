@@ -101,7 +101,7 @@ def add_props(img: np.ndarray, rng: np.random.Generator, count: int, avoid: list
             box = done[0]
         elif kind == 1:  # a small closed box
             front = (x, y, x + bw, y + bh)
-            img[:] = R.soft_shadow(img, rng, front, 0.5, keep=[*avoid, *placed])
+            R.soft_shadow(img, rng, front, 0.5, keep=[*avoid, *placed], inplace=True)
             box = draw_box3d(img, front, R.rand_color(rng, 60, 220), depth, lit_from_left)
         else:  # a printed card
             g = float(rng.uniform(12, 20))

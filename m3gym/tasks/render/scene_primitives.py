@@ -98,7 +98,7 @@ def place_patch(img: np.ndarray, rng: np.random.Generator, rgb: np.ndarray,
         if any(R.boxes_overlap(qb, a, 0.06 * max(w, h) + 4) for a in avoid):
             return None
     if shadow > 0:
-        img[:] = R.soft_shadow(img, rng, quad, shadow, keep=avoid)
+        R.soft_shadow(img, rng, quad, shadow, keep=avoid, inplace=True)
     box, _ = R.warp_patch(img, rgb, alpha, quad)
     return box, quad
 
