@@ -51,6 +51,7 @@ PLAN_TABLE: tuple[PlanRule, ...] = (
     _rule("compare_labels", r"which reads higher", gauges.plan_compare_gauges),
     _rule("tiny_faint_text", r"small, faded .*tab on its left edge", reading.plan_tiny_faint_text),
     _rule("faint_text", r"\bfaded\b.*what is the .+exactly as printed", reading.plan_faint_text),
+    _rule("glyph_faint", r"badly washed out\. which digit", reading.plan_faint_digit),
     _rule("tiny_text", r"\bsticker\b", reading.plan_tiny_text),
     _rule("rotated_text", r"^what is the .+ on the .+ in the image\?.*exactly as printed",
           reading.plan_rotated_text),
