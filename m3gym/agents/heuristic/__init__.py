@@ -14,7 +14,8 @@ One module per part:
   text), :mod:`~m3gym.agents.heuristic.prices`, :mod:`~m3gym.agents.heuristic.documents`,
   :mod:`~m3gym.agents.heuristic.lookup`, :mod:`~m3gym.agents.heuristic.clock`,
   :mod:`~m3gym.agents.heuristic.gauges`, :mod:`~m3gym.agents.heuristic.counting` (regions),
-  :mod:`~m3gym.agents.heuristic.grid` (grid periods).
+  :mod:`~m3gym.agents.heuristic.grid` (grid periods), :mod:`~m3gym.agents.heuristic.teams`
+  (a team's players in the goal areas; it builds on ``lookup`` and ``counting``).
 """
 
 from m3gym.agents.heuristic.agent import NO_TOOLS_MIN_SCORE, UNKNOWN_ANSWER, HeuristicAgent

@@ -106,10 +106,9 @@ def count_separated_blobs(rgb: np.ndarray, color: str, scale: float,
     """Return how many objects of ``color`` ``rgb`` (a crop zoomed ``scale`` times) holds.
 
     Objects lie in clumps about one full-resolution pixel apart, which the colour mask of a
-    zoomed crop bridges; each object is a peak of the mask's distance transform (its centre, at
-    least 0.7 full-resolution pixels from the mask's edge, one-pixel holes closed) that is the largest within 1.3 pixels
-    (``aspect`` times that along x: cars lie lengthwise), and every group of peaks counts once.
-    A pixel of the mask matches the colour and stands out from its neighbourhood (a light or
+    zoomed crop bridges; they are split at the peaks of its distance transform
+    (:func:`count_mask_peaks`; ``aspect`` widens the search along x: cars lie lengthwise). A
+    pixel of the mask matches the colour and stands out from its neighbourhood (a light or
     tinted patch of the backdrop is not an object).
     """
     mask = hv.color_mask(rgb, hv.COLORS[color], tol=75.0)
@@ -117,13 +116,25 @@ def count_separated_blobs(rgb: np.ndarray, color: str, scale: float,
     ground = cv2.medianBlur(gray, max(5, int(12 * scale)) | 1)
     mask[cv2.absdiff(gray, ground) < 30] = 0
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    c = max(3, int(scale)) | 1  # a lit roof or centre (one full-resolution pixel) is no hole
+    return count_mask_peaks(mask, scale, aspect)
+
+
+def count_mask_peaks(mask: np.ndarray, scale: float, aspect: float = 1.0,
+                     min_depth: float = 0.7) -> int:
+    """Return how many objects a ``uint8`` mask of a crop zoomed ``scale`` times holds.
+
+    Each object is a peak of the mask's distance transform at least ``min_depth``
+    full-resolution pixels deep that is the largest within 1.3 pixels (``aspect`` times that
+    along x); every group of such peaks counts once. One-pixel holes (a lit roof or centre) are
+    closed first.
+    """
+    c = max(3, int(scale)) | 1
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((c, c), np.uint8))
     dist = cv2.distanceTransform(mask, cv2.DIST_L2, 5)
     w = max(1, int(1.3 * scale))
     wx = max(1, int(1.3 * scale * aspect))
     local = cv2.dilate(dist, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * wx + 1, 2 * w + 1)))
-    peaks = ((dist >= local - 1e-3) & (dist >= 0.7 * scale)).astype(np.uint8)
+    peaks = ((dist >= local - 1e-3) & (dist >= min_depth * scale)).astype(np.uint8)
     n, _ = cv2.connectedComponents(peaks, connectivity=8)
     return int(n - 1)
 

@@ -12,7 +12,17 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from m3gym.agents.heuristic import clock, counting, documents, gauges, grid, lookup, prices, reading
+from m3gym.agents.heuristic import (
+    clock,
+    counting,
+    documents,
+    gauges,
+    grid,
+    lookup,
+    prices,
+    reading,
+    teams,
+)
 from m3gym.agents.heuristic.view import EpisodeView, Plan
 
 Planner = Callable[[EpisodeView], Plan]
@@ -42,7 +52,7 @@ PLAN_TABLE: tuple[PlanRule, ...] = (
           lookup.plan_privacy_safe_lookup),
     _rule("logo_lookup", r"\blogo\b.*whose logo it is", lookup.plan_logo_lookup),
     _rule("code_lookup", r"product code.*look the product up", lookup.plan_code_lookup),
-    _rule("knowledge_count", r"\bplayers\b", lookup.plan_knowledge_count),
+    _rule("knowledge_count", r"\bplayers\b", teams.plan_knowledge_count),
     _rule("grid_period", r"does the pattern have", grid.plan_grid_period),
     _rule("price_sum", r"total of the prices", prices.plan_price_sum),
     _rule("clock_reading", r"^what time does the small|12 o'clock|answer as h:mm",

@@ -19,6 +19,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("dials", "web"),
     ("reading",),
     ("prices", "documents", "lookup", "clock", "gauges", "counting", "grid"),
+    ("teams",),
     ("table",),
     ("agent",),
 )
