@@ -206,7 +206,12 @@ def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) 
     """
     if strength <= 0:
         return img
-    fh, fw = _field_shape(*img.shape[:2])
+    return _apply_gain(img, _lighting_gain(rng, *img.shape[:2], strength))
+
+
+def _lighting_gain(rng: np.random.Generator, h: int, w: int, strength: float) -> np.ndarray:
+    """Return :func:`uneven_lighting`'s gain on the small field of an ``h x w`` image."""
+    fh, fw = _field_shape(h, w)
     falloff = _smooth_gain(rng, fh, fw, 2)
     cx, cy = rng.uniform(0.0, 1.0, 2)
     spread = float(rng.uniform(0.35, 0.8))
@@ -215,7 +220,7 @@ def uneven_lighting(img: np.ndarray, rng: np.random.Generator, strength: float) 
     spot = np.exp(-(xs[None, :] ** 2 + ys[:, None] ** 2))
     gain = np.float32(1.0 - 0.55 * strength) + np.float32(0.55 * strength) * falloff
     gain += np.float32(0.12 * strength) * spot
-    return _apply_gain(img, gain.astype(np.float32))
+    return gain.astype(np.float32)
 
 
 def soft_shadow(
@@ -413,7 +418,13 @@ def _cast_shadow(
 
     The draws from ``rng`` do not depend on ``keep``.
     """
-    h, w = img.shape[:2]
+    gain = _cast_shadow_gain(rng, *img.shape[:2], strength, keep)
+    return img if gain is None else _apply_gain(img, gain)
+
+
+def _cast_shadow_gain(rng: np.random.Generator, h: int, w: int, strength: float,
+                      keep: Sequence[Sequence[float]]) -> np.ndarray | None:
+    """Return :func:`_cast_shadow`'s gain on the small field (``None``: it would touch keep)."""
     corner = int(rng.integers(4))
     reach = rng.uniform(0.25, 0.6, 2) * (w, h)
     blur = max(1.0, 0.03 * max(h, w) * float(rng.uniform(0.5, 1.5)))
@@ -422,13 +433,13 @@ def _cast_shadow(
     tri = np.array([[ax, ay], [abs(ax - reach[0]), ay], [ax, abs(ay - reach[1])]], np.float64)
     bounds = (tri[:, 0].min(), tri[:, 1].min(), tri[:, 0].max(), tri[:, 1].max())
     if any(boxes_overlap(bounds, k, margin=3 * blur) for k in keep):
-        return img
+        return None
     sh, sw = _field_shape(h, w)  # the shadow is smooth: compute it small
     scale = np.array([sw / w, sh / h])
     mask = np.zeros((sh, sw), np.float32)
     cv2.fillPoly(mask, [np.round(tri * scale * 16).astype(np.int32)], 1.0, cv2.LINE_AA, shift=4)
     mask = cv2.GaussianBlur(mask, (0, 0), max(0.5, blur * float(scale[0])))
-    return _apply_gain(img, 1.0 - np.float32(darkness) * mask)
+    return 1.0 - np.float32(darkness) * mask
 
 
 def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) -> np.ndarray:
@@ -458,10 +469,11 @@ def camera_pipeline(
 ) -> np.ndarray:
     """Return ``img`` as a camera would record it: one chain of effects sampled by ``rng``.
 
-    In order: :func:`uneven_lighting` (always), a cast shadow (half the tasks; never over a
-    ``keep`` box), lens or motion blur (two tasks in three; the ``keep`` boxes and a feathered
-    margin stay sharp, as if in focus), sensor noise and a JPEG round trip. Every amount scales
-    with ``strength`` in [0, 1]; strength 0 returns ``img`` itself and draws nothing. ``keep``
+    In order: :func:`uneven_lighting` (always) and a cast shadow (half the tasks; never over a
+    ``keep`` box), applied as one gain, lens or motion blur (two tasks in three; the ``keep``
+    boxes and a feathered margin stay sharp, as if in focus), sensor noise and a JPEG round
+    trip. Every amount scales with ``strength`` in [0, 1]; strength 0 returns ``img`` itself
+    and draws nothing. ``keep``
     holds the boxes whose legibility the task relies on (the evidence). The input is not
     modified. The draws from ``rng`` do not depend on ``keep``.
     """
@@ -472,9 +484,13 @@ def camera_pipeline(
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
         raise ValueError(f"camera_pipeline needs a uint8 RGB image, got {img.dtype} {img.shape}")
     h, w = img.shape[:2]
-    out = uneven_lighting(img, rng, strength * float(rng.uniform(0.4, 1.0)))
+    # the light and the cast shadow are one gain on the small field, applied in one pass
+    gain = _lighting_gain(rng, h, w, strength * float(rng.uniform(0.4, 1.0)))
     if rng.random() < 0.5:
-        out = _cast_shadow(out, rng, strength, keep)  # draws the same whatever ``keep`` is
+        shadow = _cast_shadow_gain(rng, h, w, strength, keep)  # draws the same whatever keep is
+        if shadow is not None:
+            gain *= shadow
+    out = _apply_gain(img, gain)
     blur_kind = int(rng.integers(3))
     if blur_kind:
         scale = max(h, w) / 1000.0
