@@ -108,7 +108,7 @@ class CodeLookupFamily(FamilyConfig):
 
     Difficulty:
         ``glyph_min``/``glyph_max`` 6.2-7 px at 0 -> 5.5-6 px at 1; ``contrast_min``/
-        ``contrast_max`` 145-185 -> 115-140 levels; ``clutter`` (2, 5) -> (8, 14) and ``labels``
+        ``contrast_max`` 165-200 -> 140-160 levels; ``clutter`` (2, 5) -> (8, 14) and ``labels``
         (1, 3) -> (5, 8); ``decoy_tags`` (look-alike tags with near-miss codes) (0, 0) -> (2, 3);
         ``hops`` (1,) below 1/3, (1, 2) in the middle, (2,) above 2/3.
 
@@ -132,8 +132,8 @@ class CodeLookupFamily(FamilyConfig):
     aspect: tuple[float, float] = (0.62, 0.8)
     glyph_min: float = 5.5
     glyph_max: float = 6.5
-    contrast_min: float = 110.0
-    contrast_max: float = 160.0
+    contrast_min: float = 140.0
+    contrast_max: float = 180.0
     noise_sigma: tuple[float, float] = (0.8, 1.8)
     camera: tuple[float, float] = (0.15, 0.4)
     clutter: tuple[int, int] = (5, 10)
@@ -151,7 +151,7 @@ class CodeLookupFamily(FamilyConfig):
         d = float(difficulty)
         counts = partial(lerp_range, d, integer=True, half_even=True)
         return {"glyph_min": C.lerp(6.2, 5.5, d), "glyph_max": C.lerp(7.0, 6.0, d),
-                "contrast_min": C.lerp(145.0, 115.0, d), "contrast_max": C.lerp(185.0, 140.0, d),
+                "contrast_min": C.lerp(165.0, 140.0, d), "contrast_max": C.lerp(200.0, 160.0, d),
                 "clutter": counts((2, 5), (8, 14)),
                 "labels": counts((1, 3), (5, 8)),
                 "decoy_tags": counts((0, 0), (2, 3)), "hops": C.hops_for(d)}

@@ -350,7 +350,7 @@ class CrossImageFamily(FamilyConfig):
         repair and a ``v_true``; ``search_hit`` (the venue's page ranks first) and ``fetch``.
     Difficulty:
         ``glyph_range`` (6.5–7 px at 0 → 5.5–6 px at 1), ``num_signs`` (3 → 6 plates: more
-        look-alike lines) and ``shade_span`` (140–170 → 110–125 gray levels).
+        look-alike lines) and ``shade_span`` (165–190 → 138–155 gray levels).
     Config:
         ``split``/``world_seed`` (the offline world), ``rotated_prob`` ([0, 1]), ``num_signs``
         (within 3–6), ``glyph_range`` (px, within 5–12), ``shade_span`` (gray levels, within
@@ -370,7 +370,7 @@ class CrossImageFamily(FamilyConfig):
     rotated_prob: float = 0.0
     num_signs: tuple[int, int] = (4, 6)
     glyph_range: tuple[float, float] = (5.5, 6.5)
-    shade_span: tuple[float, float] = (115.0, 140.0)
+    shade_span: tuple[float, float] = (140.0, 165.0)
 
     @classmethod
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
@@ -378,7 +378,7 @@ class CrossImageFamily(FamilyConfig):
         return {
             "glyph_range": lerp_range(difficulty, (6.5, 7.0), (5.5, 6.0)),
             "num_signs": lerp_range(difficulty, (3, 3), (6, 6), integer=True),
-            "shade_span": lerp_range(difficulty, (140.0, 170.0), (110.0, 125.0)),
+            "shade_span": lerp_range(difficulty, (165.0, 190.0), (138.0, 155.0)),
         }
 
     def validate(self) -> None:
