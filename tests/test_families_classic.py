@@ -59,7 +59,8 @@ def test_fixed_choices_small_images_and_balanced_answers(family: str) -> None:
     ("glyph_zoom", {"glyph_max": 26.0}),        # legible without a crop
     ("glyph_zoom", {"glyph_min": 4.0, "glyph_max": 5.0}),  # illegible even in a quadrant
     ("glyph_zoom", {"side": 100}),
-    ("glyph_rotate", {"glyph_min": 10.0}),      # illegible once upright
+    ("glyph_rotate", {"glyph_min": 7.0}),       # illegible even in a grid-cell crop
+    ("glyph_rotate", {"glyph_max": 24.0}),      # legible without a crop
     ("glyph_rotate", {"transforms": ("rot45",)}),
     ("glyph_faint", {"side": 144, "glyph_min": 30.0, "glyph_max": 40.0}),  # no block to hide in
     ("glyph_faint", {"levels": (2, 4)}),  # not restorable: the stretch divides by 4 levels
