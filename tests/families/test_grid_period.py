@@ -1,4 +1,4 @@
-"""The grid_period family: count the objects of a washed-out grid photo after a threshold."""
+"""The grid_period family: count the rows and columns of a dot array finer than the view."""
 
 from __future__ import annotations
 
@@ -70,32 +70,29 @@ def test_grid_answer_matches_grid():
         assert task.answer.value in (f"{r}x{c}", str(r * c))
 
 
-def test_grid_photo_is_washed_out_and_the_threshold_splits_objects_from_their_surround():
-    """The whole photo (bench, light box, sky included) spans few levels; after the reference's
-    autocontrast and threshold nearly every object pixel and nearly every pixel of the ring
-    around the objects fall on opposite sides, for each of the three scenes."""
-    import cv2
+def test_the_view_averages_the_dot_array_away_and_the_crop_restores_it():
+    """The view's first step is a 3 x 3 block mean and the array lies on its grid: inside the
+    framed square the view is flat (no dot, no moiré, no outline of the array), while the
+    reference's zoomed crop shows the dots at full contrast."""
     import numpy as np
 
-    from m3gym.tasks import render as R
+    from m3gym.audit.tool_necessity import replay_calls
+    from m3gym.tasks.families.grid_period import PITCH
+    from m3gym.view import block_factor, to_view, view_shape
 
-    seen = set()
-    for seed in range(9):
-        task = make_task("grid_period", seed, difficulty=0.5)
-        seen.add(task.metadata["scene"])
+    for seed in range(8):
+        task = make_task("grid_period", seed)
         img = np.asarray(task.images[0])
-        gray = R.to_gray(img)
-        lo, hi = np.percentile(gray, [0.5, 99.5])
-        assert hi - lo < 28, (seed, lo, hi)
-        ref = task.reference[0][0].arguments["cutoff"]
-        stretched = R.to_gray(R.autocontrast_pil(img, ref))
-        binary = stretched > task.reference[1][0].arguments["value"]
-        ev = task.evidence[0]
-        x0, y0, x1, y1 = (int(v) for v in ev.box)
-        ink = ev.mask.astype(np.uint8)
-        reach = max(2, int(ev.glyph_height * 0.15))
-        ring = (cv2.dilate(ink, np.ones((2 * reach + 1,) * 2, np.uint8))
-                & (1 - cv2.dilate(ink, np.ones((5, 5), np.uint8)))).astype(bool)
-        box = binary[y0:y1, x0:x1]
-        assert box[ev.mask].mean() < 0.1 and box[ring].mean() > 0.9, seed
-    assert seen == {"well_plate", "dot_slide", "facade"}
+        h, w = img.shape[:2]
+        assert block_factor(h, w, *view_shape(h, w, 768)) == PITCH
+        x0, y0, x1, y1 = (int(v) for v in task.evidence[0].box)
+        assert x0 % PITCH == 0 and y0 % PITCH == 0
+        sx0, sy0, sx1, sy1 = task.metadata["square"]
+        blocks = img[sy0:sy1, sx0:sx1].astype(np.float64)  # the noise-free mean of each block
+        blocks = blocks.reshape((sy1 - sy0) // 3, 3, (sx1 - sx0) // 3, 3, 3).mean(axis=(1, 3))
+        assert blocks.std(axis=(0, 1)).max() < 1.5, seed  # sensor noise alone
+        view = to_view(img, 768)
+        assert view.shape[1] == 768
+        crop = replay_calls(task, task.images).state[1].array
+        assert crop.shape[1] >= 4 * (sx1 - sx0)  # zoomed at least 4 times
+        assert int(task.metadata["contrast"]) >= 36

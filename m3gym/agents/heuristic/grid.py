@@ -1,8 +1,9 @@
 """Periods of a repetitive pattern (the ``grid_period`` plan): rows, columns, objects.
 
-The plan stretches the faint photo (autocontrast), thresholds it at the level where the
-pattern separates (:func:`grid_threshold`) and counts the lattice in the binary image
+The plan finds the dark frame around the printed square in the view (:func:`framed_square`),
+crops it zoomed, binarizes the dots inside the frame (:func:`dot_grid`) and counts the lattice
 (:func:`grid_shape`: chains of alike blobs along and across the grid's direction).
+:func:`grid_threshold` picks a level for a stretched photo of a coarser pattern.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from m3gym.agents.heuristic.calls import op_call
+from m3gym.agents.heuristic import vision as hv
+from m3gym.agents.heuristic.calls import crop_call, full_size
 from m3gym.agents.heuristic.view import EpisodeView, Plan
 
 
@@ -133,21 +135,77 @@ def grid_threshold(gray: np.ndarray) -> int:
     return best[2]
 
 
-def plan_grid_period(view: EpisodeView) -> Plan:
-    """Stretch the faint photo, threshold it where the pattern separates, count rows/columns."""
-    out = yield [op_call("autocontrast", 0, cutoff=0.5)]
-    if not out.images or out.images[0] is None or out.indices[0] is None:
+def framed_square(rgb: np.ndarray, max_gray: int = 100) -> tuple[int, int, int, int] | None:
+    """Return the box (view pixels) of the thin dark frame around the printed square, or None.
+
+    The frame is the dark component whose box is 8-80 px wide and high, that fills little of
+    its box (an outline, not a blot) and holds a light square; the largest such wins.
+    """
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    dark = (gray <= max_gray).astype(np.uint8)
+    n, _, stats, _ = cv2.connectedComponentsWithStats(dark, connectivity=8)
+    best: tuple[int, tuple[int, int, int, int]] | None = None
+    for i in range(1, n):
+        x, y, w, h, area = (int(v) for v in stats[i])
+        if not (8 <= w <= 80 and 8 <= h <= 80) or area > 0.75 * w * h:
+            continue
+        inside = gray[y + 3:y + h - 3, x + 3:x + w - 3]
+        if inside.size == 0 or float(np.median(inside)) < 140:  # the light square in the frame
+            continue
+        if best is None or w * h > best[0]:
+            best = (w * h, (x, y, x + w, y + h))
+    return None if best is None else best[1]
+
+
+def dot_grid(gray: np.ndarray) -> tuple[int, int, int] | None:
+    """Return ``(rows, columns, dots)`` of the dot array inside a zoomed crop of the square.
+
+    The inside of the frame is the largest light component that does not touch the crop's
+    border (the dots are holes in it); dots are the pixels there darker than 30 % of the way
+    from its darkest to its lightest level, and :func:`grid_shape` counts their lattice.
+    """
+    light = (gray >= 110).astype(np.uint8)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(light, connectivity=4)
+    h, w = gray.shape
+    best = None
+    for i in range(1, n):
+        x, y, bw, bh, area = (int(v) for v in stats[i])
+        if x == 0 or y == 0 or x + bw >= w or y + bh >= h:
+            continue
+        if best is None or area > best[1]:
+            best = (i, area, (x, y, x + bw, y + bh))
+    if best is None:
         return None
-    value = grid_threshold(cv2.cvtColor(out.images[0], cv2.COLOR_RGB2GRAY))
-    out = yield [op_call("threshold", int(out.indices[0]), value=int(value), mode="binary")]
+    x0, y0, x1, y1 = best[2]
+    pad = 3
+    inner = gray[y0 + pad:y1 - pad, x0 + pad:x1 - pad]
+    if inner.size == 0:
+        return None
+    lo, hi = np.percentile(inner, 1), np.percentile(inner, 99)
+    dots = ((inner < lo + 0.3 * (hi - lo)) * 255).astype(np.uint8)
+    framed = cv2.copyMakeBorder(dots, 2, 2, 2, 2, cv2.BORDER_CONSTANT, value=0)
+    return grid_shape(framed)
+
+
+def plan_grid_period(view: EpisodeView) -> Plan:
+    """Find the framed square, crop it zoomed 5 times, count the dot array's rows/columns."""
+    img = view.images[0]
+    s = view.view_scale(0)
+    size = full_size(view, 0)
+    square = framed_square(img)
+    if square is None:
+        return None
+    box = (max(0.0, square[0] / s - 4), max(0.0, square[1] / s - 4),
+           min(float(size[0]), square[2] / s + 4), min(float(size[1]), square[3] / s + 4))
+    side = max(box[2] - box[0], box[3] - box[1])
+    zoom = float(np.clip(np.floor(740 / side * 2) / 2, 1.0, 5.0))
+    out = yield [crop_call(0, hv.to_bbox1000(box, size[0], size[1]), zoom)]
     if not out.images or out.images[0] is None:
         return None
-    shape = grid_shape(out.images[0])
+    shape = dot_grid(cv2.cvtColor(out.images[0], cv2.COLOR_RGB2GRAY))
     if shape is None:
         return None
     rows, cols, objects = shape
     if "in total" in view.question.lower():
-        answer = str(objects)
-    else:
-        answer = f"{rows}x{cols}"
-    return answer
+        return str(objects)
+    return f"{rows}x{cols}"

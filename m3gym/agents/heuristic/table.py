@@ -53,7 +53,7 @@ PLAN_TABLE: tuple[PlanRule, ...] = (
     _rule("logo_lookup", r"\blogo\b.*whose logo it is", lookup.plan_logo_lookup),
     _rule("code_lookup", r"product code.*look the product up", lookup.plan_code_lookup),
     _rule("knowledge_count", r"\bplayers\b", teams.plan_knowledge_count),
-    _rule("grid_period", r"does the pattern have", grid.plan_grid_period),
+    _rule("grid_period", r"does the pattern( in .+)? have", grid.plan_grid_period),
     _rule("price_sum", r"total of the prices", prices.plan_price_sum),
     _rule("clock_reading", r"^what time does the small|12 o'clock|answer as h:mm",
           clock.plan_clock_reading),

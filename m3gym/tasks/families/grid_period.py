@@ -1,4 +1,4 @@
-"""grid_period: count the rows and columns of a barely visible repetitive pattern."""
+"""grid_period: count the rows and columns of a dot array finer than the view resolves."""
 
 from __future__ import annotations
 
@@ -9,29 +9,31 @@ import cv2
 import numpy as np
 
 from m3gym.deprecation import renamed_names
-from m3gym.spec import AnswerSpec, Checkpoint, RefCall, Task
+from m3gym.spec import AnswerSpec, Task
 from m3gym.tasks import render as R
-from m3gym.tasks.checkpoint_builders import (
-    v_tool_checkpoint,
-    v_true_checkpoint,
-)
+from m3gym.tasks.checkpoint_builders import evidence_checkpoints
 from m3gym.tasks.families import _analysis_common as ac
+from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.families._scene_common import lerp_range
 from m3gym.tasks.registry import FamilyConfig, register_family
-from m3gym.tasks.render.grid_scenes import SCENES
+from m3gym.tasks.verify import first_verified
+from m3gym.view import VIEW_SIZE, block_factor, view_shape
+
+PITCH: int = 3
+"""Period of the dot array in full-resolution pixels, along both axes."""
+
+DOT: int = 2
+"""Side of one dot (px): a 2 x 2 dot in each 3 x 3 cell, one pixel of card between dots."""
+
+LONG_SIDE: tuple[int, int] = (2340, 2700)
+"""Range of the photo's long side: the view's block mean is then exactly :data:`PITCH` px."""
 
 PATTERNS: dict[str, tuple[str, str]] = {
-    "well_plate": ("a microplate on a lab bench photographed under very weak light", "wells"),
-    "dot_slide": ("a microscope calibration slide with a dot array on a light box, badly "
-                  "underexposed", "dots"),
-    "facade": ("a tiled building facade in dense fog", "windows"),
+    "target": ("a camera calibration card with a tiny printed dot target", "dots"),
+    "reticle": ("a microscope stage micrometer card with an etched dot grid", "dots"),
+    "mesh": ("a swatch card with a sample of fine printed dot mesh", "dots"),
 }
 """Pattern kind → (scene phrase for the question, what is counted)."""
-
-EXPOSURE: dict[str, tuple[float, float]] = {
-    "well_plate": (60.0, 130.0), "dot_slide": (25.0, 70.0), "facade": (165.0, 210.0),
-}
-"""Pattern kind → range of the washed-out photo's darkest level (weak light, underexposure, fog)."""
 
 
 def _grid_block(rng: np.random.Generator, rows: tuple[int, int],
@@ -54,52 +56,54 @@ def _grid_block(rng: np.random.Generator, rows: tuple[int, int],
     return block
 
 
+def _photo_size(rng: np.random.Generator) -> tuple[int, int]:
+    """Return a landscape ``(width, height)`` whose view is a block mean of exactly 3 px."""
+    while True:
+        w = int(rng.integers(*LONG_SIDE))
+        h = int(w * rng.uniform(0.62, 0.8))
+        vh, vw = view_shape(h, w, VIEW_SIZE)
+        if block_factor(h, w, vh, vw) == PITCH:
+            return w, h
 
 
 @register_family
 @dataclass
 class GridPeriodFamily(FamilyConfig):
-    """Count the rows and columns of a barely visible repetitive pattern.
+    """Count the rows and columns of a printed dot array whose period the view averages away.
 
     Scene:
-        A photograph (1400–1800 px) of one of three periodic objects, drawn by
-        :mod:`m3gym.tasks.render.grid_scenes` and pasted with a slight perspective (tilt up to
-        2.5°): a white microplate on a lab bench (moulded rim and chamfered corner, an embossed
-        maker's mark and lot but no row letters or column numbers, which would print the
-        answer, shaded wells with a meniscus glint, whole columns filled
-        with tinted liquid, a soft drop shadow); a glass calibration slide on a light box
-        (ground glass edges, a printed label with a fictional maker and serial number, a chrome
-        dot array in an etched frame, vignetting); or a tiled facade below a cornice (dark
-        window frames with mullions and transoms, stone sills and their shadows, some rooms lit,
-        some windows with blinds). The whole photo is washed out (weak light, underexposure,
-        fog): its full range is squeezed into ``span_range`` gray levels, then lens blur,
-        sensor noise (``noise_range`` sigma) and JPEG, so the counted objects differ from their
-        surround by only a few levels.
+        A photograph (2340–2700 px wide) of a card lying on a surface (a table, a bench). A
+        small grey square is printed on the card inside a thin dark frame; in it, a random
+        margin away from the frame, an array of ``rows`` x ``cols`` dots: a 2 x 2 px dot in each
+        3 x 3 px cell (a period of :data:`PITCH` px along both axes). The margin around the
+        array is printed in the array's own mean tone, so the array has no visible outline.
+        Sensor noise (``noise_range`` sigma) follows; no blur or JPEG.
     Question:
-        "How many rows and columns of <things> does the pattern have?" (ROWSxCOLUMNS) or, with
+        "How many rows and columns of dots does the pattern have?" (ROWSxCOLUMNS) or, with
         probability ``total_prob``, how many in total — six candidate grids (2 consecutive row
         counts x 3 column counts, or 3 x 2) drawn before the true one.
     Why a tool is needed:
-        The contrast is under the 28-level visibility threshold at any zoom, so no crop helps:
-        the evidence is global. The surroundings (bench, light box, sky) are washed out with
-        the rest, so nothing in the photo already spans the full range: a global
-        ``autocontrast`` (or ``equalize``) stretches it, and a ``threshold`` between the objects
-        and their surround yields a binary pattern in which rows and columns can be counted.
-        ``glyph_height`` of the evidence is the smallest distance between neighbouring objects
-        in the image.
+        The photo's size is chosen so that the view's first step is a block mean of exactly
+        3 x 3 px (:func:`m3gym.view.area_downscale`), and the array lies on that block grid:
+        every block holds one whole cell of the array, or margin alone, so every block of the
+        square has the same mean. The view shows a flat grey square: no dot, no moiré (a period the
+        downscale would alias is exactly cancelled), no outline of the array. A crop of the
+        square zoomed 5 times shows the dots 15 px apart. No reader applies (the answer is a
+        count): measured by the reader-independent share of ``m3gym audit-tools`` and its
+        per-op ablation; :func:`view_period_probe` (an FFT of the view's window) finds no peak.
     Reference trajectory:
-        autocontrast of image 0 → threshold at the level midway between the objects and their
-        surround on the object (plate deck, glass, wall); labels, rims, sills, blinds and lit
-        rooms stay on their own side of it.
+        crop of the framed square, zoomed (1 hop). No contrast op: the dots are printed with
+        ``contrast_range`` levels, and a point op after a zooming crop shows nothing new.
     Checkpoints:
-        ``global_op`` S checkpoints for the stretch and the threshold, a ``v_tool`` on the
-        threshold and a ``v_true`` (an artifact shows the whole pattern with visible contrast).
+        An S checkpoint on the crop, a ``v_tool`` on it and a ``v_true`` (an artifact shows the
+        dot array legibly).
     Difficulty:
-        ``rows``/``cols`` (3–5 x 4–6 at 0 → 9–14 x 12–18 at 1: more, finer periods to count),
-        ``span_range`` (22–26 → 13–17 gray levels) and ``noise_range`` (0.8–1.2 → 1.6–2.2).
+        ``rows``/``cols`` (3–5 x 4–6 at 0 → 9–14 x 12–18 at 1: more to count),
+        ``contrast_range`` (90–108 → 54–63 levels between dot and card) and ``noise_range``
+        (0.8–1.2 → 1.6–2.2).
     Config:
         ``rows`` (within 2–16), ``cols`` (within 2–20), ``total_prob`` ([0, 1]),
-        ``span_range`` (gray levels, within 10–28), ``noise_range`` (sigma, within 0.5–3).
+        ``contrast_range`` (levels, within 36–117), ``noise_range`` (sigma, within 0.5–3).
     """
 
     name: ClassVar[str] = "grid_period"
@@ -107,28 +111,29 @@ class GridPeriodFamily(FamilyConfig):
     level: ClassVar[int] = 3
     domains: ClassVar[tuple[str, ...]] = ("Science", "Diagram")
     description: ClassVar[str] = (
-        "Faint whole-image grid: autocontrast (global) → threshold → count rows x columns.")
+        "A dot array finer than the view: crop the framed square with a zoom → count rows x "
+        "columns.")
 
     rows: tuple[int, int] = (3, 10)
     cols: tuple[int, int] = (4, 14)
     total_prob: float = 0.3
-    span_range: tuple[float, float] = (16.0, 24.0)
+    contrast_range: tuple[float, float] = (63.0, 99.0)
     noise_range: tuple[float, float] = (1.0, 1.8)
 
     @classmethod
     def difficulty_knobs(cls, difficulty: float) -> dict[str, Any]:
-        """Return grid size, exposure span and noise for ``difficulty`` (0 easiest)."""
+        """Return grid size, dot contrast and noise for ``difficulty`` (0 easiest)."""
         return {
             "rows": lerp_range(difficulty, (3, 5), (9, 14), integer=True),
             "cols": lerp_range(difficulty, (4, 6), (12, 18), integer=True),
-            "span_range": lerp_range(difficulty, (22.0, 26.0), (13.0, 17.0)),
+            "contrast_range": lerp_range(difficulty, (90.0, 108.0), (54.0, 63.0)),
             "noise_range": lerp_range(difficulty, (0.8, 1.2), (1.6, 2.2)),
         }
 
     def validate(self) -> None:
-        """Check the grid size ranges, the exposure span and the noise."""
-        if not 10.0 <= self.span_range[0] <= self.span_range[1] <= 28.0:
-            raise ValueError("span_range must satisfy 10 <= low <= high <= 28")
+        """Check the grid size ranges, the dot contrast and the noise."""
+        if not 36.0 <= self.contrast_range[0] <= self.contrast_range[1] <= 117.0:
+            raise ValueError("contrast_range must satisfy 36 <= low <= high <= 117")
         if not 0.5 <= self.noise_range[0] <= self.noise_range[1] <= 3.0:
             raise ValueError("noise_range must satisfy 0.5 <= low <= high <= 3")
         if not 2 <= self.rows[0] <= self.rows[1] <= 16:
@@ -139,93 +144,96 @@ class GridPeriodFamily(FamilyConfig):
             raise ValueError("total_prob must lie in [0, 1]")
 
     def generate(self, rng: np.random.Generator) -> Task:
-        """Build one task."""
+        """Build one task: the first draw whose reference passes every checkpoint."""
+        return first_verified(lambda: self.draw(rng))
+
+    def draw(self, rng: np.random.Generator) -> Task:
+        """Draw one scene and its task (unverified; :meth:`generate` checks the reference)."""
         domain = R.pick(rng, self.domains)
         kind = R.pick(rng, tuple(PATTERNS))
         block = _grid_block(rng, self.rows, self.cols)
         n_rows, n_cols = R.pick(rng, block)
-        w = int(rng.integers(1400, 1801))
-        h = int(rng.integers(1000, 1301))
-        scene = SCENES[kind](rng, w, h, n_rows, n_cols)
-        mask = scene.mask
-        # the exposure problem: the whole photo squeezed into ``span`` levels above ``low``
-        span = float(rng.uniform(*self.span_range))
-        base = float(rng.uniform(*EXPOSURE[kind]))
-        low = [base + float(rng.uniform(-8.0, 8.0)) for _ in range(3)]
-        img = R.compress_dynamic_range(scene.rgb, low, span)
-        img = R.lens_blur(img, float(rng.uniform(0.0, 1.2)))
+        w, h = _photo_size(rng)
+        img = R.surface(rng, h, w, kind=R.pick(rng, ("wood", "paper", "fabric", "noise")),
+                        lighting=float(rng.uniform(0.0, 0.12)), vignette=0.1)
+        # the card: light, with a soft shadow, a few hundred px across
+        cw, ch = int(rng.integers(420, 700)), int(rng.integers(300, 480))
+        cx0, cy0 = int(rng.integers(80, w - cw - 80)), int(rng.integers(80, h - ch - 80))
+        shadow = R.grow_box((cx0 + 6, cy0 + 8, cx0 + cw + 6, cy0 + ch + 8), 0, w, h)
+        img[shadow[1]:shadow[3], shadow[0]:shadow[2]] = (
+            img[shadow[1]:shadow[3], shadow[0]:shadow[2]] * 0.7).astype(np.uint8)
+        paper = np.array([int(v) for v in rng.integers(228, 246, 3)], np.int32)
+        img[cy0:cy0 + ch, cx0:cx0 + cw] = paper
+        # the square: array + margin in the array's mean tone, inside a thin dark frame
+        contrast = 9 * int(round(float(rng.uniform(*self.contrast_range)) / 9))
+        ink = paper - contrast
+        tone = paper - contrast * DOT * DOT // (PITCH * PITCH)
+        aw, ah = n_cols * PITCH, n_rows * PITCH
+        mx0, mx1 = (int(v) for v in rng.integers(2, 7, 2) * PITCH)
+        my0, my1 = (int(v) for v in rng.integers(2, 7, 2) * PITCH)
+        sq_w, sq_h = aw + mx0 + mx1, ah + my0 + my1
+        # on the view's block grid: every 3 x 3 block lies wholly in the array or in its margin
+        sx0 = (cx0 + int(rng.integers(40, cw - sq_w - 40))) // PITCH * PITCH
+        sy0 = (cy0 + int(rng.integers(40, ch - sq_h - 40))) // PITCH * PITCH
+        img[sy0:sy0 + sq_h, sx0:sx0 + sq_w] = tone
+        ax0, ay0 = sx0 + mx0, sy0 + my0
+        array = np.empty((ah, aw, 3), np.int32)
+        array[:] = paper
+        mask = np.zeros((ah, aw), bool)
+        for r in range(n_rows):
+            for c in range(n_cols):
+                mask[r * PITCH:r * PITCH + DOT, c * PITCH:c * PITCH + DOT] = True
+        array[mask] = ink
+        img[ay0:ay0 + ah, ax0:ax0 + aw] = array
+        fw = int(rng.integers(4, 7))
+        frame = (int(rng.integers(30, 60)),) * 3
+        cv2.rectangle(img, (sx0 - fw, sy0 - fw), (sx0 + sq_w + fw - 1, sy0 + sq_h + fw - 1),
+                      frame, fw)
+        clean_gray = R.to_gray(img)
         img = R.add_sensor_noise(img, rng, float(rng.uniform(*self.noise_range)))
-        img = R.jpeg_artifacts(img, int(rng.integers(85, 96)))
-        clean_gray = R.to_gray(scene.rgb)
 
-        # the reference's threshold: midway between the objects and their surround on the
-        # object (plate deck, glass, wall) after autocontrast
-        from m3gym.tools.visual import autocontrast_luts, channel_histograms
-
-        cutoff = 0.5
-        sub = np.ascontiguousarray(img[::2, ::2])  # one copy (calcHist copied it per channel)
-        luts = autocontrast_luts(channel_histograms(sub), cutoff).astype(np.float64)
-        sub_mask = np.ascontiguousarray(mask[::2, ::2]).astype(np.uint8)
-        near = cv2.dilate(sub_mask, np.ones((5, 5), np.uint8))
-        reach = max(3, int(scene.pitch * 0.1))
-        ring = cv2.dilate(sub_mask, cv2.getStructuringElement(
-            cv2.MORPH_ELLIPSE, (2 * reach + 1, 2 * reach + 1))) & (1 - near)
-        ink_mean = cv2.mean(sub, mask=sub_mask)[:3]
-        bg_mean = cv2.mean(sub, mask=ring)[:3]
-        weights = (0.299, 0.587, 0.114)
-
-        def stretched_gray(rgb: tuple[float, ...]) -> float:
-            return sum(wt * float(np.interp(v, np.arange(256), luts[c]))
-                       for c, (wt, v) in enumerate(zip(weights, rgb)))
-
-        thr = int(round((stretched_gray(ink_mean) + stretched_gray(bg_mean)) / 2))
-        ink = mask
-        ys0, xs0 = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
-        box = (int(xs0[0]), int(ys0[0]), int(xs0[-1]) + 1, int(ys0[-1]) + 1)
-        pitch = scene.pitch
-        dark_objects = True
-        ev = R.region_evidence("grid", clean_gray, box, ink[box[1]:box[3], box[0]:box[2]],
-                               text=None, glyph_height=pitch, image=0)
-        steps = (
-            (RefCall("stretch", "autocontrast", {"image_index": 0, "cutoff": cutoff}),),
-            (RefCall("binarize", "threshold", {"image_index": 1, "value": thr,
-                                               "mode": "binary"}, ("stretch",)),),
-        )
-        checkpoints = (
-            Checkpoint("s_global", "S", "global_op", {"tools": list(ac.GLOBAL_TOOLS)},
-                       "stretch the contrast of the whole image"),
-            Checkpoint("s_binarize", "S", "global_op", {"tools": ["threshold"]},
-                       "binarize the whole (stretched) image"),
-            v_tool_checkpoint("grid", ["threshold"], "v_tool_grid",
-                              "threshold an image holding the whole pattern"),
-            v_true_checkpoint("grid", "v_true_grid",
-                              "an artifact shows the whole pattern with visible contrast"),
-        )
+        box = (ax0, ay0, ax0 + aw, ay0 + ah)
+        ev = R.region_evidence("grid", clean_gray, box, mask, text=None, glyph_height=PITCH)
+        crop_box = (sx0 - fw - 2, sy0 - fw - 2, sx0 + sq_w + fw + 2, sy0 + sq_h + fw + 2)
+        steps = ((c2.crop_call("c1", 0, crop_box, w, h, float(PITCH)),),)
+        checkpoints = evidence_checkpoints("grid", [steps[0][0]])
         phrase, things = PATTERNS[kind]
+        where = "the small grey square in the dark frame"
         if rng.random() < self.total_prob:
-            total = n_rows * n_cols
-            question = (f"This image shows {phrase}. How many {things} does the pattern have in "
-                        "total?")
-            answer = AnswerSpec(str(total), match="numeric")
+            question = (f"This image shows {phrase}. How many {things} does the pattern in "
+                        f"{where} have in total?")
+            answer = AnswerSpec(str(n_rows * n_cols), match="numeric")
             choices = R.shuffled(rng, list(dict.fromkeys(str(r * c) for r, c in block)))
         else:
-            rc = f"{n_rows}x{n_cols}"
             question = (f"This image shows {phrase}. How many rows and columns of {things} does "
-                        "the pattern have? Answer as ROWSxCOLUMNS, e.g. 3x5.")
-            answer = AnswerSpec(rc, variants=(f"{n_rows} x {n_cols}", f"{n_rows} by {n_cols}",
-                                              f"{n_rows}×{n_cols}",
-                                              f"{n_rows} rows and {n_cols} columns"))
+                        f"the pattern in {where} have? Answer as ROWSxCOLUMNS, e.g. 3x5.")
+            answer = AnswerSpec(f"{n_rows}x{n_cols}", variants=(
+                f"{n_rows} x {n_cols}", f"{n_rows} by {n_cols}", f"{n_rows}×{n_cols}",
+                f"{n_rows} rows and {n_cols} columns"))
             choices = R.shuffled(rng, [f"{r}x{c}" for r, c in block])
         images = (R.freeze(img),)
-        evidence = (ev,)
         return Task(
             task_id=f"{self.name}/0", family=self.name, level=3, domain=domain, images=images,
-            question=question, answer=answer, reference=steps, evidence=evidence,
-            checkpoints=checkpoints, choices=choices, capabilities=("global_cv",),
-            metadata=ac.l3_metadata(self, domain, kind, images, evidence, rows=n_rows, cols=n_cols,
-                           pitch=pitch, threshold=thr, dark_objects=dark_objects,
-                           **scene.details),
+            question=question, answer=answer, reference=steps, evidence=(ev,),
+            checkpoints=checkpoints, choices=choices, capabilities=("visual_grounding",),
+            metadata=ac.l3_metadata(self, domain, kind, images, (ev,), rows=n_rows,
+                                    cols=n_cols, pitch=PITCH, contrast=contrast,
+                                    square=[sx0, sy0, sx0 + sq_w, sy0 + sq_h]),
         )
+
+
+def view_period_probe(view: np.ndarray, box: tuple[float, float, float, float]) -> float:
+    """Return the largest non-DC spectral peak of the view's window over its mean (a no-tool probe).
+
+    ``box`` is the square in view pixels. A visible period (dots, moiré) gives a peak well above
+    the noise floor's; the family's views give noise alone.
+    """
+    x0, y0, x1, y1 = (int(round(v)) for v in box)
+    win = cv2.cvtColor(np.ascontiguousarray(view[y0:y1, x0:x1]), cv2.COLOR_RGB2GRAY)
+    win = win.astype(np.float64) - win.mean()
+    spec = np.abs(np.fft.fft2(win))
+    spec[0, 0] = 0.0
+    return float(spec.max() / max(1e-9, np.median(spec)))
 
 
 # GridPeriod: the class's name before every family class was called <Name>Family
