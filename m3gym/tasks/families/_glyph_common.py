@@ -1,8 +1,8 @@
 """Shared code of the classic-RL suite: level-1 glyph tasks at low resolution, fixed answers.
 
-The three families mirror the three ``M3Bench-L1`` operations (``crop``, ``rotate``/``flip``,
-``autocontrast``) on small images (``side`` = 288 px, 384 px for ``glyph_zoom``, seen through a
-96-px view), and every task
+The three families mirror ``M3Bench-L1`` families (a zoomed ``crop``, a turned card read after a
+``crop``, ``autocontrast``) on small images (``side`` = 288 px, 384 px for ``glyph_zoom`` and
+``glyph_rotate``, seen through a 96-px view), and every task
 asks for one digit of :data:`GLYPHS` with the choices always listed in the same order. A choice
 index therefore means the same digit in every episode, so a pixel policy can learn a classifier,
 and every tool call costs microseconds: this is the suite for stable-baselines3-style training
@@ -11,8 +11,8 @@ exactly as in the benchmark levels, scored at the families' :attr:`view_size` of
 
 * ``glyph_zoom`` — a digit on a small red-framed tag in a cluttered scene, 3–3.25 px tall in the
   view: one ``crop`` around the tag (a 3x3 grid cell or a quadrant) makes it legible.
-* ``glyph_rotate`` — a card with a large digit photographed rotated by 90/180/270 degrees or
-  mirrored: one ``rotate`` or ``flip`` makes it upright.
+* ``glyph_rotate`` — a small digit card lying turned by 90/180/270 degrees or mirrored, 2.6-2.9
+  px tall in the view: one ``crop`` of the card shows it legibly, read as it lies.
 * ``glyph_faint`` — a digit printed a few gray levels from its paper in a washed-out photo: one
   ``autocontrast`` restores it.
 
