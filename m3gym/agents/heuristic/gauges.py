@@ -67,6 +67,26 @@ def label_box(words: Sequence[OcrWord], label: str) -> tuple[int, int, int, int]
     return best[1] if best is not None and best[0] >= 70.0 else None
 
 
+LABEL_READS: tuple[tuple[float, int], ...] = ((2.0, 11), (3.0, 11), (2.0, 6))
+"""OCR passes (upscale, Tesseract page mode) over the view, tried in turn for labels not found."""
+
+
+def find_labels(view_img: np.ndarray,
+                labels: Sequence[str]) -> list[tuple[int, int, int, int] | None]:
+    """Return each label's box in the view: :data:`LABEL_READS` in turn until all are found.
+
+    Labels are printed large but the scene is 3-3.6 times the view, so one pass of sparse-text
+    OCR misses a widely spaced label now and then; a finer upscale or block mode finds it.
+    """
+    found: list[tuple[int, int, int, int] | None] = [None] * len(labels)
+    for scale, psm in LABEL_READS:
+        words = read_words(view_img, scale=scale, both_polarities=True, psm=psm)
+        found = [b if b is not None else label_box(words, lab) for b, lab in zip(found, labels)]
+        if all(b is not None for b in found):
+            break
+    return found
+
+
 def gauge_box_above(label: tuple[int, int, int, int], scale: float,
                     size: tuple[int, int]) -> tuple[float, float, float, float]:
     """Return the full-resolution box above a label (view box) that holds its gauge."""
@@ -127,8 +147,7 @@ def plan_compare_gauges(view: EpisodeView) -> Plan:
     img = view.images[0]
     s = view.view_scale(0)
     size = full_size(view, 0)
-    words = read_words(img, scale=2.0, both_polarities=True)
-    found = [label_box(words, lab) for lab in labels]
+    found = find_labels(img, labels)
     if any(b is None for b in found):
         return None
     boxes = [gauge_box_above(b, s, size) for b in found if b is not None]

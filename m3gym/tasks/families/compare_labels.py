@@ -63,7 +63,7 @@ class CompareLabelsFamily(FamilyConfig):
         so at view size a dial is 6–9 px across its radius and its 5-unit ticks (4–6 px apart)
         merge into the rim; the two readings differ by only ``diff_range`` units, which the
         downscaled image cannot resolve (an unexplained share of about 0.55 per gauge, ``m3gym
-        audit-tools``). The labels (20–28 px) stay readable at view size, so the agent can
+        audit-tools``). The labels (40–48 px) stay readable at view size, so the agent can
         locate both gauges and crop them in one parallel step. With probability ``faint_prob``
         both gauges are printed pale (``contrast_range`` gray levels): still legible in the
         zoomed crop, so no contrast op follows it (a stretch after a crop adds nothing).
@@ -131,7 +131,7 @@ class CompareLabelsFamily(FamilyConfig):
         decoration = c2.decorate(img, rng, (6, 11), (2, 4))
         occupied: list[tuple[int, int, int, int]] = []
         placed: list[tuple[str, float, Evidence | None, tuple[int, int, int, int]]] = []
-        label_glyph = float(rng.uniform(20.0, 28.0))
+        label_glyph = float(rng.uniform(40.0, 48.0))
         for i, (label, value) in enumerate(zip(names, values)):
             radius = float(rng.uniform(*self.radius_range))
             pad = 9
