@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "m3gym"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0: data types and helpers every layer shares
     ("versions", "spec", "pixels", "geometry", "codec", "cache", "urls", "config_errors",
-     "fingerprint", "parsing", "state", "view", "trace", "extras", "deprecation"),
+     "fingerprint", "parsing", "state", "view", "trace", "extras", "deprecation", "typeface"),
     # 1: the tools, the offline corpus, the action/observation spaces
     ("tools", "web", "spaces"),
     # 2: scoring, code-mode sandbox, agents (policies see only observations)

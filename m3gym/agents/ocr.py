@@ -348,7 +348,7 @@ class GlyphMatcher:
 
 def _render_glyph(ch: str, face: str, thickness: int) -> np.ndarray | None:
     """Return the tight binary mask of ``ch`` in ``face`` (bold when ``thickness`` >= 2)."""
-    from m3gym.tasks.render.text import render_text
+    from m3gym.typeface import render_text
 
     mask = render_text(ch, 40.0, face, thickness).mask
     ys, xs = np.nonzero(mask)

@@ -253,7 +253,7 @@ def _draw_initials(canvas: np.ndarray, spec: LogoSpec) -> None:
 
     Letters filled with the background colour inside a rim of the text colour.
     """
-    from m3gym.tasks.render.text import render_text
+    from m3gym.typeface import render_text
 
     size = spec.size
     glyph = size / 128 * (35.0 if len(spec.text) == 1 else 25.0)

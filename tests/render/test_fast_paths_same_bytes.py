@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from m3gym import typeface as fonts
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _text_common as TC
 from m3gym.tasks.families import chart_value
-from m3gym.tasks.render import camera, content, documents, fonts
+from m3gym.tasks.render import camera, content, documents
 from m3gym.tasks.render.degradations import _noise_tile_parts
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from m3gym import typeface as F
 from m3gym.tasks import render as R
-from m3gym.tasks.render import fonts as F
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 FONT_DIR = ROOT / "m3gym" / "data" / "fonts"
 
 
