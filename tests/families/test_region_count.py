@@ -6,11 +6,11 @@ from m3gym.tasks.registry import make_task
 
 
 def test_seed_0_by_hand() -> None:
-    """Seed 0: five white cars in the cyan dashed parking zone; one zoomed crop."""
+    """Seed 0: six yellow cars in the cyan dashed parking zone; one zoomed crop."""
     t = make_task("region_count", 0)
-    assert t.answer.value == "5" and t.metadata["target"] == "white"
-    assert "white cars" in t.question and "cyan dashed parking zone" in t.question
-    assert t.choices == ("4", "6", "7", "8", "9", "5")
+    assert t.answer.value == "6" and t.metadata["target"] == "yellow"
+    assert "yellow cars" in t.question and "cyan dashed parking zone" in t.question
+    assert t.choices == ("6", "11", "10", "8", "9", "7")
     assert [[c.name for c in step] for step in t.reference] == [["crop"]]
 
 

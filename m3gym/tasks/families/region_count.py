@@ -120,26 +120,33 @@ class RegionCountFamily(FamilyConfig):
         bg_lum = float(render.to_gray(img[::16, ::16]).mean())
         d = int(rng.integers(self.size_range[0], self.size_range[1] + 1))
         cars = domain == "Society"
-        targets = [n for n in render.NAMED_COLORS
-                   if abs(render.luminance(render.NAMED_COLORS[n]) - bg_lum) >= 72]
-        target = c2.pick(rng, targets)
-        others = [n for n in render.NAMED_COLORS if n != target and n not in _CONFUSABLE[target]
-                  and abs(render.luminance(render.NAMED_COLORS[n]) - bg_lum) >= 30] or [
-            n for n in render.NAMED_COLORS if n != target and n not in _CONFUSABLE[target]]
-
-        if cars:  # the lot's worn bay markings: a grey a little lighter than the asphalt
-            paint = tuple(int(min(255, bg_lum + 40 + v)) for v in rng.integers(-4, 5, 3))
-            objects.draw_parking_lines(img, rng, (0, 0, w, h), int(round(d * 6)),
-                                       int(round(d * 4)), paint)  # type: ignore[arg-type]
         frame_w = int(rng.integers(6, 9))  # 2–3 view pixels: the frame shows in the view
         # the largest region a crop still zooms until one object is legible (1.5 x 9 view px)
         max_side = int(render.VIEW_SIZE * d / (c2.LEGIBILITY_MARGIN * c2.MIN_VIEW_HEIGHT + 0.5)
                        ) - 2 * frame_w - 16
         rw = int(rng.integers(int(0.75 * max_side), max_side + 1))
         rh = int(rng.integers(int(0.75 * max_side), max_side + 1))
-        rx = int(rng.integers(60, w - rw - 60))
-        ry = int(rng.integers(60, h - rh - 60))
+        # the target stands out from the whole ground of its region (a photo's light patch too):
+        # a region whose ground spans too wide a range for any colour is placed again
+        lum = {n: render.luminance(c) for n, c in render.NAMED_COLORS.items()}
+        for _ in range(8):
+            rx = int(rng.integers(60, w - rw - 60))
+            ry = int(rng.integers(60, h - rh - 60))
+            lo, hi = np.percentile(render.to_gray(img[ry:ry + rh:4, rx:rx + rw:4]), (5, 95))
+            targets = [n for n in render.NAMED_COLORS if lum[n] <= lo - 60 or lum[n] >= hi + 60]
+            if targets:
+                break
+        targets = targets or [n for n in render.NAMED_COLORS if abs(lum[n] - bg_lum) >= 72]
         inner = (rx, ry, rx + rw, ry + rh)
+        target = c2.pick(rng, targets)
+        others = [n for n in render.NAMED_COLORS if n != target and n not in _CONFUSABLE[target]
+                  and abs(lum[n] - bg_lum) >= 30] or [
+            n for n in render.NAMED_COLORS if n != target and n not in _CONFUSABLE[target]]
+
+        if cars:  # the lot's worn bay markings: a grey a little lighter than the asphalt
+            paint = tuple(int(min(255, bg_lum + 40 + v)) for v in rng.integers(-4, 5, 3))
+            objects.draw_parking_lines(img, rng, (0, 0, w, h), int(round(d * 6)),
+                                       int(round(d * 4)), paint)  # type: ignore[arg-type]
         frame_col = c2.pick(rng, tuple(c for c in ("white", "yellow", "cyan", "orange")
                                        if c != target))
         mask = np.zeros((rh, rw), np.uint8)
