@@ -131,10 +131,10 @@ def test_every_package_kind_draws_inside_its_box(kind: str) -> None:
 def test_price_sum_knobs_at_both_ends() -> None:
     cls = get_family("price_sum")
     assert cls.difficulty_knobs(0.0) == {
-        "glyph_range": (12.0, 14.0), "faint_prob": 0.0, "contrast_range": (16.0, 19.0),
+        "glyph_range": (12.0, 14.0), "faint_prob": 0.0, "contrast_range": (80.0, 100.0),
         "tags": (4, 5), "talkers": (0, 1), "camera_range": (0.0, 0.15)}
     assert cls.difficulty_knobs(1.0) == {
-        "glyph_range": (7.5, 9.0), "faint_prob": 0.8, "contrast_range": (8.0, 12.0),
+        "glyph_range": (7.5, 9.0), "faint_prob": 0.8, "contrast_range": (40.0, 50.0),
         "tags": (9, 10), "talkers": (3, 4), "camera_range": (0.4, 0.6)}
 
 
