@@ -10,12 +10,13 @@ from tests.family_helpers import replay
 def test_seed_0_by_hand() -> None:
     """Seed 0, checked by eye on the rendered image: the BATCH code of a green-tab label."""
     t = make_task("tiny_faint_text", 0)
-    assert t.answer.value == "M77-H2D"
-    assert t.choices == ("M77-H3D", "M77-H2U", "M77-H3U", "M77-H9D", "M77-H2D", "M77-H9U")
+    assert t.answer.value == "M77-H4H"
+    assert t.choices == ("M77-H5H", "M77-H4N", "M77-H5N", "M77-H9H", "M77-H4H", "M77-H9N")
     assert t.metadata["target_field"] == "BATCH" and t.metadata["rotated"] is False
     assert [[c.name for c in step] for step in t.reference] == [["crop"]]
     (ev,) = t.evidence
-    assert ev.text == "M77-H2D" and ev.box == (1237.0, 771.0, 1307.0, 786.0)
+    assert ev.text == "M77-H4H" and ev.box == (405.0, 330.0, 477.0, 348.0)
+    assert "top-left" in t.question and "green tab" in t.question
 
 
 def test_answer_is_the_drawn_code_among_same_shaped_lookalikes() -> None:

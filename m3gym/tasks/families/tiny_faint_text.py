@@ -51,8 +51,10 @@ class TinyFaintTextFamily(FamilyConfig):
         :func:`~m3gym.tasks.families._text_common.view_lookalike_codes`); the label's other
         rows print other choices.
     Why a tool is needed:
-        At view size (longest side 768) the glyphs are about 3-4 px tall: below the 9 px
-        legibility bar; the stacked rows of look-alike codes blur into one block, and which row
+        At view size (longest side 768) the glyphs are about 2-3 px tall (a 2900-3200 px
+        photo, like ``tiny_text``'s: at 2300-2600 px the faded rows leaked to the view-only
+        probe once their ink was raised to what a crop alone shows): below the 9 px legibility
+        bar; the stacked rows of look-alike codes blur into one block, and which row
         holds the named field is unreadable. A zoomed crop of the code shows it large, and its
         faded ink (at least twice the 28-level visibility bar) is then legible as it is. No
         contrast op or rotation is in the reference: a point op after a zooming crop shows
@@ -83,7 +85,7 @@ class TinyFaintTextFamily(FamilyConfig):
     decoys: tuple[int, int] = (1, 3)
     fields: tuple[int, int] = (4, 5)
     tilt: tuple[float, float] = (0.1, 0.5)
-    scene_long: tuple[int, int] = (2300, 2600)
+    scene_long: tuple[int, int] = (2900, 3200)
     faces: tuple[str, ...] = R.FONT_FACES
     choices: int = 6
 
