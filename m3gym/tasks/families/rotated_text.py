@@ -57,7 +57,7 @@ class RotatedTextFamily(FamilyConfig):
     Scene:
         A receipt, form or site plan (``docs``) lying on a textured table with clutter, in one
         TrueType face (``faces``), fields ``glyph_min``-``glyph_max`` px tall (the document is
-        scaled with its glyphs: a few hundred pixels in an image of longest side ``longest``):
+        scaled with its glyphs: a few hundred pixels in a 16:9 image of longest side ``longest``):
         ``code_fields`` fields hold codes (the target field's code and, on the other code
         fields, the other choices), one or two more hold faker dates, amounts or names. The
         photo goes through a camera chain (``camera``: lighting, shadow, blur off the document,
@@ -166,8 +166,8 @@ class RotatedTextFamily(FamilyConfig):
         k = glyph / DOC_GLYPH
         dw, dh = int(dw0 * k), int(dh0 * k)
         landscape = dw > dh
-        W, H = (self.longest, self.longest * 3 // 4) if landscape else \
-            (self.longest * 3 // 4, self.longest)
+        W, H = (self.longest, self.longest * 9 // 16) if landscape else \
+            (self.longest * 9 // 16, self.longest)
         img = R.surface(rng, H, W, R.pick(rng, ("wood", "fabric", "noise", "asphalt",
                                                   "gradient")))
         dx = int(rng.integers(40, max(41, W - dw - 40)))
