@@ -72,14 +72,14 @@ class RotatedTextFamily(FamilyConfig):
         are 2.1-2.4 px tall, far below :attr:`Evidence.min_view_height`: the look-alike codes
         and the field labels blur into grey rows, so the view does not tell which option stands
         next to the named field. One zoomed ``crop`` of the document shows every row legibly.
-        Measured (``m3gym audit-tools``, 12 held-out tasks): the strong reader (PP-OCRv4 +
-        Tesseract, all 8 orientations) reads 0.12 from the view (chance 0.167) and 1.00 from
-        the crop; the crop's share of detail the view lacks is 0.66. At 3.75-4.1 px in the
-        view (2048 px photo, 10-11 px glyphs) the reader read 1.00 without a tool.
-        The photo is 2560 px (above the usual 2048) because the view must shrink the glyphs
-        to about 2 px while the photo keeps them at 7-8 px, the smallest the baseline agent's
-        Tesseract reads from the crop (0.83 on 12 tasks; 0.5 with 5.5-6.5 px glyphs in a
-        2048 px photo).
+        Measured (``m3gym audit-tools``, 6 held-out tasks, flat / photo): the strong reader
+        (PP-OCRv4 + Tesseract, all 8 orientations) reads 0.14 / 0.15 from the view (chance
+        0.167) and 1.00 from the crop; the crop's share of detail the view lacks is 0.72. At
+        3.75-4.1 px in the view (2048 px photo, 10-11 px glyphs) the reader read 1.00 without
+        a tool. The photo is 2560 px (above the usual 2048) because the view must shrink the
+        glyphs to about 2 px while the photo keeps them at 7-8 px, the smallest the baseline
+        agent's Tesseract reads from the crop (0.75 flat / 0.63 photo on 16 tasks; 0.5 with
+        5.5-6.5 px glyphs in a 2048 px photo).
     What it trains:
         Finding a small document and reading text in an arbitrary orientation (sideways,
         upside down or mirrored) after zooming: the zoomed crop shows the field as the document
