@@ -20,7 +20,7 @@ from tests.family_helpers import replay
 
 FAMILIES = ("tiny_faint_text", "price_sum", "clock_reading", "region_count", "compare_labels")
 # issue 41: the rotate (and tiny_faint_text's autocontrasts) added no information and were dropped
-SINGLE_CALL = {"clock_reading", "tiny_faint_text"}
+SINGLE_CALL = {"clock_reading", "region_count", "tiny_faint_text"}
 REGISTRY = ToolRegistry(VISUAL_TOOLS)
 
 
