@@ -1,8 +1,9 @@
 """Adding two prices (the ``price_sum`` plan): two dotted tags read and summed.
 
 The tags are found by their coloured dots (:func:`~m3gym.agents.heuristic.reading.
-marker_candidates`), cropped in one parallel step and autocontrasted in another; each price is
-read from several versions of its tag, and the sum that is one of the choices wins.
+marker_candidates`) and cropped in one parallel step (the reference's two calls); each price is
+read from several versions of its tag (the plain crop and its contrast stretch, computed here:
+a stretch tool call after a crop shows nothing new), and the sum that is one of the choices wins.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import cv2
 import numpy as np
 
 from m3gym.agents.heuristic import vision as hv
-from m3gym.agents.heuristic.calls import crop_call, op_call
+from m3gym.agents.heuristic.calls import crop_call
 from m3gym.agents.heuristic.reading import marker_candidates, marker_crop
 from m3gym.agents.heuristic.text import named_colors_in
 from m3gym.agents.heuristic.view import EpisodeView, Plan
@@ -22,7 +23,7 @@ from m3gym.agents.ocr import OcrWord, read_words_batch
 
 
 def plan_price_sum(view: EpisodeView) -> Plan:
-    """Find the two dotted tags, crop both in parallel, autocontrast both, add the prices.
+    """Find the two dotted tags, crop both in parallel, read both prices, add them.
 
     Each price is read from versions of its tag (:func:`_tag_versions`: the plain ones, then
     smoothed ones only when no pair of readings sums to a choice), its readings ranked by how
@@ -43,10 +44,7 @@ def plan_price_sum(view: EpisodeView) -> Plan:
     pairs = [(i, im) for i, im in zip(out.indices, out.images) if i is not None and im is not None]
     if len(pairs) < 2:
         return None
-    out = yield [op_call("autocontrast", i, cutoff=1.0) for i, _ in pairs]
-    if len(out.images) < 2 or any(im is None for im in out.images):
-        return None
-    tags = [(ac, crop) for ac, (_, crop) in zip(out.images, pairs) if ac is not None]
+    tags = [(stretched(crop), crop) for _, crop in pairs]
     per_tag: list[list[float]] = [[] for _ in tags]
     for stage in (0, 1):  # the plain versions first; the smoothed ones only when they disagree
         versions = [_tag_versions(ac, crop, stage) for ac, crop in tags]
@@ -58,6 +56,16 @@ def plan_price_sum(view: EpisodeView) -> Plan:
         if all(ranked) and (stage or _matching_choice(ranked[0], ranked[1], view.choices)):
             return _consistent_sum(ranked[0], ranked[1], view.choices)
     return None
+
+
+def stretched(rgb: np.ndarray, cutoff: float = 1.0) -> np.ndarray:
+    """Return ``rgb`` with each channel's ``cutoff``..``100 - cutoff`` percentiles stretched."""
+    out = np.empty_like(rgb)
+    for c in range(rgb.shape[2]):
+        lo, hi = np.percentile(rgb[..., c], (cutoff, 100.0 - cutoff))
+        scale = 255.0 / max(float(hi - lo), 1.0)
+        out[..., c] = np.clip((rgb[..., c].astype(np.float32) - lo) * scale, 0, 255)
+    return out
 
 
 def _tag_versions(contrasted: np.ndarray, crop: np.ndarray, stage: int) -> list[np.ndarray]:
