@@ -53,13 +53,9 @@ Z = 3.09
 FAMILIES = m3gym.family_names(suite=None)
 
 VIEW_LEAKS_KNOWN = {
-    "faint_text": "autocontrast is a monotone map of gray levels: the reset view holds what the "
-                  "stretched view shows, and the probe's normalized correlation is blind to "
-                  "contrast (structural for a one-op contrast task; see the family docstring)",
     "rotated_text": "rotations by 90 degrees and flips only permute pixels: a template turned like "
                     "the evidence reads the legible-size code (structural for a one-op rotation "
                     "task; see the family docstring)",
-    "glyph_faint": "classic suite, one autocontrast: as faint_text (structural)",
     "glyph_rotate": "classic suite, one rotate or flip: as rotated_text (structural)",
 }
 """Families whose view-only target is not met, each for a structural reason: its reference's output
@@ -303,7 +299,7 @@ def test_audit_leaks_strict_fails_a_leak_but_reports_a_structural_miss(capsys):
     turn = ProbeResult("f", "view-only", 100, 90, 0.125, VIEW_ONLY_MARGIN, unexplained=0.0)
     assert "LEAK" in format_row(leak) and not leak.structural
     assert "structural" in format_row(turn) and turn.structural
-    # glyph_rotate reads at about 1.0 view-only: reported as structural, so --strict passes
+    # the CLI prints the verdict column; --strict passes a family at its target
     assert main(["audit-leaks", "--family", "glyph_rotate", "--probe", "view-only",
                  "--tasks", "8", "--strict"]) == 0
-    assert "structural" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[-1].endswith("| ok |")

@@ -36,7 +36,12 @@ from scipy.optimize import minimize
 
 from m3gym.scoring.answer import answer_is_correct, normalize_answer, parse_number
 from m3gym.spec import Evidence, Task
-from m3gym.tasks.registry import get_family, make_task
+from m3gym.tasks.registry import (  # noqa: F401 (held-out seeds: imported from here too)
+    HELD_OUT_SEED_BASE,
+    get_family,
+    held_out_seed,
+    make_task,
+)
 from m3gym.view import to_view, view_scale
 
 TRAIN_TASKS: int = 800
@@ -50,8 +55,6 @@ STRUCTURAL_UNEXPLAINED: float = 0.05
 :func:`reference_unexplained_share`) at which a family's view-only leak counts as structural."""
 STRUCTURAL_SAMPLE: int = 5
 """Tasks per family on which the view-only probe measures that share."""
-HELD_OUT_SEED_BASE: int = 1_000_000_000
-"""First held-out seed: the frozen ``test`` split's range (test world, never used in training)."""
 MAX_POSITIONS: int = 8
 NGRAM_SIZES: tuple[int, ...] = (1, 2, 3)
 
@@ -93,11 +96,6 @@ class ProbeResult:
 
 # --------------------------------------------------------------------------------------------
 # task sampling
-
-
-def held_out_seed(family: str, i: int) -> int:
-    """Return the ``i``-th held-out seed of ``family`` (in the frozen test split's range)."""
-    return HELD_OUT_SEED_BASE + get_family(family).level * 10_000_000 + i
 
 
 @dataclass(frozen=True)
@@ -481,7 +479,13 @@ def reference_unexplained_share(task: Task, view_size: int | None = None) -> flo
     view-only leak of such a family is structural. Near 1 for a crop, which adds pixels the view
     never had (``1.0`` when the shapes differ, or when the reference makes no image or cannot be
     replayed with the visual tools).
+
+    A whole-image share can hide evidence that covers a tiny part of the image (a faded value
+    that only a stretch before the downscale shows): the result is the larger of it and the
+    evidence-region share of :func:`m3gym.audit.tool_necessity.task_share`, so a miss is
+    structural only when the tool adds nothing anywhere, the evidence included.
     """
+    from m3gym.audit.tool_necessity import task_share
     from m3gym.tasks.verify import replay_reference
 
     replayed = replay_reference(task)
@@ -503,7 +507,8 @@ def reference_unexplained_share(task: Task, view_size: int | None = None) -> flo
     if source.shape == target.shape:
         predictions.append(_level_map_prediction(source, target))
     errors = [float(((p - target) ** 2).mean()) / variance for p in predictions]
-    return min(1.0, min(errors, default=1.0))
+    whole = min(1.0, min(errors, default=1.0))
+    return max(whole, task_share(task, size)) if task.evidence else whole
 
 
 def binomial_upper_bound(chance: float, n: int, z: float) -> float:

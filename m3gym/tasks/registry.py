@@ -121,6 +121,15 @@ def task_seed_rng(family: str, seed: int) -> np.random.Generator:
 TRAIN_SEED_LIMIT: int = 1_000_000_000
 """Training task seeds lie in ``[0, TRAIN_SEED_LIMIT)``; larger ones are held out (frozen)."""
 
+HELD_OUT_SEED_BASE: int = TRAIN_SEED_LIMIT
+"""First held-out seed of the audits: the frozen ``test`` split's range (the test world, never
+used in training)."""
+
+
+def held_out_seed(family: str, i: int) -> int:
+    """Return the ``i``-th held-out seed of ``family`` (in the frozen test split's range)."""
+    return HELD_OUT_SEED_BASE + get_family(family).level * 10_000_000 + i
+
 
 def world_split_for_seed(seed: int) -> str:
     """Return the offline world a task seed draws its entities from: ``"train"`` or ``"test"``.
