@@ -239,7 +239,7 @@ def sideways_turn(gray: np.ndarray) -> int:
 
 
 def plan_receipt_total(view: EpisodeView) -> Plan:
-    """Find the receipt paper, read it in tiles (crop, autocontrast, turn upright), add prices."""
+    """Find the receipt paper, read it in zoomed tiles (turned upright if sideways), add prices."""
     kind, names = asked_items(view.question)
     img = view.images[0]
     s = view.view_scale(0)
@@ -247,7 +247,7 @@ def plan_receipt_total(view: EpisodeView) -> Plan:
     paper = hv.bright_region(img, min_level=170, min_fraction=0.005)  # a receipt is narrow
     if paper is None or not names:
         return None
-    inset = 3  # view px: keep the table out of the tiles (it would blunt the autocontrast)
+    inset = 3  # view px: keep the table out of the tiles (it would blunt the flattening)
     box = (paper[0] + inset) / s, (paper[1] + inset) / s, (paper[2] - inset) / s, \
         (paper[3] - inset) / s
     gray = cv2.cvtColor(img[paper[1]:paper[3], paper[0]:paper[2]], cv2.COLOR_RGB2GRAY)
@@ -255,7 +255,7 @@ def plan_receipt_total(view: EpisodeView) -> Plan:
     along = "y" if upright else "x"
     boxes = tiles(box, size, tile=int(1.6 * TILE_PX), along=along)[:4]
     turn = 0 if upright else sideways_turn(gray)
-    words = yield from read_tiles(boxes, size, contrast=True, turn=turn, psm=6, flatten=True,
+    words = yield from read_tiles(boxes, size, contrast=False, turn=turn, psm=6, flatten=True,
                                   scale=2.0)
     prices = []
     for name in names:
