@@ -52,12 +52,7 @@ Z = 3.09
 """One-sided normal quantile of a 0.001 false-alarm rate per test."""
 FAMILIES = m3gym.family_names(suite=None)
 
-VIEW_LEAKS_KNOWN = {
-    "rotated_text": "rotations by 90 degrees and flips only permute pixels: a template turned like "
-                    "the evidence reads the legible-size code (structural for a one-op rotation "
-                    "task; see the family docstring)",
-    "glyph_rotate": "classic suite, one rotate or flip: as rotated_text (structural)",
-}
+VIEW_LEAKS_KNOWN: dict[str, str] = {}
 """Families whose view-only target is not met, each for a structural reason: its reference's output
 holds nothing the reset view lacks (checked by ``test_view_leak_exemptions_are_structural``)."""
 

@@ -64,8 +64,7 @@ KNOWN_REASON: str = "below the line when measured; awaiting redesign"
 redesigned (docs/tool-necessity.md)."""
 KNOWN_BELOW_LINE: Mapping[str, str] = {
     name: KNOWN_REASON for name in (
-        "clock_reading", "compare_labels", "glyph_rotate",
-        "grid_period", "knowledge_count", "region_count", "rotated_text",
+        "compare_labels", "grid_period", "knowledge_count", "region_count",
     )
 }
 """Families whose share is below :data:`SHARE_LINE` today, each with the issue that files it.

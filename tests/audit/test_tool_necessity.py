@@ -177,8 +177,40 @@ def test_an_op_of_a_family_under_the_line_is_needed_only_by_the_chain() -> None:
 # ------------------------------------------------------------------------------ families
 
 
-def test_known_failures_are_reported_and_a_passing_family_passes() -> None:
-    known = share_check("glyph_rotate", tasks=2)
+FLIP_ONLY = "test_flip_only"
+"""A family registered for a test only: glyph_zoom's scene with a flip for its reference (a
+flip adds nothing to the view, so the family is below the line by construction)."""
+
+
+@pytest.fixture
+def flip_only_family(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Register :data:`FLIP_ONLY` for one test (the registry is restored afterwards)."""
+    import dataclasses
+
+    from m3gym.tasks import registry
+    from m3gym.tasks.families.glyph_zoom import GlyphZoomFamily
+
+    class FlipOnlyFamily(GlyphZoomFamily):
+        name = FLIP_ONLY
+
+        def generate(self, rng: np.random.Generator) -> Task:
+            task = super().generate(rng)
+            flip = RefCall("c1", "flip", {"image_index": 0, "direction": "horizontal"})
+            return dataclasses.replace(task, family=FLIP_ONLY, reference=((flip,),))
+
+    registry._load_builtin_families()
+    monkeypatch.setitem(registry._FAMILIES, FLIP_ONLY, FlipOnlyFamily)
+    return FLIP_ONLY
+
+
+def test_known_failures_are_reported_and_a_passing_family_passes(
+        flip_only_family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from m3gym.audit import tool_necessity
+
+    failing = share_check(flip_only_family, tasks=2)
+    assert failing.fails and failing.result.share < SHARE_LINE
+    monkeypatch.setitem(tool_necessity.KNOWN_BELOW_LINE, flip_only_family, KNOWN_REASON)
+    known = share_check(flip_only_family, tasks=2)
     assert not known.fails and known.known == KNOWN_REASON
     assert known.line().endswith(f"known failure ({KNOWN_REASON})")
     ok = share_check("glyph_zoom", tasks=2)
@@ -263,10 +295,21 @@ def test_cli_prints_the_table_and_fails_on_a_failing_family() -> None:
     row = next(line for line in ok.stdout.splitlines() if line.startswith("| Classic"))
     assert "| glyph_zoom | flat | 1 | – | – | – |" in row and "1:crop needed" in row
     assert row.endswith("pass [reader: no reader asked (--reader none)] |")
-    bad = run_cli("--family", "glyph_rotate", "--tasks", "1", "--reader", "none")
-    assert bad.returncode == 1 and "FAIL: share" in bad.stdout and f"(known: {KNOWN_REASON})" in bad.stdout
-    assert run_cli("--family", "glyph_rotate", "--tasks", "1", "--reader", "none",
-                   "--report-only").returncode == 0
+
+
+def test_cli_fails_on_a_failing_family_unless_report_only(
+        flip_only_family: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from m3gym.audit import tool_necessity
+    from m3gym.cli import main
+
+    args = ["audit-tools", "--family", flip_only_family, "--tasks", "1", "--reader", "none"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: share" in out and "1:flip NOT needed" in out and "(known:" not in out
+    monkeypatch.setitem(tool_necessity.KNOWN_BELOW_LINE, flip_only_family, KNOWN_REASON)
+    assert main(args) == 1 and f"(known: {KNOWN_REASON})" in capsys.readouterr().out
+    assert main([*args, "--report-only"]) == 0
 
 
 def test_cli_writes_the_measurements_as_json(tmp_path) -> None:
