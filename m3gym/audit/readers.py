@@ -385,6 +385,19 @@ class ReaderScore:
     chance: float | None
 
 
+def blank_window(window: np.ndarray) -> bool:
+    """Whether ``window`` is one flat grey level: it holds nothing to read.
+
+    Such a window is not read: a recognizer still answers on a blank (PP-OCRv4 reads a flat
+    window as "2"), which would credit the reader with a guess that no pixel supports. Reading
+    nothing scores chance (:func:`choice_credit`).
+    """
+    if window.size == 0:
+        return True
+    gray = to_gray(window)
+    return int(gray.max()) == int(gray.min())
+
+
 def read_task(task: Task, reader: Reader, view_size: int | None = None) -> ReaderScore | None:
     """Return the reader's scores on ``task``; None when it has no drawn answer or search key."""
     from m3gym.audit.leaks import answer_index, drawn_answer_evidence
@@ -400,6 +413,7 @@ def read_task(task: Task, reader: Reader, view_size: int | None = None) -> Reade
     readings = []
     detect = bool(getattr(reader, "detect", False))
     for windows in (no_tool_windows(task, ev, size), with_tool_windows(task, ev, size)):
+        windows = [w for w in windows if not blank_window(w)]
         variants = [v for w in windows
                     for v in (*reader_variants(w), *(line_variants(w) if detect else ()))]
         readings.append(reader(variants) if variants else [])

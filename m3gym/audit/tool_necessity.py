@@ -28,9 +28,9 @@ needed when the share falls under :data:`SHARE_LINE`, or when it breaks a later 
 on the task's offline world). Both are measured, never argued.
 
 A family passes (a) when its share is at least :data:`SHARE_LINE` or one of its ops is measured
-to be needed by the chain. :data:`KNOWN_BELOW_LINE` lists the families that fail it today, the
-defect the tool-necessity redesign is to remove; ``check_family`` reports them as known failures
-and fails any other family below the line (:func:`share_check`).
+to be needed by the chain. :data:`KNOWN_BELOW_LINE` lists families known to fail it (empty since
+benchmark v4, whose redesign brought every family above the line); ``check_family`` reports them
+as known failures and fails any other family below the line (:func:`share_check`).
 """
 
 from __future__ import annotations
@@ -57,17 +57,13 @@ CHAIN_TOOLS: frozenset[str] = frozenset({"image_search"})
 """Later tools that read an op's pixels (their result is compared with and without the op)."""
 CHECK_TASKS: int = 3
 """Held-out tasks per family that ``check_family`` measures the share on (and that
-:data:`KNOWN_BELOW_LINE` was measured on: a family near the line, clock_reading, may cross it on
-a larger sample)."""
+:data:`KNOWN_BELOW_LINE` is measured on)."""
 KNOWN_REASON: str = "below the line when measured; awaiting redesign"
 """What :data:`KNOWN_BELOW_LINE` records for each family: measured below the line, not yet
 redesigned (docs/tool-necessity.md)."""
-KNOWN_BELOW_LINE: Mapping[str, str] = {
-    name: KNOWN_REASON for name in (
-        "compare_labels", "grid_period", "knowledge_count", "region_count",
-    )
-}
-"""Families whose share is below :data:`SHARE_LINE` today, each with the issue that files it.
+KNOWN_BELOW_LINE: Mapping[str, str] = {}
+"""Families whose share is below :data:`SHARE_LINE` today, each with the reason. Empty since
+benchmark v4 (the nine families listed before it were redesigned; CHANGELOG).
 
 ``check_family`` reports them as a ``known failure (<the reason>)`` warning, not a failure; a
 test asserts that exactly these are below the line, so a redesign must remove its family from
