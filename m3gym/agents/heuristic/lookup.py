@@ -4,8 +4,8 @@ Each plan follows the protocol of :mod:`m3gym.agents.heuristic.reading`: it yiel
 calls, reads the outcomes, and returns the answer. Only what an agent sees is used: the prompt,
 the view images, tool result texts, the choices and the budgets.
 
-* :func:`plan_knowledge_count` — search the named team, read its kit colour from the page prose,
-  crop both pitch halves in parallel, count shirts of that colour (colour masks + components).
+* the team helpers of knowledge_count's plan (:mod:`m3gym.agents.heuristic.teams`): a team's kit
+  colour in the page prose, the pitch in the view, a kit-colour mask.
 * :func:`plan_privacy_safe_lookup` — find the small plate on the facade, crop it with a zoom,
   read the building name, search it (never text legible in the full view, i.e. the
   badge: :func:`is_pii`), fetch, extract.
@@ -29,13 +29,12 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from m3gym.agents.heuristic import vision as hv
-from m3gym.agents.heuristic.calls import crop_call, crop_pixels, full_size
+from m3gym.agents.heuristic.calls import crop_call, full_size
 from m3gym.agents.heuristic.text import asked_position
 from m3gym.agents.heuristic.view import EpisodeView, Plan
 from m3gym.agents.heuristic.web import (
     fetch_and_extract,
     follow_search,
-    page_body,
     result_urls,
     search_then_fetch,
     sentences,
@@ -52,16 +51,6 @@ KIT_RGB: dict[str, tuple[int, int, int]] = {
 
 # --------------------------------------------------------------------------------------------
 # knowledge_count
-
-
-def team_in_question(question: str) -> str | None:
-    """Return the team a counting question names ("... of the Boko Wolves?" -> "Boko Wolves")."""
-    for pat in (r"players of the (.+?) are on", r"Count the (.+?) players",
-                r"kit of the (.+?)\?", r"of the (.+?)\?"):
-        m = re.search(pat, question)
-        if m:
-            return m.group(1).strip()
-    return None
 
 
 def kit_colour_in(body: str) -> str | None:
@@ -105,66 +94,6 @@ def kit_mask(rgb: np.ndarray, colour: str, tol: float = 60.0,
     nearest = np.min(np.stack([np.linalg.norm(f - np.asarray(v, np.float32), axis=2)
                                for v in refs]), axis=0)
     return np.where((own <= tol) & (own < nearest), 255, 0).astype(np.uint8)
-
-
-def shirt_count(rgb: np.ndarray, colour: str, px_per_full: float) -> int:
-    """Return how many player shirts of kit ``colour`` ``rgb`` (a pitch crop) shows.
-
-    Shirts are filled rectangles about 7-9 full-resolution pixels tall; shorts (3 px) and legs
-    (2 px) of other players in that colour vanish under an opening with a 5 px (full-res) kernel.
-    Blobs are counted by area against the median blob (touching shirts count twice).
-    """
-    h, w = rgb.shape[:2]
-    surface = np.median(rgb[h // 4:3 * h // 4, w // 4:3 * w // 4].reshape(-1, 3), axis=0)
-    mask = kit_mask(rgb, colour, others=[surface])
-    k = max(2, int(round(4.5 * px_per_full)))
-    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((k, k), np.uint8))
-    n, _, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
-    if n <= 1:
-        return 0
-    ws, hs, areas = stats[1:, 2], stats[1:, 3], stats[1:, 4].astype(np.float32)
-    unit = 0.36 * 22 * 11 * px_per_full ** 2  # shirt of a 22 px player (full-res 8 x 11)
-    long_side = 30 * px_per_full
-    keep = (np.maximum(ws, hs) <= long_side) & (areas >= 0.35 * unit)
-    merged = (np.maximum(ws, hs) > long_side) & (areas <= 6 * unit)
-    return int(keep.sum() + np.round(areas[merged] / unit).sum())
-
-
-def plan_knowledge_count(view: EpisodeView) -> Plan:
-    """Search the team, read its kit colour, crop both pitch halves in parallel, count shirts."""
-    team = team_in_question(view.question)
-    if team is None:
-        return None
-    out = yield [{"name": "web_search", "arguments": {"query": f"{team} team"}}]
-    results = result_urls(out.text)
-    if not results:
-        return None
-    results.sort(key=lambda r: -fuzz.ratio(team.lower(), r[1].split(" - ")[0].lower()))
-    colour = None
-    for url, _ in results[:2]:
-        page = yield [{"name": "fetch_webpage", "arguments": {"url": url}}]
-        colour = kit_colour_in(page_body(page.text))
-        if colour:
-            break
-    if colour is None:
-        return None
-    img = view.images[0]
-    s = view.view_scale(0)
-    size = full_size(view, 0)
-    pitch = pitch_box(img) or (0, 0, img.shape[1], img.shape[0])
-    x0, y0, x1, y1 = (v / s for v in pitch)
-    x0, y0, x1, y1 = x0 + 12, y0 + 12, x1 - 12, y1 - 12  # inside the touchlines
-    mid = (x0 + x1) / 2
-    halves = [(x0, y0, mid, y1), (mid, y0, x1, y1)]
-    out = yield [crop_call(0, hv.to_bbox1000(b, size[0], size[1]), 1.0) for b in halves]
-    total = 0
-    for im, rec, box in zip(out.images, out.calls, halves):
-        if im is None:
-            continue
-        px = crop_pixels(str(rec.get("result_text", "")))
-        width = (px[2] - px[0]) if px else (box[2] - box[0])
-        total += shirt_count(im, colour, im.shape[1] / max(width, 1))
-    return str(total)
 
 
 # --------------------------------------------------------------------------------------------

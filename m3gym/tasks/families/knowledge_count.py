@@ -47,15 +47,6 @@ def player_width(size: int) -> int:
     return max(4, int(round(size * 0.6)))
 
 
-def _draw_player(img: np.ndarray, x: int, y: int, size: int, kit: R.Color,
-                 rng: np.random.Generator) -> None:
-    """Draw a player of the pitch module (:func:`draw.draw_player`), its box's top-left at (x, y).
-
-    The figure of 16 px and more (a head, sleeves, arms); the tasks draw :func:`_draw_small_player`.
-    """
-    draw.draw_player(img, x, y, size, kit, rng)
-
-
 def _draw_small_player(img: np.ndarray, x: int, y: int, size: int, kit: R.Color,
                        rng: np.random.Generator) -> None:
     """Draw a tiny player seen from a high camera, the top-left of its box at (x, y).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from m3gym.agents.heuristic import lookup, web
+from m3gym.agents.heuristic import lookup, teams, web
 
 
 def test_page_reading_helpers() -> None:
@@ -22,5 +22,5 @@ def test_page_reading_helpers() -> None:
     assert web.ranked_links(body, web.page_links(page), q2)[0] == "https://tomefo-systems.example/"
     assert lookup.kit_colour_in("The Boko Wolves date back to 1870. Fans of the Boko Wolves dress "
                             "in black, the club colour.") == "black"
-    assert lookup.team_in_question("Count the Boko Wolves players visible on the field.") == \
-        "Boko Wolves"
+    assert teams.team_in_question("How many players of the Boko Wolves are inside the two goal "
+                                  "areas?") == "Boko Wolves"
