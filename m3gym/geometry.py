@@ -227,8 +227,25 @@ def rotation_affine(angle_deg: float, width: int, height: int, out_width: int,
 
 
 def rotated_size(angle_deg: float, width: int, height: int) -> tuple[int, int]:
-    """Return the ``(width, height)`` of the smallest canvas that holds the whole rotated image."""
-    rad = math.radians(angle_deg)
-    c, s = abs(math.cos(rad)), abs(math.sin(rad))
-    return (max(1, math.ceil(width * c + height * s - 1e-6)),
-            max(1, math.ceil(width * s + height * c - 1e-6)))
+    """Return the ``(width, height)`` of the canvas that holds the whole rotated image.
+
+    The canvas of Pillow's ``Image.rotate(angle, expand=True)``, the reference toolbox's rotate:
+    the corners turned about the centre ``(W/2, H/2)`` with Pillow's cosines and sines (rounded
+    to 15 decimals), then each side of their extent rounded outward (``ceil`` of the largest
+    coordinate minus ``floor`` of the smallest); a multiple of 90 degrees swaps or keeps the
+    sides exactly (Pillow transposes). That is one pixel wider than the tightest
+    canvas when the extent straddles pixel edges on both sides (a 2487 x 1748 image at 30
+    degrees: 3029 px, not 3028), so code mode's Pillow rotate and the rotate tool agree.
+    """
+    quarter = (angle_deg % 360.0) / 90.0
+    if quarter in (0.0, 1.0, 2.0, 3.0):  # Pillow transposes: the sides swap or stay, exactly
+        return (height, width) if quarter in (1.0, 3.0) else (width, height)
+    rad = -math.radians(angle_deg)
+    a, b = round(math.cos(rad), 15), round(math.sin(rad), 15)
+    cx, cy = width / 2, height / 2
+    tx, ty = -a * cx - b * cy + cx, b * cx - a * cy + cy
+    corners = ((0, 0), (width, 0), (width, height), (0, height))
+    xs = [a * x + b * y + tx for x, y in corners]
+    ys = [-b * x + a * y + ty for x, y in corners]
+    return (max(1, math.ceil(max(xs)) - math.floor(min(xs))),
+            max(1, math.ceil(max(ys)) - math.floor(min(ys))))

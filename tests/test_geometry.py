@@ -21,6 +21,7 @@ from m3gym.geometry import (
     exact_bbox1000,
     grow_box,
     mapped_extent,
+    rotated_size,
     rotation_affine,
 )
 from m3gym.tools.base import ToolError
@@ -147,3 +148,24 @@ def test_compose_affine_applies_inner_then_outer(values, point) -> None:
 def test_mapped_extent_of_a_quarter_turn() -> None:
     turn = rotation_affine(90.0, 40, 20, 20, 40)  # counter-clockwise: (x, y) -> (y, 40 - x)
     assert mapped_extent(turn, (0, 0, 10, 5)) == (0.0, 30.0, 5.0, 40.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 600), st.integers(1, 600),
+       st.one_of(st.floats(-720, 720, allow_nan=False), st.sampled_from([0, 90, 180, 270, -90,
+                                                                         30, 45, 360, 450])))
+def test_rotated_size_is_pillows_expanded_canvas(width: int, height: int, angle: float) -> None:
+    """The rotate tool's canvas is the reference toolbox's (Pillow ``rotate(expand=True)``), so
+    code mode's Pillow rotate and the tool make images of one shape."""
+    from PIL import Image
+
+    expected = Image.new("L", (width, height)).rotate(angle, expand=True).size
+    assert rotated_size(angle, width, height) == expected
+
+
+def test_rotated_size_by_hand() -> None:
+    # 2487 x 1748 at 30 degrees: the extent is 3027.8 px wide but straddles pixel edges on both
+    # sides, so Pillow's canvas (ceil of the right, floor of the left) is 3029
+    assert rotated_size(30, 2487, 1748) == (3029, 2758)
+    assert rotated_size(90, 2487, 1748) == (1748, 2487)
+    assert rotated_size(-180, 5, 7) == (5, 7)

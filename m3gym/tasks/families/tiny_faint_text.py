@@ -15,6 +15,7 @@ from m3gym.tasks.families import _scene_common as c2
 from m3gym.tasks.families._text_common import FIELD_NAMES, text_patch, view_lookalike_codes
 from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import text_scenes as TS
+from m3gym.tasks.verify import first_verified
 
 _TEXT_SCENES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "Science": ("lab_bench", ("noise", "gradient", "fabric", "paper"), "specimen label"),
@@ -156,7 +157,11 @@ class TinyFaintTextFamily(FamilyConfig):
         return _Label(box, vbox, vmask, seen)
 
     def generate(self, rng: np.random.Generator) -> Task:
-        """Build one task."""
+        """Build one task: the first draw whose reference passes every checkpoint."""
+        return first_verified(lambda: self.draw(rng))
+
+    def draw(self, rng: np.random.Generator) -> Task:
+        """Draw one scene and its task (unverified; :meth:`generate` checks the reference)."""
         domain = c2.pick(rng, self.domains)
         scene_name, kinds, noun = _TEXT_SCENES[domain]
         w, h = c2.scene_size(rng, self.scene_long)
