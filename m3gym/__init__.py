@@ -1,10 +1,10 @@
 """m3gym: Gymnasium environments for multimodal tool-using agents.
 
-``import m3gym`` registers ``M3Bench-L1-v3``, ``M3Bench-L2-v3``, ``M3Bench-L3-v3`` (each only when
-its level has families), ``M3Bench-Classic-v3`` (the low-resolution classic-RL suite, 96-px view)
-and one id per task family, e.g. ``M3Bench-TinyText-v3``. The version suffix is
+``import m3gym`` registers ``M3Bench-L1-v4``, ``M3Bench-L2-v4``, ``M3Bench-L3-v4`` (each only when
+its level has families), ``M3Bench-Classic-v4`` (the low-resolution classic-RL suite, 96-px view)
+and one id per task family, e.g. ``M3Bench-TinyText-v4``. The version suffix is
 :data:`ENV_VERSION`, the test manifest's version: it moves whenever a task's bytes do, so a
-script that names ``M3Bench-L2-v3`` either gets exactly those tasks or fails (Gymnasium's
+script that names ``M3Bench-L2-v4`` either gets exactly those tasks or fails (Gymnasium's
 ``DeprecatedEnv``). An unversioned id (``M3Bench-L2``) resolves to the newest version (Gymnasium
 warns).
 """
@@ -32,7 +32,7 @@ from m3gym.spec import Task
 from m3gym.tasks.registry import family_names, get_family, make_task
 from m3gym.versions import __version__
 
-register_records_env()  # before register_envs: M3Bench-Records-v3 takes records=
+register_records_env()  # before register_envs: M3Bench-Records-v4 takes records=
 register_envs()
 
 from m3gym.wrappers import register_discrete_envs  # noqa: E402

@@ -16,14 +16,14 @@ from m3gym.records.guard import DEFAULT_BUDGET, pixel_budget
 from m3gym.registration import versioned_id
 
 RECORDS_ENV_ID: str = versioned_id("M3Bench-Records")
-"""Env id of the records env (``M3Bench-Records-v3``)."""
+"""Env id of the records env (``M3Bench-Records-v4``)."""
 
 ENTRY_POINT: str = "m3gym.records_env:RecordsEnv"
 """Gymnasium entry point of :data:`RECORDS_ENV_ID`."""
 
 
 class RecordsEnv(M3BenchEnv):
-    """``M3BenchEnv`` on the ``records`` family: ``gym.make("M3Bench-Records-v3", records=...)``.
+    """``M3BenchEnv`` on the ``records`` family: ``gym.make("M3Bench-Records-v4", records=...)``.
 
     Args:
         records: a records path, a list of record dicts or a loaded :class:`Records`
@@ -66,7 +66,7 @@ class RecordsEnv(M3BenchEnv):
 
 
 def register_records_env() -> None:
-    """Register ``M3Bench-Records-v3`` (idempotent; before the per-family ids)."""
+    """Register ``M3Bench-Records-v4`` (idempotent; before the per-family ids)."""
     from gymnasium.envs.registration import register, registry
 
     if RECORDS_ENV_ID not in registry:

@@ -25,7 +25,7 @@ ENV_VERSION: int = MANIFEST_VERSION
 
 
 def versioned_id(name: str) -> str:
-    """Return ``name`` with the current version suffix: ``M3Bench-L2`` → ``M3Bench-L2-v3``."""
+    """Return ``name`` with the current version suffix: ``M3Bench-L2`` → ``M3Bench-L2-v4``."""
     return f"{name}-v{ENV_VERSION}"
 
 
@@ -45,7 +45,7 @@ def resolve_env_id(env_id: str) -> str:
 
 
 def family_env_id(family: str) -> str:
-    """Return the env id of a task family: ``tiny_text`` → ``M3Bench-TinyText-v3``."""
+    """Return the env id of a task family: ``tiny_text`` → ``M3Bench-TinyText-v4``."""
     return versioned_id("M3Bench-" + "".join(part.capitalize() for part in family.split("_")))
 
 
@@ -54,7 +54,7 @@ CLASSIC_ENV_ID = versioned_id("M3Bench-Classic")
 
 
 def level_env_id(level: int) -> str:
-    """Return the env id of a level: ``2`` → ``M3Bench-L2-v3``."""
+    """Return the env id of a level: ``2`` → ``M3Bench-L2-v4``."""
     return versioned_id(f"M3Bench-L{int(level)}")
 
 

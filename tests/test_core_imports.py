@@ -25,7 +25,7 @@ def test_an_episode_per_level_imports_no_extra_library(tmp_path: Path) -> None:
 
     assert lines[-2] == f"built one task of each of {len(family_names(suite=None))} families"
     assert [line.split(":")[0] for line in lines[:-2]] == \
-        ["M3Bench-L1-v3", "M3Bench-L2-v3", "M3Bench-L3-v3"]
+        ["M3Bench-L1-v4", "M3Bench-L2-v4", "M3Bench-L3-v4"]
     assert all(line.endswith("answer_correct=True") for line in lines[:-2])
 
 

@@ -31,7 +31,7 @@ def test_the_records_env_imports_from_its_old_wrappers_path() -> None:
     with pytest.warns(DeprecationWarning, match=r"use m3gym\.records_env\.RecordsEnv"):
         assert old.RecordsEnv is records_env.RecordsEnv
     with pytest.warns(DeprecationWarning):
-        assert old.RECORDS_ENV_ID == records_env.RECORDS_ENV_ID == "M3Bench-Records-v3"
+        assert old.RECORDS_ENV_ID == records_env.RECORDS_ENV_ID == "M3Bench-Records-v4"
     with pytest.raises(AttributeError):
         old.NotThere  # noqa: B018
 

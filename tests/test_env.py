@@ -20,7 +20,7 @@ ENV_IDS = m3gym.env_ids()
 
 
 def test_level_ids_registered():
-    assert "M3Bench-L1-v3" in ENV_IDS
+    assert "M3Bench-L1-v4" in ENV_IDS
     for env_id in ENV_IDS:
         assert env_id in gym.registry
 

@@ -115,7 +115,7 @@ def test_render_before_reset_and_unknown_mode():
 
 
 def test_ansi_describes_the_state():
-    env = gym.make("M3Bench-TinyText-v3", render_mode="ansi", show_choices=True)
+    env = gym.make("M3Bench-TinyText-v4", render_mode="ansi", show_choices=True)
     obs, info = env.reset(seed=3)
     task = env.unwrapped.task
     text = env.render()
@@ -140,7 +140,7 @@ def test_ansi_describes_the_state():
 def test_ansi_is_deterministic_per_seed():
     texts = []
     for _ in range(2):
-        env = gym.make("M3Bench-L2-v3", render_mode="ansi")
+        env = gym.make("M3Bench-L2-v4", render_mode="ansi")
         env.reset(seed=5)
         env.step({"name": "grayscale", "arguments": {"image_index": 0}})
         texts.append(env.render())

@@ -31,7 +31,7 @@ def test_suite_membership_keeps_benchmark_levels_unchanged() -> None:
 
 
 def test_classic_env_ids_and_view_size() -> None:
-    assert m3gym.CLASSIC_ENV_ID == "M3Bench-Classic-v3" and m3gym.CLASSIC_ENV_ID in m3gym.env_ids()
+    assert m3gym.CLASSIC_ENV_ID == "M3Bench-Classic-v4" and m3gym.CLASSIC_ENV_ID in m3gym.env_ids()
     env = gym.make("M3Bench-Classic").unwrapped
     assert env.families == list(CLASSIC) and env.view_size == CLASSIC_VIEW
     assert gym.make("M3Bench-GlyphZoom").unwrapped.view_size == CLASSIC_VIEW

@@ -256,18 +256,19 @@ def test_m3_weights_zero_terms_allowed_and_used():
 
     RewardConfig(m3_weights={"multi_modal": 1.0, "multi_hop": 0.0,
                              "multi_threaded": 0.5}).validate()  # a zero weight is fine
-    # region_count: crop, then autocontrast of the crop (one hop edge). Only the crop is made:
-    # multi_modal = F1(recall 1/2, precision 1) = 2/3, multi_hop = 0.
-    env_id = "M3Bench-RegionCount"
+    # code_lookup, env seed 0: crop, web_search, fetch_webpage, fetch_webpage (three hop edges).
+    # Only the crop is made: multi_modal = F1(recall 1/4, precision 1) = 0.4, multi_hop = 0,
+    # multi_threaded undefined (no parallel step): m3 = (0.4 + 0) / 2 = 0.2.
+    env_id = "M3Bench-CodeLookup"
     first = [_ref_step, lambda e: _answer(e, True)]
     default = _run(env_id, "m3", first)[-1][2]["metrics"]
-    assert default["multi_modal"] == pytest.approx(2 / 3) and default["multi_hop"] == 0.0
-    assert default["m3"] == pytest.approx(1 / 3)
+    assert default["multi_modal"] == pytest.approx(0.4) and default["multi_hop"] == 0.0
+    assert default["multi_threaded"] is None and default["m3"] == pytest.approx(0.2)
     only_mm = {"answer": 1.0, "m3": 1.0, "m3_weights": {"multi_modal": 1.0, "multi_hop": 0.0,
                                                         "multi_threaded": 0.0}}
     steps = _run(env_id, only_mm, first)
-    assert steps[-1][2]["metrics"]["m3"] == pytest.approx(2 / 3)
-    assert steps[-1][1]["m3"] == pytest.approx(2 / 3)
+    assert steps[-1][2]["metrics"]["m3"] == pytest.approx(0.4)
+    assert steps[-1][1]["m3"] == pytest.approx(0.4)
 
 
 @pytest.mark.parametrize("preset", PRESETS)

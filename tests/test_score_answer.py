@@ -9,7 +9,7 @@ import m3gym
 from m3gym.integrations.datasets import answer_spec, extract_answer, prompt_rows, score_answer
 from m3gym.integrations.session import EpisodeSession
 
-ROWS = [r for env_id in ("M3Bench-L1-v3", "M3Bench-L2-v3", "M3Bench-L3-v3")
+ROWS = [r for env_id in ("M3Bench-L1-v4", "M3Bench-L2-v4", "M3Bench-L3-v4")
         for r in prompt_rows(env_id, 5, images=False)]
 
 
@@ -58,7 +58,7 @@ def test_long_text_around_an_answer_does_not_score():
 
 
 def test_numeric_answers_use_the_task_tolerance():
-    rows = prompt_rows("M3Bench-ChartValue-v3", 3, images=False)
+    rows = prompt_rows("M3Bench-ChartValue-v4", 3, images=False)
     for row in rows:
         spec = answer_spec(row)
         assert spec.match == "numeric"
@@ -88,8 +88,8 @@ def test_rows_of_every_shape_name_their_task():
     verl_row = {"prompt": [], "extra_info": {"family": row["family"], "task_seed": row["task_seed"]}}
     assert score_answer(value, verl_row) == 1.0
     assert score_answer(value, {"task_id": row["task_id"]}) == 1.0
-    env_row = {"env_id": "M3Bench-TinyText-v3", "task_seed": 12}
-    session = EpisodeSession("M3Bench-TinyText-v3")
+    env_row = {"env_id": "M3Bench-TinyText-v4", "task_seed": 12}
+    session = EpisodeSession("M3Bench-TinyText-v4")
     session.start(env_row)
     assert score_answer(session.task.answer.value, env_row) == 1.0
 

@@ -139,14 +139,14 @@ def faint_text_task() -> Any:
 
 
 EPISODES: dict[str, Any] = {
-    "classic seed 0 reference": lambda: run_env(gym.make("M3Bench-Classic-v3"), 0, "reference"),
-    "classic seed 1 reference": lambda: run_env(gym.make("M3Bench-Classic-v3"), 1, "reference"),
+    "classic seed 0 reference": lambda: run_env(gym.make("M3Bench-Classic-v4"), 0, "reference"),
+    "classic seed 1 reference": lambda: run_env(gym.make("M3Bench-Classic-v4"), 1, "reference"),
     "L1 seed 3 reference, paper reward": lambda: run_env(
-        gym.make("M3Bench-L1-v3", reward="paper"), 3, "reference"),
+        gym.make("M3Bench-L1-v4", reward="paper"), 3, "reference"),
     "L2 seed 5 reference, process reward": lambda: run_env(
-        gym.make("M3Bench-L2-v3", reward="process"), 5, "reference"),
+        gym.make("M3Bench-L2-v4", reward="process"), 5, "reference"),
     "faint_text cheap ops, checkpoint_bonus reward": lambda: run_env(
-        gym.make("M3Bench-FaintText-v3", reward="checkpoint_bonus"), 0, "cheap",
+        gym.make("M3Bench-FaintText-v4", reward="checkpoint_bonus"), 0, "cheap",
         task=faint_text_task()),
     "classic discrete seed 0 expert": lambda: run_discrete(0, "expert"),
     "classic discrete seed 1 random": lambda: run_discrete(1, "random"),

@@ -53,7 +53,7 @@ def check_server_env_args(env_args: Mapping[str, Any]) -> None:
 
 
 def unversioned(env_id: str) -> str:
-    """Return ``env_id`` without its ``-vN`` suffix: ``M3Bench-L2-v3`` → ``M3Bench-L2``."""
+    """Return ``env_id`` without its ``-vN`` suffix: ``M3Bench-L2-v4`` → ``M3Bench-L2``."""
     head, sep, tail = env_id.rpartition("-v")
     return head if sep and tail.isdigit() else env_id
 

@@ -1,11 +1,11 @@
 """Classic-RL wrappers: discrete tool actions with masks and fixed-size pixel observations.
 
-Importing this package registers ``M3Bench-L1-Discrete-v3`` / ``-L2-`` / ``-L3-`` (for each level
+Importing this package registers ``M3Bench-L1-Discrete-v4`` / ``-L2-`` / ``-L3-`` (for each level
 that has families) with :func:`~m3gym.wrappers.make.make_discrete_env` as entry point; keyword
 arguments of ``gym.make`` go to the wrapper (``obs_size``, ``task_pool``, ...) or, for
 ``reward``, ``suite``, ``view_size``, ``max_tool_calls``, ``max_rounds``, ``family_weights``,
 ``family_config``, ``difficulty``, ``curriculum`` and ``curriculum_update``, to the env.
-``M3Bench-Classic-Discrete-v3`` wraps the classic-RL suite (:data:`CLASSIC_DISCRETE_KWARGS`).
+``M3Bench-Classic-Discrete-v4`` wraps the classic-RL suite (:data:`CLASSIC_DISCRETE_KWARGS`).
 """
 
 from __future__ import annotations

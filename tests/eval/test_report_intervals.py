@@ -79,7 +79,7 @@ def test_bad_input_is_a_precise_error(kwargs, message):
 
 
 def _record(task, acc, reward, status="ok", ot=None):
-    return {"episode_id": f"e{task}", "env": "M3Bench-L1-v3", "task_id": f"fam/{task}",
+    return {"episode_id": f"e{task}", "env": "M3Bench-L1-v4", "task_id": f"fam/{task}",
             "level": 1, "family": "fam", "status": status, "answer_correct": bool(acc),
             "reward": reward, "calls": 2, "metrics": {"acc": float(acc), "OT": ot}}
 
@@ -90,7 +90,7 @@ RECORDS = [_record(0, 1, 0.5), _record(1, 0, -0.5), _record(2, 0, -0.5), _record
 
 def test_samples_count_scored_episodes_that_report_the_metric():
     assert stat_samples(RECORDS, "acc") == ([1.0, 0.0, 0.0, 0.0],
-                                            [f"M3Bench-L1-v3:fam/{i}" for i in range(4)])
+                                            [f"M3Bench-L1-v4:fam/{i}" for i in range(4)])
     assert stat_samples(RECORDS, "reward")[0] == [0.5, -0.5, -0.5, 0.5]
     assert stat_samples(RECORDS, "OT") == ([], [])
     assert stat_interval(RECORDS, "OT", _rng()) is None

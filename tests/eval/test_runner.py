@@ -116,7 +116,7 @@ def test_eval_random_and_default_envs(tmp_path):
     assert main(["eval", "--agent", "random", "--episodes", "1", "--out", str(out),
                  "--quiet", "--agent-arg", "answer_prob=0.5"]) == 0
     recs = _records(out)
-    assert {r["env"] for r in recs} == {"M3Bench-L1-v3", "M3Bench-L2-v3", "M3Bench-L3-v3"}
+    assert {r["env"] for r in recs} == {"M3Bench-L1-v4", "M3Bench-L2-v4", "M3Bench-L3-v4"}
     assert all(r["status"] == "ok" and r["agent"] == "random" for r in recs)
 
 

@@ -16,7 +16,7 @@ from m3gym.reward import PRESETS
 
 
 def test_env_ids_go_by_both_names() -> None:
-    assert unversioned("M3Bench-L2-v3") == "M3Bench-L2"
+    assert unversioned("M3Bench-L2-v4") == "M3Bench-L2"
     assert unversioned("M3Bench-L2") == "M3Bench-L2"
     assert unversioned("Odd-vx") == "Odd-vx"
     allowed = allowed_env_ids(["M3Bench-L1"])

@@ -101,7 +101,7 @@ def test_env_ids_are_the_operators_choice() -> None:
     assert "M3Bench-Records" in default_env_ids({"records": "x.jsonl"})
     assert {"M3Bench-L1", "M3Bench-L3", "M3Bench-TinyText"} <= set(default_env_ids())
     table = EpisodeTable(envs=["M3Bench-L1"])
-    eid, _, _ = table.start("M3Bench-L1-v3", seed=1)  # its versioned id names it too
+    eid, _, _ = table.start("M3Bench-L1-v4", seed=1)  # its versioned id names it too
     table.answer(eid, "x")
     line = refusal(table.start, "M3Bench-L2", seed=1)
     assert line == "unknown env 'M3Bench-L2': this server offers M3Bench-L1"

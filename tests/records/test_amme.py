@@ -244,7 +244,7 @@ def test_exported_family_task_reimports_with_same_answer_and_evidence(tmp_path: 
     task = make_task("tiny_text", 5)
     files = export_amme([task], tmp_path / "out")
     data = json.loads(files[0].read_text())
-    assert data["golden_answer"] == {"value": "AU-4F2", "match_type": "exact"}
+    assert data["golden_answer"] == {"value": "AR-4E2", "match_type": "exact"}
     assert data["input"]["prompt"] == task.question + choices_suffix(task.choices)
     pe = data["process_evaluation"]
     assert [(c["id"], c["axis"], c["tools"], c["code_check"]) for c in pe["checkpoints"]] == [
@@ -254,18 +254,18 @@ def test_exported_family_task_reimports_with_same_answer_and_evidence(tmp_path: 
     ]
     assert pe["checkpoints"][2]["visual_check"] == {
         "question": "What text is shown in this image? Reply with the text only.",
-        "expected_answer": "AU-4F2"}
+        "expected_answer": "AR-4E2"}
     assert pe["efficiency"] == {"reference_tool_calls": 1, "penalty_per_extra_call": 0.1,
                                 "max_tool_calls": 15}
     ev = task.evidence[0]
     result = import_amme(tmp_path / "out", tmp_path / "out" / "records.jsonl")
     (record,) = result.records
-    assert record["answer"] == {"value": "AU-4F2", "match": "exact",
-                                "variants": ["AU4F2", "AU 4F2"]}
+    assert record["answer"] == {"value": "AR-4E2", "match": "exact",
+                                "variants": ["AR4E2", "AR 4E2"]}
     assert record["choices"] == list(task.choices)
     assert record["question"] == task.question
     assert record["evidence"] == [{"id": "code", "image": 0, "box": list(ev.box), "units": "px",
-                                   "text": "AU-4F2", "glyph_height": ev.glyph_height}]
+                                   "text": "AR-4E2", "glyph_height": ev.glyph_height}]
     assert record["source"] == {"format": "m3gym", "task_id": "tiny_text/5",
                                 "family": "tiny_text"}
     rebuilt = load_records(tmp_path / "out" / "records.jsonl")[0]
@@ -552,7 +552,7 @@ def test_env_judges_see_the_agents_artifacts(dataset: Path) -> None:
     import_amme(dataset, dataset / "r.jsonl")
     rows = _read_jsonl(dataset / "r.jsonl")
     (dataset / "one.jsonl").write_text(json.dumps(rows[2]) + "\n")
-    env = gym.make("M3Bench-Records-v3", records=str(dataset / "one.jsonl"))
+    env = gym.make("M3Bench-Records-v4", records=str(dataset / "one.jsonl"))
     seen: list[tuple[int, ...]] = []
 
     def ask(text: str, image: np.ndarray | None) -> str:
@@ -635,7 +635,7 @@ def test_released_schema_task_without_region_imports_checks_and_plays(tmp_path: 
     export_amme([task], back)
     assert json.loads((back / "json" / "0008.json").read_text()) == TASK_RELEASED
     assert import_amme(back, back / "r.jsonl").records == result.records
-    env = gym.make("M3Bench-Records-v3", records=str(out), disable_env_checker=True)
+    env = gym.make("M3Bench-Records-v4", records=str(out), disable_env_checker=True)
     rec = record_episode(env.unwrapped, OracleAgent(), options={"task": task}, catch=False)
     m = rec.final.get("metrics") or {}
     assert {k: m.get(k) for k in ("acc", "S", "V")} == {"acc": 1.0, "S": 1.0, "V": 1.0}

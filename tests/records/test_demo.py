@@ -43,7 +43,7 @@ def records() -> Any:
 
 @pytest.fixture(scope="module")
 def env() -> Any:
-    e = gym.make("M3Bench-Records-v3").unwrapped
+    e = gym.make("M3Bench-Records-v4").unwrapped
     yield e
     e.close()
 

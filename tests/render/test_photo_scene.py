@@ -381,7 +381,7 @@ def test_folder_lists_photos_in_name_order_and_ignores_other_files(tmp_path: Pat
 
 def test_env_with_a_folder_draws_into_its_photos(tmp_path: Path) -> None:
     folder = write_photo_folder(tmp_path / "photos")
-    env = gym.make("M3Bench-L1-v3", backgrounds=str(folder))
+    env = gym.make("M3Bench-L1-v4", backgrounds=str(folder))
     try:
         src = photo_folder(folder)
         shas = {p.name: src.sha256(i) for i, p in enumerate(src.photos)}
@@ -459,7 +459,7 @@ def test_bad_folders_are_refused_at_construction(tmp_path: Path, kind: str) -> N
         assert all(n in msg for n in ("small.png", "zero.png", "text.jpeg")), msg
         assert "good.png" not in msg
     with pytest.raises(PhotoSourceError, match="backgrounds|photos in"):
-        gym.make("M3Bench-L1-v3", backgrounds=str(folder))
+        gym.make("M3Bench-L1-v4", backgrounds=str(folder))
     with pytest.raises(PhotoSourceError):
         make_task("glyph_zoom", 0, {"backgrounds": str(folder)})
 
@@ -497,9 +497,9 @@ def test_bad_scene_options_are_refused(config: dict[str, Any], match: str) -> No
 
 def test_bad_env_scene_arguments_are_refused_at_construction(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="contradicts"):
-        gym.make("M3Bench-L1-v3", scenes="flat", backgrounds=str(tmp_path))
+        gym.make("M3Bench-L1-v4", scenes="flat", backgrounds=str(tmp_path))
     with pytest.raises(ValueError, match="scenes must be one of"):
-        gym.make("M3Bench-L1-v3", scenes="bogus")
+        gym.make("M3Bench-L1-v4", scenes="bogus")
 
 
 # ------------------------------------------------------------------- 7. decode cache

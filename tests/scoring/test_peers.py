@@ -201,7 +201,7 @@ def test_cli_metrics_flag_writes_blocks(tmp_path: Path, capsys: pytest.CaptureFi
     from m3gym.cli import main
 
     out = tmp_path / "run"
-    rc = main(["eval", "--env", "M3Bench-L1-v3", "--agent", "oracle", "--episodes", "2",
+    rc = main(["eval", "--env", "M3Bench-L1-v4", "--agent", "oracle", "--episodes", "2",
                "--out", str(out), "--metrics", "amme", "--metrics", "m3bench", "--quiet"])
     assert rc == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -228,7 +228,7 @@ def test_cli_metrics_flag_writes_blocks(tmp_path: Path, capsys: pytest.CaptureFi
             == [[c["arguments"] for c in s["calls"]] for s in r["steps"]]
         assert all(c["raw_arguments"] for s in p["steps"] for c in s["calls"])
     capsys.readouterr()
-    assert main(["eval", "--env", "M3Bench-L1-v3", "--out", str(tmp_path / "x"),
+    assert main(["eval", "--env", "M3Bench-L1-v4", "--out", str(tmp_path / "x"),
                  "--metrics", "amme,pqs", "--quiet"]) == 2
     assert "--metrics 'pqs': unknown metric family" in capsys.readouterr().err
 
