@@ -343,8 +343,8 @@ class CrossImageFamily(FamilyConfig):
         needed. The venue is fictional, so the asked fact must come from its page:
         ``web_search`` the venue name, ``fetch_webpage`` the hit.
     Reference trajectory:
-        [crop map label ∥ crop signpost] [→ rotate the label, when vertical] → web_search the
-        venue → fetch_webpage its page.
+        (crop map label ∥ crop signpost), then (only when the label is vertical) rotate the
+        label → web_search the venue → fetch_webpage its page.
     Checkpoints:
         Per evidence (district, sign): an S checkpoint per visual call, a ``v_tool`` on its
         repair and a ``v_true``; ``search_hit`` (the venue's page ranks first) and ``fetch``.
