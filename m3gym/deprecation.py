@@ -34,3 +34,18 @@ def renamed_names(module: str, renames: Renames) -> Callable[[str], Any]:
         return resolve()
 
     return __getattr__
+
+
+def renamed_attribute(owner: str, old: str, new: str) -> property:
+    """Return a read-only property serving attribute ``new`` under its old name ``old``.
+
+    Reading ``obj.<old>`` warns (``DeprecationWarning`` naming ``<owner>.<new>``) and returns
+    ``obj.<new>``; a class keeps a renamed dataclass field readable this way.
+    """
+
+    def getter(self: Any) -> Any:
+        warnings.warn(f"{owner}.{old} is deprecated; use {owner}.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(self, new)
+
+    return property(getter, doc=f"Deprecated: the old name of :attr:`{new}`.")
