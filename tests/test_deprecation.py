@@ -69,3 +69,49 @@ def test_the_trace_call_class_imports_under_its_old_name() -> None:
 
     with pytest.warns(DeprecationWarning, match=r"use m3gym\.trace\.TraceCall"):
         assert trace.CallRecord is trace.TraceCall
+
+
+@pytest.mark.parametrize("module", ["m3gym.eval", "m3gym.eval.episodes_jsonl", "m3gym.eval.runner"])
+def test_the_episode_row_readers_import_under_their_old_names(module: str) -> None:
+    from m3gym.eval import episodes_jsonl
+
+    old = importlib.import_module(module)
+    for name, new in (("read_records", "read_episode_rows"),
+                      ("read_records_checked", "read_episode_rows_checked")):
+        with pytest.warns(DeprecationWarning, match=rf"use m3gym[.]eval[.]episodes_jsonl[.]{new}"):
+            assert getattr(old, name) is getattr(episodes_jsonl, new)
+    with pytest.raises(AttributeError):
+        old.NotThere  # noqa: B018
+
+
+@pytest.mark.parametrize("module", ["m3gym.eval.report_plots", "m3gym.eval.report"])
+def test_level_records_imports_under_its_old_name(module: str) -> None:
+    from m3gym.eval.report_plots import level_rows
+
+    with pytest.warns(DeprecationWarning, match=r"use m3gym[.]eval[.]report_plots[.]level_rows"):
+        assert importlib.import_module(module).level_records is level_rows
+
+
+def test_the_episode_rows_attributes_read_under_their_old_names(tmp_path) -> None:
+    from pathlib import Path
+
+    from m3gym.eval.config import EpisodeOutcome
+    from m3gym.eval.report_runs import Run
+    from m3gym.eval.run_folder_write import PreparedFolder
+    from m3gym.eval.runner import EvalResult
+    from m3gym.mcp.recording import RunFolder
+
+    rows = [{"episode_id": "a", "status": "ok"}]
+    objects = {"m3gym.eval.report_runs.Run": Run("r", Path("."), {}, rows, {}),
+               "m3gym.eval.runner.EvalResult": EvalResult(Path("."), rows, {}, ran=1, skipped=0),
+               "m3gym.eval.run_folder_write.PreparedFolder": PreparedFolder(rows),
+               "m3gym.mcp.recording.RunFolder": RunFolder(tmp_path / "mcp")}
+    for owner, obj in objects.items():
+        with pytest.warns(DeprecationWarning, match=rf"{owner.replace('.', '[.]')}[.]records is "
+                                                    rf"deprecated; use .*[.]rows"):
+            assert obj.records is obj.rows
+    outcome = EpisodeOutcome(rows[0], {})
+    with pytest.warns(DeprecationWarning, match=r"EpisodeOutcome[.]record is deprecated; use .*[.]row"):
+        assert outcome.record is outcome.row
+    with pytest.raises(AttributeError):
+        outcome.record = {}  # read-only

@@ -304,9 +304,9 @@ def test_eval_samples_summary(tmp_path):
     res = run_eval(EvalConfig(envs=(ENV_ID,), agent="random", episodes=2, split="train",
                               samples=3), tmp_path / "run")
     s = res.summary["samples"]
-    assert s["k"] == 3 and s["tasks"] == 2 and len(res.records) == 6
+    assert s["k"] == 3 and s["tasks"] == 2 and len(res.rows) == 6
     groups = {}
-    for r in res.records:
+    for r in res.rows:
         groups.setdefault(r["task_id"], []).append(bool(r["answer_correct"]))
     want = np.mean([np.mean(g) for g in groups.values()])
     assert s["pass@1"] == pytest.approx(want)

@@ -15,7 +15,7 @@ ray = pytest.importorskip("ray")
 import m3gym  # noqa: E402,F401
 from m3gym.distributed import RayBackend, RayEnvPool  # noqa: E402
 from m3gym.distributed.eval import check_address  # noqa: E402
-from m3gym.eval.runner import EvalConfig, read_records, run_eval  # noqa: E402
+from m3gym.eval.runner import EvalConfig, read_episode_rows, run_eval  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 
@@ -31,15 +31,15 @@ def cluster():
 
 
 def folder_bytes(out: Path) -> dict[str, bytes]:
-    """Every file of a run folder except the config, with ``wall_s`` removed from records."""
+    """Every file of a run folder except the config, with ``wall_s`` removed from rows."""
     files = {}
     for path in sorted(out.rglob("*")):
         rel = str(path.relative_to(out))
         if path.is_file() and rel not in ("config.json", "summary.json"):
             files[rel] = path.read_bytes()
     lines = [json.loads(x) for x in files.pop("episodes.jsonl").decode().splitlines()]
-    for rec in lines:
-        rec.pop("wall_s")
+    for row in lines:
+        row.pop("wall_s")
     files["episodes.jsonl"] = json.dumps(sorted(lines, key=lambda r: r["index"])).encode()
     return files
 
@@ -73,13 +73,13 @@ def test_a_killed_worker_is_retried_and_nothing_is_lost_or_doubled(tmp_path: Pat
     result = run_eval(cfg, tmp_path / "run", backend=RayBackend(max_retries=2))
     assert marker.is_file()  # a worker process really died mid-episode
     lines = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
-    records = [json.loads(x) for x in lines]
-    assert len(records) == 4 and len({r["episode_id"] for r in records}) == 4
-    assert all(r["status"] == "ok" and r["answer_correct"] for r in records)
-    want = read_records(run_eval(EvalConfig(envs=("M3Bench-L1",), agent="oracle", episodes=4),
+    rows = [json.loads(x) for x in lines]
+    assert len(rows) == 4 and len({r["episode_id"] for r in rows}) == 4
+    assert all(r["status"] == "ok" and r["answer_correct"] for r in rows)
+    want = read_episode_rows(run_eval(EvalConfig(envs=("M3Bench-L1",), agent="oracle", episodes=4),
                                  tmp_path / "local").out / "episodes.jsonl")
     skip = {"agent", "wall_s"}
-    assert [{k: v for k, v in r.items() if k not in skip} for r in result.records] == \
+    assert [{k: v for k, v in r.items() if k not in skip} for r in result.rows] == \
         [{k: v for k, v in r.items() if k not in skip} for r in want]
 
 

@@ -1,4 +1,4 @@
-"""The settings of an evaluation run and the records it plans and produces.
+"""The settings of an evaluation run and the episodes it plans and produces.
 
 :class:`EvalConfig` is everything that defines a run (``m3gym eval``'s flags); a run plans
 :class:`EpisodeSpec` s (:mod:`m3gym.eval.plan`), runs each into an :class:`EpisodeOutcome`
@@ -12,13 +12,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from m3gym.deprecation import renamed_attribute
+
 METRIC_KEYS: tuple[str, ...] = (
     "acc", "S", "V", "V_tool", "V_true", "OT", "multi_modal", "multi_hop", "multi_threaded", "m3",
     "recall", "precision", "arg_similarity", "arg_similarity_strong", "step_coherence",
     "order_consistency", "merge_purity", "safety", "safety_violations", "failure_mode", "calls",
     "failed_calls", "rounds",
 )
-"""Metric keys of the env's final ``info["metrics"]`` copied into every episode record."""
+"""Metric keys of the env's final ``info["metrics"]`` copied into every episode row."""
 
 RERUN_STATUSES: frozenset[str] = frozenset({"infra_error", "agent_error", "env_error"})
 """Episode statuses that are not scored and are run again on ``--resume``."""
@@ -114,11 +116,13 @@ class EpisodeSpec:
 
 @dataclass
 class EpisodeOutcome:
-    """What one episode produced: its JSONL record, its trace and its thumbnails (JPEG bytes)."""
+    """What one episode produced: its row, its trace and its thumbnails (JPEG bytes)."""
 
-    record: dict[str, Any]
+    row: dict[str, Any]
     trace: dict[str, Any]
     thumbs: dict[int, bytes] = field(default_factory=dict)
+
+    record = renamed_attribute("m3gym.eval.config.EpisodeOutcome", "record", "row")
 
 
 def parse_key_values(items: Iterable[str]) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """Reading and repairing a run's ``episodes.jsonl``: one line per finished episode attempt.
 
-Lines are read back as untrusted input: a line that is not an episode record (a line cut by a
+Lines are read back as untrusted input: a line that is not an episode row (a line cut by a
 crash, any other damage) is an :class:`UnreadableLine`, named by ``m3gym report`` and removed
 (with a backup) by ``m3gym eval --resume`` (:func:`drop_unreadable_lines`). The latest line of
-an episode is its record (:func:`read_records`).
+an episode is its row (:func:`read_episode_rows`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from m3gym.deprecation import renamed_names
 from m3gym.eval.run_folder import (
     RECORD_SCHEMA,
     RunFolderError,
@@ -26,7 +27,7 @@ from m3gym.eval.run_folder import (
 )
 
 RECORD_KEYS: tuple[str, ...] = ("episode_id", "status")
-"""Keys every line of ``episodes.jsonl`` must have (string values) to count as an episode record."""
+"""Keys every line of ``episodes.jsonl`` must have (string values) to count as an episode row."""
 
 EXCERPT_CHARS: int = 60
 """Characters of an unreadable line kept in :attr:`UnreadableLine.excerpt`."""
@@ -34,7 +35,7 @@ EXCERPT_CHARS: int = 60
 
 @dataclass(frozen=True)
 class UnreadableLine:
-    """A line of a run's ``episodes.jsonl`` that is not an episode record, so counts nowhere.
+    """A line of a run's ``episodes.jsonl`` that is not an episode row, so counts nowhere.
 
     A crash mid-write leaves such a line (cut JSON); so does any other damage to the file.
     ``m3gym report`` names each one; ``m3gym eval --resume`` names them and removes them
@@ -44,7 +45,7 @@ class UnreadableLine:
         path: the file.
         line: 1-based line number.
         excerpt: the line's first :data:`EXCERPT_CHARS` characters (undecodable bytes replaced).
-        reason: why it is not a record: the JSON error, or what the parsed value is or lacks.
+        reason: why it is not a row: the JSON error, or what the parsed value is or lacks.
     """
 
     path: Path
@@ -57,41 +58,41 @@ class UnreadableLine:
 
 
 def _line_problem(raw: bytes) -> tuple[dict[str, Any] | None, str]:
-    """Return ``(record, "")`` for a valid record line, else ``(None, reason)``."""
+    """Return ``(row, "")`` for a valid row line, else ``(None, reason)``."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, f"not UTF-8 text (byte {exc.start})"
     try:
-        rec = json.loads(text)
+        row = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"could not parse JSON: {exc.msg} (column {exc.colno})"
     except (ValueError, RecursionError) as exc:  # e.g. an integer of over 4300 digits
         return None, f"could not parse JSON: {exc}"
-    if not isinstance(rec, dict):
+    if not isinstance(row, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-            type(rec), "a number")
-        return None, f"not an episode record: {kind} in JSON, not an object"
+            type(row), "a number")
+        return None, f"not an episode row: {kind} in JSON, not an object"
     for key in RECORD_KEYS:
-        if key not in rec:
-            return None, f"not an episode record: no {key!r}"
-        if not isinstance(rec[key], str):
-            return None, f"not an episode record: {key!r} is not a string"
-    index = rec.get("index", 0)
+        if key not in row:
+            return None, f"not an episode row: no {key!r}"
+        if not isinstance(row[key], str):
+            return None, f"not an episode row: {key!r} is not a string"
+    index = row.get("index", 0)
     if isinstance(index, bool) or not isinstance(index, int):
-        return None, "not an episode record: 'index' is not an integer"
-    found = schema_problem(rec, RECORD_SCHEMA)
+        return None, "not an episode row: 'index' is not an integer"
+    found = schema_problem(row, RECORD_SCHEMA)
     if found is not None:
-        return None, f"not an episode record: key {found[0]!r}: {found[1]}"
-    return rec, ""
+        return None, f"not an episode row: key {found[0]!r}: {found[1]}"
+    return row, ""
 
 
 def _scan_lines(data: bytes) -> Iterator[tuple[int, bytes, dict[str, Any] | None, str]]:
-    """Yield ``(line number, raw bytes, record or None, reason)`` for each non-blank line."""
+    """Yield ``(line number, raw bytes, row or None, reason)`` for each non-blank line."""
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
-            rec, reason = _line_problem(raw)
-            yield number, raw, rec, reason
+            row, reason = _line_problem(raw)
+            yield number, raw, row, reason
 
 
 def _unreadable(path: Path, number: int, raw: bytes, reason: str) -> UnreadableLine:
@@ -99,13 +100,13 @@ def _unreadable(path: Path, number: int, raw: bytes, reason: str) -> UnreadableL
     return UnreadableLine(path, number, excerpt, reason)
 
 
-def read_records_checked(path: Path) -> tuple[list[dict[str, Any]], list[UnreadableLine]]:
-    """Return the latest record of each episode (ordered by index) and the unreadable lines.
+def read_episode_rows_checked(path: Path) -> tuple[list[dict[str, Any]], list[UnreadableLine]]:
+    """Return the latest row of each episode (ordered by index) and the unreadable lines.
 
     A line is unreadable when it is not UTF-8 JSON, not an object, or lacks a string
     ``episode_id`` / ``status`` (:data:`RECORD_KEYS`), has a non-integer ``index`` or a value
     of another type than :data:`~m3gym.eval.run_folder.RECORD_SCHEMA` says. Blank lines
-    carry nothing and are skipped. A missing file has no records; a path that is not a regular
+    carry nothing and are skipped. A missing file has no rows; a path that is not a regular
     file (a directory, a broken link, a FIFO) or cannot be read raises
     :class:`~m3gym.eval.run_folder.RunFolderError` naming it.
     """
@@ -114,13 +115,13 @@ def read_records_checked(path: Path) -> tuple[list[dict[str, Any]], list[Unreada
     bad: list[UnreadableLine] = []
     if not check_file(path):
         return [], bad
-    for number, raw, rec, reason in _scan_lines(read_bytes(path)):
-        if rec is None:
+    for number, raw, row, reason in _scan_lines(read_bytes(path)):
+        if row is None:
             bad.append(_unreadable(path, number, raw, reason))
         else:
-            latest[rec["episode_id"]] = rec
-    records = sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
-    return records, bad
+            latest[row["episode_id"]] = row
+    rows = sorted(latest.values(), key=lambda r: (r.get("index", 0), r["episode_id"]))
+    return rows, bad
 
 
 def unreadable_message(lines: Sequence[UnreadableLine]) -> str:
@@ -133,17 +134,17 @@ def unreadable_message(lines: Sequence[UnreadableLine]) -> str:
     return f"{n} unreadable line{'s' if n != 1 else ''} in {', '.join(files)}: {where}"
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """Return the latest record of each episode in ``episodes.jsonl`` (ordered by index).
+def read_episode_rows(path: Path) -> list[dict[str, Any]]:
+    """Return the latest row of each episode in ``episodes.jsonl`` (ordered by index).
 
     Unreadable lines are left out with a ``UserWarning`` naming each; use
-    :func:`read_records_checked` to get them as data.
+    :func:`read_episode_rows_checked` to get them as data.
     """
-    records, bad = read_records_checked(path)
+    rows, bad = read_episode_rows_checked(path)
     if bad:
-        warnings.warn(f"{unreadable_message(bad)} (left out of the records)", UserWarning,
+        warnings.warn(f"{unreadable_message(bad)} (left out of the rows)", UserWarning,
                       stacklevel=2)
-    return records
+    return rows
 
 
 def _backup_path(path: Path) -> Path:
@@ -159,9 +160,9 @@ def _backup_path(path: Path) -> Path:
 def drop_unreadable_lines(path: Path) -> tuple[list[UnreadableLine], Path | None]:
     """Remove the unreadable lines (and blank lines) of ``path``; return them and the backup.
 
-    Nothing is written when every line is a record (the backup is then ``None``). Otherwise the
+    Nothing is written when every line is a row (the backup is then ``None``). Otherwise the
     original bytes are first copied to ``<name>.bak-<YYYYmmdd-HHMMSS>`` (a ``-2``, ``-3`` ...
-    suffix where that exists: an earlier backup is never overwritten), then the record lines,
+    suffix where that exists: an earlier backup is never overwritten), then the row lines,
     byte for byte and in order, replace the file atomically (temporary file + ``os.replace``).
     A path that is not a regular file raises :class:`~m3gym.eval.run_folder.RunFolderError`.
     """
@@ -171,8 +172,8 @@ def drop_unreadable_lines(path: Path) -> tuple[list[UnreadableLine], Path | None
     original = read_bytes(path)
     bad: list[UnreadableLine] = []
     kept: list[bytes] = []
-    for number, raw, rec, reason in _scan_lines(original):
-        if rec is None:
+    for number, raw, row, reason in _scan_lines(original):
+        if row is None:
             bad.append(_unreadable(path, number, raw, reason))
         else:
             kept.append(raw)
@@ -193,7 +194,7 @@ def drop_unreadable_lines(path: Path) -> tuple[list[UnreadableLine], Path | None
 
 
 def terminate_last_line(path: Path) -> None:
-    """End the file's last line if it lacks a newline, so the next record starts on its own line.
+    """End the file's last line if it lacks a newline, so the next row starts on its own line.
 
     (A line cut by a crash is removed first, on ``--resume``, by :func:`drop_unreadable_lines`.)
     A path that is not a regular file raises :class:`~m3gym.eval.run_folder.RunFolderError`.
@@ -211,3 +212,11 @@ def terminate_last_line(path: Path) -> None:
     except OSError as exc:
         raise RunFolderError(path, f"cannot be read or appended to ({exc.strerror or exc})"
                              ) from None
+
+
+__getattr__ = renamed_names(__name__, {
+    "read_records": ("m3gym.eval.episodes_jsonl.read_episode_rows", lambda: read_episode_rows),
+    "read_records_checked": ("m3gym.eval.episodes_jsonl.read_episode_rows_checked",
+                             lambda: read_episode_rows_checked),
+})
+"""The old names ``read_records`` / ``read_records_checked`` (``records`` is the user's data)."""

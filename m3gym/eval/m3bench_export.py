@@ -26,22 +26,22 @@ def _validated(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 def step_calls(step: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Return a trace step's calls as M3-Bench calls, with the raw arguments where recorded."""
-    records = [c for c in step.get("calls") or () if c.get("name") != "answer"]
-    if not records:
+    calls = [c for c in step.get("calls") or () if c.get("name") != "answer"]
+    if not calls:
         return []
     action = step.get("raw_action", step.get("action"))
     raw: list[Any] = []
     if action is not None:
-        code = any(c.get("name") == "run_python" for c in records)
+        code = any(c.get("name") == "run_python" for c in calls)
         parsed = [c for c in parse_action(action, code=code).calls if c.name != "answer"]
-        names = [c.get("requested_name", c.get("name")) for c in records]
+        names = [c.get("requested_name", c.get("name")) for c in calls]
         if [c.name for c in parsed] == names:
             raw = [dict(c.arguments) for c in parsed]
     out = []
-    for i, rec in enumerate(records):
+    for i, call in enumerate(calls):
         found = i < len(raw)
-        out.append({"name": rec.get("name"),
-                    "arguments": raw[i] if found else _validated(rec.get("arguments") or {}),
+        out.append({"name": call.get("name"),
+                    "arguments": raw[i] if found else _validated(call.get("arguments") or {}),
                     "raw_arguments": found})
     return out
 
@@ -76,15 +76,15 @@ def _write(path: Path, items: list[dict[str, Any]]) -> None:
 
 
 def scored_traces(run_dir: str | Path) -> Iterable[dict[str, Any]]:
-    """Yield the stored traces of a run folder's scored episodes, in record order."""
-    from m3gym.eval.episodes_jsonl import read_records
+    """Yield the stored traces of a run folder's scored episodes, in row order."""
+    from m3gym.eval.episodes_jsonl import read_episode_rows
 
     run = Path(run_dir)
     if not (run / "episodes.jsonl").is_file():
         raise FileNotFoundError(f"{run} is not an m3gym run folder (no episodes.jsonl)")
-    for rec in read_records(run / "episodes.jsonl"):
-        path = run / "traces" / f"{rec['episode_id']}.json"
-        if rec.get("status") == "ok" and path.is_file():
+    for row in read_episode_rows(run / "episodes.jsonl"):
+        path = run / "traces" / f"{row['episode_id']}.json"
+        if row.get("status") == "ok" and path.is_file():
             yield json.loads(path.read_text())
 
 

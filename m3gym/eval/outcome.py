@@ -1,8 +1,8 @@
-"""One planned episode, run and turned into its run-folder outcome: record, trace, thumbnails.
+"""One planned episode, run and turned into its run-folder outcome: row, trace, thumbnails.
 
 :func:`run_episode_outcome` runs the episode through the one episode loop
 (:func:`m3gym.eval.episode_loop.record_episode`); :func:`assemble_outcome` turns a recorded episode
-into the ``episodes.jsonl`` record, the trace and the JPEG thumbnails (the MCP server assembles
+into the ``episodes.jsonl`` row, the trace and the JPEG thumbnails (the MCP server assembles
 its episodes with it too), and :func:`judge_block` scores a records task's judge checkpoints.
 """
 
@@ -48,7 +48,7 @@ def thumbnail_jpeg(array: np.ndarray, size: int, quality: int = 80) -> bytes:
     return buf.tobytes() if ok else b""
 
 
-def _image_records(state: Any, episode_id: str, max_thumbs: int) -> list[dict[str, Any]]:
+def _image_entries(state: Any, episode_id: str, max_thumbs: int) -> list[dict[str, Any]]:
     out = []
     for entry in state:
         p = entry.provenance
@@ -63,7 +63,7 @@ def _image_records(state: Any, episode_id: str, max_thumbs: int) -> list[dict[st
 
 
 def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
-    """Run one planned episode and return its record, trace and thumbnails (never raises)."""
+    """Run one planned episode and return its row, trace and thumbnails (never raises)."""
     started = time.perf_counter()
     env = _env_for(cfg, spec.env_id)
     rec = record_episode(env, lambda: build_agent(cfg.agent, spec.seed, cfg.agent_args),
@@ -74,7 +74,7 @@ def run_episode_outcome(spec: EpisodeSpec, cfg: EvalConfig) -> EpisodeOutcome:
     judged = judge_block(env, rec, cfg)
     if judged is not None:  # a records task with judge checkpoints: its own metric, never S/V
         outcome.trace["judge"] = judged
-        outcome.record["judge"] = {k: v for k, v in judged.items() if k != "verdicts"}
+        outcome.row["judge"] = {k: v for k, v in judged.items() if k != "verdicts"}
     return outcome
 
 
@@ -88,7 +88,7 @@ def judge_block(env: gym.Env, rec: EpisodeRecorder, cfg: EvalConfig) -> dict[str
     records task). Without ``cfg.judge_endpoint`` they are all ``not_judged`` and ``judge`` is
     ``None``; with it they are scored by :func:`m3gym.records.judge.score_env_judges`:
     ``judge`` = passed / judged, ``errors`` the checkpoints whose request failed (counted as not
-    passed) and ``verdicts`` each checkpoint's replies (the trace keeps them, the record not).
+    passed) and ``verdicts`` each checkpoint's replies (the trace keeps them, the row not).
     An episode that did not end ``ok`` is not judged; a judge that cannot be reached at all
     leaves the checkpoints not judged, with ``error`` set.
     """
@@ -119,7 +119,7 @@ def judge_block(env: gym.Env, rec: EpisodeRecorder, cfg: EvalConfig) -> dict[str
 
 
 def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -> EpisodeOutcome:
-    """Return the run-folder outcome (record, trace, thumbnails) of a recorded episode."""
+    """Return the run-folder outcome (row, trace, thumbnails) of a recorded episode."""
     task, base, steps, final, status = rec.task, rec.base, rec.steps, rec.final, rec.status
     error, prompt = rec.error, rec.prompt
     raw_metrics = dict(final.get("metrics") or {})
@@ -127,7 +127,7 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
     metrics.update({k: _json_safe(v) for k, v in raw_metrics.items() if k not in metrics})
     calls = sum(len(s["calls"]) for s in steps)
     ok = status == "ok"
-    record = {
+    row = {
         "episode_id": spec.episode_id, "index": spec.index, "env": spec.env_id,
         "level": task.level if task is not None else spec.level, "family": spec.family,
         "domain": task.domain if task is not None else None,
@@ -143,9 +143,9 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
         "metrics": metrics if ok else {}, "wall_s": round(rec.wall_s, 3),
     }
     if final.get("code_isolation") is not None:  # code mode: how agent code was isolated
-        record["code_isolation"] = final["code_isolation"]
-        record["untrusted_reward_terms"] = list(final.get("untrusted_reward_terms") or [])
-    images = _image_records(base.state, spec.episode_id, cfg.max_thumbs) if task else []
+        row["code_isolation"] = final["code_isolation"]
+        row["untrusted_reward_terms"] = list(final.get("untrusted_reward_terms") or [])
+    images = _image_entries(base.state, spec.episode_id, cfg.max_thumbs) if task else []
     thumbs = {}
     if task is not None:
         for entry in base.state:
@@ -153,14 +153,14 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
                 thumbs[entry.index] = thumbnail_jpeg(entry.array, cfg.thumb_size)
     trace = {
         "episode_id": spec.episode_id, "env": spec.env_id, "family": spec.family,
-        "level": record["level"], "task_id": record["task_id"], "task_seed": spec.task_seed,
+        "level": row["level"], "task_id": row["task_id"], "task_seed": spec.task_seed,
         "seed": spec.seed, "agent": cfg.agent, "status": status, "error": error,
         "question": task.question if task is not None else None,
         "prompt": prompt,
         "task": _json_safe(task.spec_dict()) if task is not None else None,
-        "task_hash": record["task_hash"],
-        "answer": record["answer"], "answer_correct": record["answer_correct"],
-        "reward": record["reward"], "metrics": metrics,
+        "task_hash": row["task_hash"],
+        "answer": row["answer"], "answer_correct": row["answer_correct"],
+        "reward": row["reward"], "metrics": metrics,
         "audit": _json_safe(final.get("audit") or {}),
         "steps": steps, "images": images,
         "recreate": {
@@ -171,4 +171,4 @@ def assemble_outcome(spec: EpisodeSpec, cfg: EvalConfig, rec: EpisodeRecorder) -
                     for s in steps for c in s["calls"]],
         },
     }
-    return EpisodeOutcome(record, trace, thumbs)
+    return EpisodeOutcome(row, trace, thumbs)

@@ -39,20 +39,20 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
-def task_groups(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[bool]]:
+def task_groups(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[bool]]:
     """Return the correctness of every scored rollout, grouped by ``(env, task_id)``."""
     groups: dict[tuple[str, str], list[bool]] = {}
-    for rec in records:
-        key = (str(rec.get("env")), str(rec.get("task_id")))
+    for row in rows:
+        key = (str(row.get("env")), str(row.get("task_id")))
         outcomes = groups.setdefault(key, [])
-        if rec.get("status") == "ok":
-            outcomes.append(bool(rec.get("answer_correct")))
+        if row.get("status") == "ok":
+            outcomes.append(bool(row.get("answer_correct")))
     return groups
 
 
-def passk_summary(records: Iterable[Mapping[str, Any]], k: int) -> dict[str, Any]:
-    """Return pass@1..k and the per-task success statistics of multi-sample records."""
-    groups = task_groups(records)
+def passk_summary(rows: Iterable[Mapping[str, Any]], k: int) -> dict[str, Any]:
+    """Return pass@1..k and the per-task success statistics of multi-sample episode rows."""
+    groups = task_groups(rows)
     tasks = []
     for (env, task_id), outcomes in groups.items():
         n, c = len(outcomes), sum(outcomes)

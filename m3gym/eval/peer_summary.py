@@ -51,25 +51,25 @@ M3BENCH_NOTE = ("Recall and precision pooled over calls, the other metrics weigh
 class _RunLike(Protocol):
     name: str
     path: Path
-    records: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
 
     def trace(self, episode_id: str) -> dict[str, Any] | None: ...
 
 
-def peer_episodes(records: Iterable[Mapping[str, Any]], read_trace: Any,
+def peer_episodes(rows: Iterable[Mapping[str, Any]], read_trace: Any,
                   skipped: list[str] | None = None) -> list[PeerEpisode]:
-    """Return the :class:`PeerEpisode` of every scored record whose trace ``read_trace`` finds.
+    """Return the :class:`PeerEpisode` of every scored row whose trace ``read_trace`` finds.
 
-    ``read_trace(episode_id)`` returns the trace dict or ``None``; unscored records (errors) are
+    ``read_trace(episode_id)`` returns the trace dict or ``None``; unscored rows (errors) are
     left out, as in m3gym's summary. A trace that is not a finished m3gym trace
     (:func:`~m3gym.scoring.peers.peer_episode`'s ``ValueError``) is left out and named in
     ``skipped`` (``"<episode>: <reason>"``) when that list is given, else raises.
     """
     out = []
-    for rec in records:
-        if rec.get("status") != "ok":
+    for row in rows:
+        if row.get("status") != "ok":
             continue
-        trace = read_trace(str(rec["episode_id"]))
+        trace = read_trace(str(row["episode_id"]))
         if trace is None:
             continue
         try:
@@ -77,7 +77,7 @@ def peer_episodes(records: Iterable[Mapping[str, Any]], read_trace: Any,
         except ValueError as exc:
             if skipped is None:
                 raise
-            skipped.append(f"{rec['episode_id']}: {exc}")
+            skipped.append(f"{row['episode_id']}: {exc}")
     return out
 
 
@@ -107,7 +107,7 @@ def peer_blocks(episodes: Sequence[PeerEpisode], metrics: Iterable[str]) -> dict
     return out
 
 
-def run_peer_blocks(out: str | Path, records: Iterable[Mapping[str, Any]],
+def run_peer_blocks(out: str | Path, rows: Iterable[Mapping[str, Any]],
                     metrics: Iterable[str]) -> dict[str, Any]:
     """Return the chosen peer blocks of the run folder ``out`` (its traces are read).
 
@@ -118,7 +118,7 @@ def run_peer_blocks(out: str | Path, records: Iterable[Mapping[str, Any]],
     if not metrics:
         return {}
     skipped: list[str] = []
-    blocks = peer_blocks(peer_episodes(records, _read_trace_in(Path(out), skipped), skipped),
+    blocks = peer_blocks(peer_episodes(rows, _read_trace_in(Path(out), skipped), skipped),
                          metrics)
     if skipped:
         import warnings
@@ -197,7 +197,7 @@ def peer_tables(runs: Sequence[_RunLike]
             if key not in chosen[run.name]:
                 continue
             skipped: list[str] = []
-            block = peer_blocks(peer_episodes(run.records, run.trace, skipped), [key])[key]
+            block = peer_blocks(peer_episodes(run.rows, run.trace, skipped), [key])[key]
             skip = getattr(run, "skip", None)
             for line in skipped:
                 if skip is not None:

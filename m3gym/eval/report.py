@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from m3gym.deprecation import renamed_names
 from m3gym.eval.peer_summary import peer_tables
 from m3gym.eval.report_images import FILES_DIR, ReportImages, ShownImage
 from m3gym.eval.report_plots import error_bar as error_bar
-from m3gym.eval.report_plots import level_records as level_records
+from m3gym.eval.report_plots import level_rows as level_rows
 from m3gym.eval.report_plots import plot_images
 from m3gym.eval.report_runs import BOOTSTRAP_SEED as BOOTSTRAP_SEED
 from m3gym.eval.report_runs import INTERVAL_LEVEL as INTERVAL_LEVEL
@@ -164,7 +165,7 @@ def render_markdown(runs: Sequence[Run]) -> str:
 
 # --------------------------------------------------------------------------- trajectory viewer
 def select_episodes(runs: Sequence[Run], max_episodes: int) -> list[tuple[Run, dict[str, Any]]]:
-    """Return up to ``max_episodes`` (run, record) pairs spread over runs and families.
+    """Return up to ``max_episodes`` (run, episode row) pairs spread over runs and families.
 
     Each run gets an equal share, taken round-robin over its families, alternating unsolved and
     solved episodes within a family.
@@ -173,21 +174,21 @@ def select_episodes(runs: Sequence[Run], max_episodes: int) -> list[tuple[Run, d
     chosen: list[tuple[Run, dict[str, Any]]] = []
     for run in runs:
         by_family: dict[str, list[dict[str, Any]]] = {}
-        for rec in run.records:
-            by_family.setdefault(str(rec.get("family")), []).append(rec)
+        for row in run.rows:
+            by_family.setdefault(str(row.get("family")), []).append(row)
         queues = [_alternate(v) for _, v in sorted(by_family.items())]
         picked: list[dict[str, Any]] = []
         while len(picked) < quota and any(queues):
             for q in queues:
                 if q and len(picked) < quota:
                     picked.append(q.pop(0))
-        chosen += [(run, rec) for rec in sorted(picked, key=lambda r: r.get("index", 0))]
+        chosen += [(run, row) for row in sorted(picked, key=lambda r: r.get("index", 0))]
     return chosen[:max_episodes]
 
 
-def _alternate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    wrong = [r for r in records if not r.get("answer_correct")]
-    right = [r for r in records if r.get("answer_correct")]
+def _alternate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    wrong = [r for r in rows if not r.get("answer_correct")]
+    right = [r for r in rows if r.get("answer_correct")]
     out = []
     for i in range(max(len(wrong), len(right))):
         out += [x[i] for x in (wrong, right) if i < len(x)]
@@ -293,18 +294,18 @@ def _checkpoint_results(trace: Mapping[str, Any]
     return rows, by_call
 
 
-def episode_context(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any] | None,
+def episode_context(run: Run, row: Mapping[str, Any], trace: Mapping[str, Any] | None,
                     number: int, source: ImageSource | None = None) -> dict[str, Any]:
     """Return what ``episode.html.j2`` shows of one episode (images from ``source``)."""
     source = source or ImageSource()
-    status = record.get("status")
-    correct = record.get("answer_correct")
+    status = row.get("status")
+    correct = row.get("answer_correct")
     ep: dict[str, Any] = {
         "number": number, "open": number == 0, "status": status,
         "mark": "✓" if correct else ("✗" if status == "ok" else "⚠"),
-        "task_id": record.get("task_id"), "run": run.name, "answer": repr(record.get("answer")),
-        "calls": record.get("calls"), "reward": round(float(record.get("reward") or 0.0), 3),
-        "failure_mode": record.get("failure_mode"), "trace": None,
+        "task_id": row.get("task_id"), "run": run.name, "answer": repr(row.get("answer")),
+        "calls": row.get("calls"), "reward": round(float(row.get("reward") or 0.0), 3),
+        "failure_mode": row.get("failure_mode"), "trace": None,
     }
     if trace is None:
         return ep
@@ -332,11 +333,11 @@ def episode_context(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any
     return ep
 
 
-def render_episode(run: Run, record: Mapping[str, Any], trace: Mapping[str, Any] | None,
+def render_episode(run: Run, row: Mapping[str, Any], trace: Mapping[str, Any] | None,
                    number: int, source: ImageSource | None = None) -> str:
     """Return the viewer section of one episode (images from ``source``; default: inlined)."""
     return template_env().get_template("episode.html.j2").render(
-        ep=episode_context(run, record, trace, number, source))
+        ep=episode_context(run, row, trace, number, source))
 
 
 def _step_context(run: Run, trace: Mapping[str, Any], step: Mapping[str, Any],
@@ -387,8 +388,8 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
     chosen = select_episodes(runs, max_episodes)
     source = ImageSource(images)
     try:
-        episodes = [episode_context(run, rec, run.trace(rec["episode_id"]), i, source)
-                    for i, (run, rec) in enumerate(chosen)]
+        episodes = [episode_context(run, row, run.trace(row["episode_id"]), i, source)
+                    for i, (run, row) in enumerate(chosen)]
     finally:
         if images is not None:
             images.close()
@@ -410,7 +411,7 @@ def render_html(runs: Sequence[Run], max_episodes: int = 60,
     ]
     return template_env().get_template("report.html.j2").render(
         warnings=warnings, head_tables=head_tables, plots=list(plots.items()), tables=tables,
-        shown=len(chosen), total=sum(len(r.records) for r in runs), episodes=episodes)
+        shown=len(chosen), total=sum(len(r.rows) for r in runs), episodes=episodes)
 
 
 @dataclass
@@ -458,3 +459,8 @@ def write_report(run_paths: Sequence[str | Path], out: str | Path | None = None,
     warnings (:func:`skipped_warnings`).
     """
     return build_report(run_paths, out, max_episodes, full_images).pages
+
+
+__getattr__ = renamed_names(__name__, {
+    "level_records": ("m3gym.eval.report_plots.level_rows", lambda: level_rows)})
+"""The old name ``level_records`` (``records`` is the user's data)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from m3gym.deprecation import renamed_names
 from m3gym.eval.report_runs import Run, interval
 from m3gym.eval.summary import FAILURE_MODES, stat_value
 from m3gym.extras import require_extra
@@ -27,16 +28,16 @@ def _png_data_url(fig: Any) -> str:
 
 
 def _legend(ax: Any) -> None:
-    """Draw the legend when something is labelled (no runs with records: none, and no warning)."""
+    """Draw the legend when something is labelled (no runs with rows: none, and no warning)."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
 
 
-def level_records(run: Run) -> dict[str, list[dict[str, Any]]]:
-    """Return the run's records grouped by level label (``L1``, ...), as in its summary."""
+def level_rows(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """Return the run's episode rows grouped by level label (``L1``, ...), as in its summary."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for rec in run.records:
-        out.setdefault(f"L{rec.get('level')}", []).append(rec)
+    for row in run.rows:
+        out.setdefault(f"L{row.get('level')}", []).append(row)
     return out
 
 
@@ -60,9 +61,9 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     width = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     for i, run in enumerate(runs):
-        recs = level_records(run)
+        rows = level_rows(run)
         means = [stat_value(run.summary["by_level"].get(lv, {}), "acc") for lv in levels]
-        bars = [error_bar(m, interval(recs.get(lv, []), "acc")) for m, lv in zip(means, levels)]
+        bars = [error_bar(m, interval(rows.get(lv, []), "acc")) for m, lv in zip(means, levels)]
         ax.bar(np.arange(len(levels)) + i * width, [m or 0.0 for m in means], width,
                yerr=np.array(bars).T.reshape(2, -1), capsize=3, label=run.name)
     ax.set_xticks(np.arange(len(levels)) + width * (len(runs) - 1) / 2, levels)
@@ -75,13 +76,13 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     fig, ax = plt.subplots(figsize=(5.6, 3.4))
     markers = "osD^v<>p*h"
     for i, run in enumerate(runs):
-        recs = level_records(run)
+        rows = level_rows(run)
         pts = [(stat_value(st, "OT"), stat_value(st, "acc"), lv)
                for lv, st in run.summary["by_level"].items()]
         pts = [p for p in pts if p[0] is not None and p[1] is not None]
         if pts:
-            xerr = [error_bar(x, interval(recs.get(lv, []), "OT")) for x, _, lv in pts]
-            yerr = [error_bar(y, interval(recs.get(lv, []), "acc")) for _, y, lv in pts]
+            xerr = [error_bar(x, interval(rows.get(lv, []), "OT")) for x, _, lv in pts]
+            yerr = [error_bar(y, interval(rows.get(lv, []), "acc")) for _, y, lv in pts]
             ax.errorbar([p[0] for p in pts], [p[1] for p in pts], xerr=np.array(xerr).T,
                         yerr=np.array(yerr).T, fmt=markers[i % 10], capsize=3, label=run.name)
             for x, y, lv in pts:
@@ -107,3 +108,8 @@ def plot_images(runs: Sequence[Run]) -> dict[str, str]:
     _legend(ax)
     out["failure_modes"] = _png_data_url(fig)
     return out
+
+
+__getattr__ = renamed_names(__name__, {
+    "level_records": ("m3gym.eval.report_plots.level_rows", lambda: level_rows)})
+"""The old name ``level_records`` (``records`` is the user's data)."""

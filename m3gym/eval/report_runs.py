@@ -1,6 +1,6 @@
 """The run folders a report shows: loaded as untrusted input, with seeded bootstrap intervals.
 
-:func:`load_run` reads a run folder (its summary recomputed from the records); a file it cannot
+:func:`load_run` reads a run folder (its summary recomputed from the episode rows); a file it cannot
 use is recorded in :attr:`Run.skipped` and named by the report. Every interval of a report is
 drawn from a fresh generator seeded with :data:`BOOTSTRAP_SEED` (:func:`interval`), so the same
 run folders give byte-identical reports.
@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from m3gym.eval.episodes_jsonl import UnreadableLine, read_records_checked
+from m3gym.deprecation import renamed_attribute
+from m3gym.eval.episodes_jsonl import UnreadableLine, read_episode_rows_checked
 from m3gym.eval.run_folder_write import read_run_config
 from m3gym.eval.summary import stat_interval, summarize
 
@@ -40,16 +41,16 @@ def bootstrap_rng() -> np.random.Generator:
     return np.random.default_rng(BOOTSTRAP_SEED)
 
 
-def interval(records: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] | None:
-    """Return the report's 95 % bootstrap interval of statistic ``key`` over ``records``."""
-    return stat_interval(records, key, bootstrap_rng(), INTERVAL_LEVEL)
+def interval(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[float, float] | None:
+    """Return the report's 95 % bootstrap interval of statistic ``key`` over ``rows``."""
+    return stat_interval(rows, key, bootstrap_rng(), INTERVAL_LEVEL)
 
 
 @dataclass
 class Run:
-    """A loaded run folder: its name, config, latest episode records and summary.
+    """A loaded run folder: its name, config, latest episode rows and summary.
 
-    ``unreadable`` lists the lines of ``episodes.jsonl`` that are not episode records (left out
+    ``unreadable`` lists the lines of ``episodes.jsonl`` that are not episode rows (left out
     of every count; the report names each). ``skipped`` maps each file of the run the report
     could not use (a trace that is not JSON or not of the trace schema, a thumbnail that is not
     a JPEG, ``traces`` that is not a folder ...) to why; the report names each and goes on.
@@ -58,12 +59,14 @@ class Run:
     name: str
     path: Path
     config: dict[str, Any]
-    records: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
     summary: dict[str, Any]
     unreadable: list[UnreadableLine] = field(default_factory=list)
     records_check: list[str] | None = field(default=None, repr=False, compare=False)
     """The records-file warnings, once computed (:func:`records_warnings`)."""
     skipped: dict[str, str] = field(default_factory=dict)
+
+    records = renamed_attribute("m3gym.eval.report_runs.Run", "records", "rows")
 
     def skip(self, path: str | Path, reason: str) -> None:
         """Record a file of the run the report cannot use, and why (named in the warnings)."""
@@ -86,7 +89,7 @@ class Run:
             return None
         trace, problem = read_trace_checked(path)
         if problem is None and trace is None:
-            problem = "missing (the episode has a record but no trace)"
+            problem = "missing (the episode has a row but no trace)"
         if problem is not None:
             self.skip(path, problem)
         return trace
@@ -108,7 +111,7 @@ class Run:
 
 
 def load_run(path: str | Path, name: str | None = None) -> Run:
-    """Load a run folder written by ``m3gym eval`` (its summary is recomputed from records).
+    """Load a run folder written by ``m3gym eval`` (its summary recomputed from the rows).
 
     Raises ``FileNotFoundError`` when there is no ``episodes.jsonl`` and
     :class:`~m3gym.eval.run_folder.RunFolderError` naming the file and the problem when
@@ -120,13 +123,13 @@ def load_run(path: str | Path, name: str | None = None) -> Run:
     from m3gym.eval.run_folder import RunFolderError, check_file, check_folder
 
     path = Path(path)
-    records_path = path / "episodes.jsonl"
-    if not check_file(records_path):
+    rows_path = path / "episodes.jsonl"
+    if not check_file(rows_path):
         raise FileNotFoundError(f"{path} is not an m3gym run folder (no episodes.jsonl)")
     cfg_path = path / "config.json"
     config = read_run_config(cfg_path) if check_file(cfg_path) else {}
-    records, unreadable = read_records_checked(records_path)
-    run = Run(name or path.name, path, config, records, summarize(records), unreadable)
+    rows, unreadable = read_episode_rows_checked(rows_path)
+    run = Run(name or path.name, path, config, rows, summarize(rows), unreadable)
     for folder, what in (("traces", "no trace is shown"), ("thumbs", "no image is shown")):
         try:
             check_folder(path / folder)

@@ -27,7 +27,7 @@ def leaderboard_table(runs: Sequence[Run]) -> Table:
     for run in sorted(runs, key=lambda r: -(stat_value(r.summary["overall"], "acc") or 0.0)):
         st = run.summary["overall"]
         rows.append([run.name, str(run.config.get("agent", "?")), _n(st),
-                     *(fmt_interval(stat_value(st, k), interval(run.records, k), k)
+                     *(fmt_interval(stat_value(st, k), interval(run.rows, k), k)
                        for _, k in LEADERBOARD_COLUMNS)])
     return header, rows
 

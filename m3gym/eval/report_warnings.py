@@ -52,7 +52,7 @@ def unreadable_warnings(runs: Sequence[Run]) -> list[str]:
         if r.unreadable:
             n = len(r.unreadable)
             out.append(f"run {r.name}: {n} unreadable line{'s' if n != 1 else ''} in "
-                       f"{r.unreadable[0].path} (not episode records, so not counted; "
+                       f"{r.unreadable[0].path} (not episode rows, so not counted; "
                        "m3gym eval --resume removes them, keeping a backup, and reruns "
                        "their episodes)")
             out += [str(u) for u in r.unreadable]
@@ -83,7 +83,7 @@ def isolation_warnings(runs: Sequence[Run]) -> list[str]:
     """
     out = []
     for r in runs:
-        n = sum(1 for rec in r.records if rec.get("code_isolation") == "none")
+        n = sum(1 for row in r.rows if row.get("code_isolation") == "none")
         if n:
             out.append(f"run {r.name}: {n} episode{'s' if n != 1 else ''} ran agent code WITHOUT "
                        "isolation (code_isolation=none, the explicit opt-out): their checkpoint "
@@ -94,7 +94,7 @@ def isolation_warnings(runs: Sequence[Run]) -> list[str]:
 def changed_record_tasks(run: Run) -> list[str]:
     """Return ``"episode: reason"`` for each of a records run's tasks that no longer matches.
 
-    Each distinct (env, family, task seed) of the run's records is rebuilt from the run's
+    Each distinct (env, family, task seed) of the run's episode rows is rebuilt from the run's
     ``env_args`` (its records file as it is now) and its content hash compared with the
     ``task_hash`` the episode recorded; a task that cannot be built any more counts too.
     """
@@ -108,9 +108,9 @@ def changed_record_tasks(run: Run) -> list[str]:
     seen: set[tuple[str, str, int]] = set()
     out: list[str] = []
     try:
-        for rec in run.records:
-            want, family, seed = rec.get("task_hash"), rec.get("family"), rec.get("task_seed")
-            env_id = str(rec.get("env") or "")
+        for row in run.rows:
+            want, family, seed = row.get("task_hash"), row.get("family"), row.get("task_seed")
+            env_id = str(row.get("env") or "")
             if not want or not isinstance(family, str) or not isinstance(seed, int):
                 continue
             if (env_id, family, seed) in seen:
@@ -124,11 +124,11 @@ def changed_record_tasks(run: Run) -> list[str]:
                 config = base.family_config if family in base.families else {}
                 got = make_task(family, seed, config).content_hash()
             except Exception as exc:  # a record gone or broken: the task cannot be rebuilt
-                out.append(f"{rec.get('episode_id')}: cannot be rebuilt "
+                out.append(f"{row.get('episode_id')}: cannot be rebuilt "
                            f"({type(exc).__name__}: {exc})")
                 continue
             if got != want:
-                out.append(f"{rec.get('episode_id')}: task_hash {str(want)[:12]} in the run, "
+                out.append(f"{row.get('episode_id')}: task_hash {str(want)[:12]} in the run, "
                            f"{got[:12]} now")
     finally:
         for env in envs.values():

@@ -28,7 +28,7 @@ def trace_from_dict(trace: Mapping[str, Any]) -> Trace:
         raise ValueError("trace has no 'steps' list: not an m3gym trace JSON")
     out = Trace()
     for index, step in enumerate(steps):
-        records = []
+        calls = []
         for call in step.get("calls", []):
             missing = [f for f in ("step", "call_id", "name", "ok") if f not in call]
             if missing:
@@ -39,8 +39,8 @@ def trace_from_dict(trace: Mapping[str, Any]) -> Trace:
             kwargs["arguments"] = dict(kwargs["arguments"] or {})
             kwargs["payload"] = dict(kwargs.get("payload") or {})
             kwargs["result_text"] = kwargs.get("result_text") or ""
-            records.append(TraceCall(**kwargs))
-        out.steps.append(records)
+            calls.append(TraceCall(**kwargs))
+        out.steps.append(calls)
         out.parse_errors.extend((index, str(e)) for e in step.get("parse_errors", []))
     answer = trace.get("answer")
     if answer is not None and steps:

@@ -272,7 +272,7 @@ RECORD_SCHEMA: dict[str, Any] = {
     "reward": (float, None), "metrics": (dict, None),
 }
 """The schema of a line of ``episodes.jsonl``: a line that does not match is not an episode
-record (named, left out of every count; ``--resume`` removes it, keeping a backup, and reruns
+row (named, left out of every count; ``--resume`` removes it, keeping a backup, and reruns
 its episode). The summary and the report read the other fields defensively."""
 
 

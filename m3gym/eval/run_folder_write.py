@@ -14,8 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from m3gym.deprecation import renamed_attribute
 from m3gym.eval.config import EpisodeOutcome, EvalConfig
-from m3gym.eval.episodes_jsonl import UnreadableLine, drop_unreadable_lines, read_records_checked
+from m3gym.eval.episodes_jsonl import (
+    UnreadableLine,
+    drop_unreadable_lines,
+    read_episode_rows_checked,
+)
 from m3gym.eval.run_folder import (
     check_file,
     check_folder,
@@ -27,24 +32,26 @@ from m3gym.eval.run_folder import (
 
 def write_outcome(out: Path, outcome: EpisodeOutcome, jsonl: Any) -> None:
     """Write an episode's thumbnails and trace into ``out``, then its line to ``jsonl``."""
-    ep = outcome.record["episode_id"]
+    ep = outcome.row["episode_id"]
     if outcome.thumbs:
         thumb_dir = out / "thumbs" / ep
         thumb_dir.mkdir(parents=True, exist_ok=True)
         for idx, data in outcome.thumbs.items():
             (thumb_dir / f"{idx}.jpg").write_bytes(data)
     (out / "traces" / f"{ep}.json").write_text(json.dumps(outcome.trace, default=str))
-    jsonl.write(json.dumps(outcome.record, default=str) + "\n")
+    jsonl.write(json.dumps(outcome.row, default=str) + "\n")
     jsonl.flush()
 
 
 @dataclass
 class PreparedFolder:
-    """What :func:`prepare_run_folder` found: the records, and the unreadable lines it removed."""
+    """What :func:`prepare_run_folder` found: the rows, and the unreadable lines it removed."""
 
-    records: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
     removed: list[UnreadableLine] = field(default_factory=list)
     backup: Path | None = None
+
+    records = renamed_attribute("m3gym.eval.run_folder_write.PreparedFolder", "records", "rows")
 
 
 def read_run_config(path: Path) -> dict[str, Any]:
@@ -80,7 +87,7 @@ def prepare_run_folder(out: Path, cfg: EvalConfig, resume: bool) -> PreparedFold
     A fresh folder must be empty (or missing) unless ``resume``; a resumed one must be an m3gym
     run folder whose settings (:meth:`EvalConfig.identity`) and records file are those of the
     run, and its unreadable ``episodes.jsonl`` lines are removed (a backup kept) before its
-    records are read. Raises ``FileExistsError`` / ``ValueError`` naming the problem.
+    rows are read. Raises ``FileExistsError`` / ``ValueError`` naming the problem.
     """
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a folder")
@@ -107,7 +114,7 @@ def prepare_run_folder(out: Path, cfg: EvalConfig, resume: bool) -> PreparedFold
             raise ValueError(f"cannot resume {out}: the records file changed since the run "
                              f"(sha256 {then[:16]} then, {str(now)[:16]} now)")
         prepared.removed, prepared.backup = drop_unreadable_lines(out / "episodes.jsonl")
-        prepared.records = read_records_checked(out / "episodes.jsonl")[0]
+        prepared.rows = read_episode_rows_checked(out / "episodes.jsonl")[0]
     (out / "traces").mkdir(parents=True, exist_ok=True)
     (out / "thumbs").mkdir(parents=True, exist_ok=True)
     return prepared

@@ -31,7 +31,7 @@ m3gym.eval.runner import EvalConfig`` keeps working):
   :class:`EpisodeOutcome`, ``--agent-arg``/``--env-arg`` parsing;
 * :mod:`m3gym.eval.agents`: building the agent, checking agent and env arguments;
 * :mod:`m3gym.eval.plan`: the tasks of each env and every episode's reset seed;
-* :mod:`m3gym.eval.outcome`: one episode run into its record, trace and thumbnails;
+* :mod:`m3gym.eval.outcome`: one episode run into its row, trace and thumbnails;
 * :mod:`m3gym.eval.episodes_jsonl`: reading and repairing ``episodes.jsonl``;
 * :mod:`m3gym.eval.run_folder_write`: preparing a run folder and writing into it
   (:mod:`m3gym.eval.run_folder` checks what is read back).
@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from m3gym.deprecation import renamed_attribute, renamed_names
 from m3gym.eval.agents import agent_factory as agent_factory
 from m3gym.eval.agents import build_agent, check_code_isolation, check_env_args
 from m3gym.eval.agents import check_agent_args as check_agent_args
@@ -68,8 +69,8 @@ from m3gym.eval.episodes_jsonl import EXCERPT_CHARS as EXCERPT_CHARS
 from m3gym.eval.episodes_jsonl import RECORD_KEYS as RECORD_KEYS
 from m3gym.eval.episodes_jsonl import (
     UnreadableLine,
-    read_records,
-    read_records_checked,
+    read_episode_rows,
+    read_episode_rows_checked,
     terminate_last_line,
     unreadable_message,
 )
@@ -100,19 +101,21 @@ if TYPE_CHECKING:
 
 @dataclass
 class EvalResult:
-    """The outcome of :func:`run_eval`: the run folder, all latest records and the summary.
+    """The outcome of :func:`run_eval`: the run folder, all latest episode rows and the summary.
 
     ``removed`` lists the unreadable lines ``--resume`` took out of ``episodes.jsonl`` and
     ``backup`` is the copy of the file as it was (``None`` when nothing was removed).
     """
 
     out: Path
-    records: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
     summary: dict[str, Any]
     ran: int
     skipped: int
     removed: list[UnreadableLine] = field(default_factory=list)
     backup: Path | None = None
+
+    records = renamed_attribute("m3gym.eval.runner.EvalResult", "records", "rows")
 
 
 def _worker(args: tuple[EpisodeSpec, EvalConfig]) -> EpisodeOutcome:
@@ -212,7 +215,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
     ``ValueError``/``FileExistsError`` for bad input and :class:`EvalAbort` when the run stops
     early; finished episodes are on disk in every case.
 
-    On ``resume``, lines of ``episodes.jsonl`` that are not episode records (a line cut by a
+    On ``resume``, lines of ``episodes.jsonl`` that are not episode rows (a line cut by a
     crash, say) are removed before anything runs, the original being kept as a backup
     (:func:`drop_unreadable_lines`); their episodes run again. ``on_unreadable(lines, backup)``
     is told (default: a ``UserWarning``), and :attr:`EvalResult.removed` lists them.
@@ -243,7 +246,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         from m3gym.eval.run_folder import check_layout
 
         check_layout(out)  # every file it reads or writes is of its kind, before anything runs
-    finished = {r["episode_id"] for r in read_records_checked(out / "episodes.jsonl")[0]
+    finished = {r["episode_id"] for r in read_episode_rows_checked(out / "episodes.jsonl")[0]
                 if r.get("status") not in RERUN_STATUSES} if resume else set()
     manifest = cfg.manifest_data()
     frozen = check_planned_tasks([s for s in specs if s.episode_id not in finished], cfg,
@@ -255,7 +258,7 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         else:
             warnings.warn(f"removed {unreadable_message(prepared.removed)}; the original is "
                           f"kept as {prepared.backup}", UserWarning, stacklevel=2)
-    done = {r["episode_id"] for r in prepared.records if r.get("status") not in RERUN_STATUSES}
+    done = {r["episode_id"] for r in prepared.rows if r.get("status") not in RERUN_STATUSES}
     todo = [s for s in specs if s.episode_id not in done]
     check_episode_files(out, [s.episode_id for s in todo])
     write_run_config(out, cfg, [s.episode_id for s in specs], run_versions(agent, manifest),
@@ -271,24 +274,32 @@ def run_eval(cfg: EvalConfig, out: str | Path, resume: bool = False,
         for outcome in outcomes:
             write_outcome(out, outcome, jsonl)
             if on_episode is not None:
-                on_episode(outcome.record)
-            consecutive = consecutive + 1 if outcome.record["status"] == "infra_error" else 0
+                on_episode(outcome.row)
+            consecutive = consecutive + 1 if outcome.row["status"] == "infra_error" else 0
             if consecutive >= cfg.max_consecutive_infra:
                 raise EvalAbort(f"{consecutive} infrastructure errors in a row (last: "
-                                f"{outcome.record['error']}); finished episodes are kept in "
+                                f"{outcome.row['error']}); finished episodes are kept in "
                                 f"{out}, rerun with --resume to continue")
     planned = {s.episode_id for s in specs}
-    records = [r for r in read_records(out / "episodes.jsonl") if r["episode_id"] in planned]
-    summary = summarize(records)
+    rows = [r for r in read_episode_rows(out / "episodes.jsonl") if r["episode_id"] in planned]
+    summary = summarize(rows)
     if cfg.samples > 1:
         from m3gym.eval.passk import passk_summary
 
-        summary["samples"] = passk_summary(records, cfg.samples)
+        summary["samples"] = passk_summary(rows, cfg.samples)
     if tuple(metrics) != ("m3gym",):
         from m3gym.eval.peer_summary import run_peer_blocks
 
         summary["metrics"] = list(metrics)
-        summary.update(run_peer_blocks(out, records, metrics))
+        summary.update(run_peer_blocks(out, rows, metrics))
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    return EvalResult(out, records, summary, ran=len(todo), skipped=len(specs) - len(todo),
+    return EvalResult(out, rows, summary, ran=len(todo), skipped=len(specs) - len(todo),
                       removed=prepared.removed, backup=prepared.backup)
+
+
+__getattr__ = renamed_names(__name__, {
+    "read_records": ("m3gym.eval.episodes_jsonl.read_episode_rows", lambda: read_episode_rows),
+    "read_records_checked": ("m3gym.eval.episodes_jsonl.read_episode_rows_checked",
+                             lambda: read_episode_rows_checked),
+})
+"""The old names ``read_records`` / ``read_records_checked`` (``records`` is the user's data)."""

@@ -1,7 +1,7 @@
-"""Aggregate episode records into a run summary and print it as tables.
+"""Aggregate episode rows into a run summary and print it as tables.
 
 Only episodes with ``status == "ok"`` are scored; infrastructure/agent/env errors are counted
-apart. A metric missing from a record (``None``) is left out of that metric's mean, and the
+apart. A metric missing from a row (``None``) is left out of that metric's mean, and the
 number of episodes that reported it is kept beside the mean.
 """
 
@@ -50,23 +50,23 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def metric_value(record: Mapping[str, Any], key: str) -> float | None:
-    """Return a numeric metric of a record (``acc`` falls back to ``answer_correct``)."""
-    value = _number((record.get("metrics") or {}).get(key))
-    if value is None and key == "acc" and record.get("answer_correct") is not None:
-        value = float(bool(record["answer_correct"]))
+def metric_value(row: Mapping[str, Any], key: str) -> float | None:
+    """Return a numeric metric of an episode row (``acc`` falls back to ``answer_correct``)."""
+    value = _number((row.get("metrics") or {}).get(key))
+    if value is None and key == "acc" and row.get("answer_correct") is not None:
+        value = float(bool(row["answer_correct"]))
     if value is None and key == "calls":
-        value = _number(record.get("calls"))
+        value = _number(row.get("calls"))
     return value
 
 
-def judge_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def judge_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """Return the judge-checkpoint totals of scored episodes (``None``: none has any).
 
     ``rate`` = passed / judged over all judge checkpoints (``None`` when none was judged);
     ``not_judged`` counts those left unscored (no ``--judge-endpoint``). Never part of S or V.
     """
-    blocks = [r["judge"] for r in records
+    blocks = [r["judge"] for r in rows
               if r.get("status") == "ok" and isinstance(r.get("judge"), Mapping)]
     if not blocks:
         return None
@@ -76,12 +76,12 @@ def judge_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     return {"episodes": len(blocks), **totals, "rate": rate}
 
 
-def group_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def group_stats(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Return counts, metric means (``None`` when no episode reported one) and failure modes.
 
     Runs with judge checkpoints add ``judge`` (:func:`judge_stats`), apart from the metrics.
     """
-    scored = [r for r in records if r.get("status") == "ok"]
+    scored = [r for r in rows if r.get("status") == "ok"]
     means: dict[str, float | None] = {}
     counts: dict[str, int] = {}
     for key in SCORE_KEYS:
@@ -90,10 +90,10 @@ def group_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         counts[key] = len(values)
     rewards = [float(r["reward"]) for r in scored if _number(r.get("reward")) is not None]
     modes = Counter(str(r["failure_mode"]) for r in scored if r.get("failure_mode"))
-    status = Counter(str(r.get("status")) for r in records)
-    judge = judge_stats(records)
+    status = Counter(str(r.get("status")) for r in rows)
+    judge = judge_stats(rows)
     return {
-        "episodes": len(records), "scored": len(scored),
+        "episodes": len(rows), "scored": len(scored),
         "infra_errors": status.get("infra_error", 0),
         "agent_errors": status.get("agent_error", 0), "env_errors": status.get("env_error", 0),
         "correct": sum(1 for r in scored if metric_value(r, "acc") == 1.0),
@@ -104,22 +104,22 @@ def group_stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _grouped(records: Iterable[Mapping[str, Any]], key: str) -> dict[str, list[Mapping[str, Any]]]:
+def _grouped(rows: Iterable[Mapping[str, Any]], key: str) -> dict[str, list[Mapping[str, Any]]]:
     out: dict[str, list[Mapping[str, Any]]] = {}
-    for r in records:
+    for r in rows:
         out.setdefault(str(r.get(key)), []).append(r)
     return dict(sorted(out.items()))
 
 
-def summarize(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Return the run summary: overall, per env, per level and per family statistics."""
-    level_key = [{**r, "level": f"L{r.get('level')}"} for r in records]
+    level_key = [{**r, "level": f"L{r.get('level')}"} for r in rows]
     return {
-        "overall": group_stats(records),
-        "by_env": {k: group_stats(v) for k, v in _grouped(records, "env").items()},
+        "overall": group_stats(rows),
+        "by_env": {k: group_stats(v) for k, v in _grouped(rows, "env").items()},
         "by_level": {k: group_stats(v) for k, v in _grouped(level_key, "level").items()},
         "by_family": {k: {"level": f"L{v[0].get('level')}", **group_stats(v)}
-                      for k, v in _grouped(records, "family").items()},
+                      for k, v in _grouped(rows, "family").items()},
     }
 
 
@@ -212,7 +212,7 @@ def judge_line(judge: Mapping[str, Any] | None) -> str:
     return "; ".join(parts) + f" [{judge['episodes']} episode(s)]"
 
 
-def stat_samples(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[str]]:
+def stat_samples(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[str]]:
     """Return the per-episode values behind :func:`stat_value` ``key`` and each one's task.
 
     Only scored episodes (``status == "ok"``) that reported the metric count, as in
@@ -221,7 +221,7 @@ def stat_samples(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[f
     """
     values: list[float] = []
     tasks: list[str] = []
-    for r in records:
+    for r in rows:
         if r.get("status") != "ok":
             continue
         value = _number(r.get("reward")) if key == "reward" else metric_value(r, key)
@@ -231,7 +231,7 @@ def stat_samples(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[f
     return values, tasks
 
 
-def stat_interval(records: Sequence[Mapping[str, Any]], key: str, rng: np.random.Generator,
+def stat_interval(rows: Sequence[Mapping[str, Any]], key: str, rng: np.random.Generator,
                   level: float = 0.95) -> tuple[float, float] | None:
     """Return the bootstrap ``level`` interval of statistic ``key`` (``None``: no values).
 
@@ -240,7 +240,7 @@ def stat_interval(records: Sequence[Mapping[str, Any]], key: str, rng: np.random
     """
     from m3gym.stats import bootstrap_mean_interval
 
-    values, tasks = stat_samples(records, key)
+    values, tasks = stat_samples(rows, key)
     if not values:
         return None
     lo, hi = bootstrap_mean_interval(values, rng, level=level, groups=tasks)

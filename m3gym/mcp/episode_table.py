@@ -7,7 +7,7 @@ started by :meth:`EpisodeTable.start`, stepped by :meth:`EpisodeTable.call` (one
 parallel tool calls), ended by :meth:`EpisodeTable.answer`, and read back by
 :meth:`EpisodeTable.report`. Every step goes through the one episode loop's
 :class:`~m3gym.eval.episode_loop.EpisodeRecorder`, and a finished episode is assembled into the same
-record and trace as ``m3gym eval`` writes (:func:`~m3gym.eval.outcome.assemble_outcome`), so a
+row and trace as ``m3gym eval`` writes (:func:`~m3gym.eval.outcome.assemble_outcome`), so a
 recorded MCP run (:class:`~m3gym.mcp.recording.RunFolder`) sits beside any other in
 ``m3gym report``.
 
@@ -451,8 +451,8 @@ class EpisodeTable:
                                    "server's log says more); the episode has ended") from None
             # read the image sizes before the env can go back to the pool
             sizes = _full_sizes(live.rec, obs["image_indices"])
-            records = info.get("calls") or []
-            failed = [r for r in records if not r.get("ok")]
+            calls = info.get("calls") or []
+            failed = [r for r in calls if not r.get("ok")]
             reply = StepReply(str(obs["text"]), [], is_error=bool(failed) or bool(info.get(
                 "parse_errors")), data={"calls_used": info.get("calls_used"),
                                         "rounds": info.get("rounds"),
@@ -486,9 +486,9 @@ class EpisodeTable:
         outcome = assemble_outcome(spec, live.cfg, rec)
         if self.folder is not None:
             self.folder.write(outcome)
-        nbytes = json_len(outcome.trace) + json_len(outcome.record)
+        nbytes = json_len(outcome.trace) + json_len(outcome.row)
         with self._lock:  # thumbnails are in the run folder (if any): not kept in memory
-            self._ended[live.episode_id] = _Ended(EpisodeOutcome(outcome.record, outcome.trace),
+            self._ended[live.episode_id] = _Ended(EpisodeOutcome(outcome.row, outcome.trace),
                                                   reason, live.owner, nbytes)
             self._ended_bytes += nbytes
             while len(self._ended) > self.limits.finished_kept or (

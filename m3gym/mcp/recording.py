@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from m3gym.deprecation import renamed_attribute
 from m3gym.eval.config import EpisodeOutcome
 from m3gym.eval.episodes_jsonl import (
     drop_unreadable_lines,
-    read_records_checked,
+    read_episode_rows_checked,
     terminate_last_line,
     unreadable_message,
 )
@@ -31,6 +32,8 @@ class RunFolder:
     ``config.json`` names the agent ``mcp``; an existing MCP run folder is appended to, any other
     non-empty folder is refused.
     """
+
+    records = renamed_attribute("m3gym.mcp.recording.RunFolder", "records", "rows")
 
     def __init__(self, path: str | Path, env_args: Mapping[str, Any] | None = None,
                  settings: Mapping[str, Any] | None = None) -> None:
@@ -47,14 +50,14 @@ class RunFolder:
         (self.path / "thumbs").mkdir(parents=True, exist_ok=True)
         jsonl = self.path / "episodes.jsonl"
         # a line cut by a crash is removed (backup kept, named in a warning), and the next
-        # record starts on its own line
+        # row starts on its own line
         self.removed, self.backup = drop_unreadable_lines(jsonl)
         if self.removed:
             warnings.warn(f"removed {unreadable_message(self.removed)}; the original is kept as "
                           f"{self.backup}", UserWarning, stacklevel=2)
         terminate_last_line(jsonl)
-        self.records = read_records_checked(jsonl)[0]
-        self._ids = {r["episode_id"] for r in self.records}
+        self.rows = read_episode_rows_checked(jsonl)[0]
+        self._ids = {r["episode_id"] for r in self.rows}
         self._lock = threading.Lock()
         if not cfg_path.is_file():
             from m3gym.eval.splits import load_manifest
@@ -94,7 +97,7 @@ class RunFolder:
                     if f"{episode_id}~{n}" not in self._ids)
 
     def write(self, outcome: EpisodeOutcome) -> None:
-        """Append one episode (record, trace, thumbnails), flushed."""
+        """Append one episode (row, trace, thumbnails), flushed."""
         with self._lock, (self.path / "episodes.jsonl").open("a") as jsonl:
             write_outcome(self.path, outcome, jsonl)
-            self._ids.add(outcome.record["episode_id"])
+            self._ids.add(outcome.row["episode_id"])

@@ -40,7 +40,7 @@ def verdict(outcome: EpisodeOutcome | None) -> dict[str, Any]:
     """Return the verdict part of a finished episode's reply: answer, correctness, metrics."""
     if outcome is None:
         return {}
-    rec = outcome.record
-    return {"status": rec["status"], "answer": rec["answer"],
-            "answer_correct": rec["answer_correct"], "reward": rec["reward"],
-            "metrics": rec["metrics"], "failure_mode": rec["failure_mode"]}
+    row = outcome.row
+    return {"status": row["status"], "answer": row["answer"],
+            "answer_correct": row["answer_correct"], "reward": row["reward"],
+            "metrics": row["metrics"], "failure_mode": row["failure_mode"]}

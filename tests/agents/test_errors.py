@@ -18,7 +18,7 @@ from m3gym.agents.openai_agent import (
     history_arguments,
     model_failure_mode,
 )
-from m3gym.eval.runner import EvalConfig, read_records, run_eval
+from m3gym.eval.runner import EvalConfig, read_episode_rows, run_eval
 from tests.fake_openai_server import BODIES, FakeOpenAIServer, error_entry
 
 L1 = ("M3Bench-L1",)
@@ -165,35 +165,35 @@ def test_eval_scores_a_model_failure_and_resume_does_not_rerun_it(tmp_path, name
         server.default = {"content": "<answer>X</answer>"}
         again = run_eval(eval_cfg(server), tmp_path / "run", resume=True)
         assert len(server.chat_requests) == served  # nothing ran again
-    records = result.records
-    assert len(records) == 2 and served == 3  # no retry of a model failure
-    for rec in records:
-        assert rec["status"] == "ok" and rec["failure_mode"] == mode
-        assert rec["answer"] is None and rec["answer_correct"] is False and rec["truncated"]
-        assert rec["metrics"]["failure_mode"] == mode and rec["metrics"]["acc"] == 0.0
-        assert "ModelOutputError" in rec["error"]
+    rows = result.rows
+    assert len(rows) == 2 and served == 3  # no retry of a model failure
+    for row in rows:
+        assert row["status"] == "ok" and row["failure_mode"] == mode
+        assert row["answer"] is None and row["answer_correct"] is False and row["truncated"]
+        assert row["metrics"]["failure_mode"] == mode and row["metrics"]["acc"] == 0.0
+        assert "ModelOutputError" in row["error"]
         assert BODIES[name][1]["detail" if "detail" in BODIES[name][1] else "message"][:40] \
-            in rec["error"]
-    assert result.records[0]["calls"] >= 1 or result.records[1]["calls"] >= 1
+            in row["error"]
+    assert result.rows[0]["calls"] >= 1 or result.rows[1]["calls"] >= 1
     overall = result.summary["overall"]
     assert overall["scored"] == 2 and overall["infra_errors"] == 0
     assert overall["failure_modes"] == {mode: 2}
-    trace = json.loads((tmp_path / "run" / "traces" / f"{records[0]['episode_id']}.json")
+    trace = json.loads((tmp_path / "run" / "traces" / f"{rows[0]['episode_id']}.json")
                        .read_text())
     assert trace["status"] == "ok" and "ModelOutputError" in trace["error"]
     assert again.ran == 0 and again.skipped == 2
-    assert len(read_records(tmp_path / "run" / "episodes.jsonl")) == 2
+    assert len(read_episode_rows(tmp_path / "run" / "episodes.jsonl")) == 2
 
 
 def test_eval_counts_transport_failures_as_infra_errors_and_reruns_them(tmp_path):
     with FakeOpenAIServer(default=error_entry("overloaded")) as server:
         result = run_eval(eval_cfg(server, episodes=1), tmp_path / "run")
-        (rec,) = result.records
-        assert rec["status"] == "infra_error" and "The engine is overloaded" in rec["error"]
+        (row,) = result.rows
+        assert row["status"] == "infra_error" and "The engine is overloaded" in row["error"]
         assert result.summary["overall"]["infra_errors"] == 1
         assert result.summary["overall"]["scored"] == 0
         served = len(server.chat_requests)
         server.default = {"content": "<answer>X</answer>"}
         again = run_eval(eval_cfg(server, episodes=1), tmp_path / "run", resume=True)
         assert len(server.chat_requests) == served + 1
-    assert again.ran == 1 and again.records[-1]["status"] == "ok"
+    assert again.ran == 1 and again.rows[-1]["status"] == "ok"

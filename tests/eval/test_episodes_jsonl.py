@@ -23,8 +23,8 @@ from m3gym.eval.runner import (
     EvalConfig,
     UnreadableLine,
     drop_unreadable_lines,
-    read_records,
-    read_records_checked,
+    read_episode_rows,
+    read_episode_rows_checked,
     run_eval,
 )
 
@@ -77,7 +77,7 @@ def test_report_counts_and_names_a_truncated_last_line(run, capsys):
 def test_resume_removes_junk_keeps_a_backup_and_reruns(run, capsys):
     lines = _cut_last_line(run)
     path = run / "episodes.jsonl"
-    with path.open("r+") as f:  # a valid JSON line that is no record, between two records
+    with path.open("r+") as f:  # a valid JSON line that is no row, between two rows
         kept = f.read().splitlines(keepends=True)
         f.seek(0)
         f.write("".join([kept[0], '{"note": "not a record"}\n', *kept[1:]]))
@@ -87,14 +87,14 @@ def test_resume_removes_junk_keeps_a_backup_and_reruns(run, capsys):
     assert main([*ARGS, "--out", str(run), "--resume"]) == 0
     err = capsys.readouterr().err
     assert f"removed 2 unreadable lines from {path}" in err
-    assert f"{path}:2: not an episode record: no 'episode_id'" in err
+    assert f"{path}:2: not an episode row: no 'episode_id'" in err
     assert f"{path}:4: could not parse JSON" in err and "Traceback" not in err
     backups = sorted(run.glob("episodes.jsonl.bak-*"))
     assert len(backups) == 1 and backups[0].read_bytes() == original
     assert str(backups[0]) in err
     final = path.read_text().splitlines()
     assert [_strip(x) for x in final] == [_strip(x) for x in lines]  # line for line, rerun last
-    assert read_records_checked(path)[1] == []
+    assert read_episode_rows_checked(path)[1] == []
     assert not list(run.glob(".episodes.jsonl.tmp-*"))
     capsys.readouterr()
     assert main([*ARGS, "--out", str(run), "--resume"]) == 0  # clean now: nothing to do
@@ -132,12 +132,12 @@ def test_lines_that_are_not_records_are_named(tmp_path, line, reason):
     good = json.dumps({"episode_id": "a", "status": "ok", "index": 0})
     data = (good + "\n").encode() + line.encode("utf-8", "surrogateescape") + b"\n\n"
     path.write_bytes(data)
-    records, bad = read_records_checked(path)
-    assert [r["episode_id"] for r in records] == ["a"]
+    rows, bad = read_episode_rows_checked(path)
+    assert [r["episode_id"] for r in rows] == ["a"]
     assert len(bad) == 1 and bad[0].line == 2 and bad[0].path == path
     assert reason in bad[0].reason and str(bad[0]).startswith(f"{path}:2: ")
     with pytest.warns(UserWarning, match=rf"1 unreadable line in .*: {path}:2"):
-        assert read_records(path) == records
+        assert read_episode_rows(path) == rows
 
 
 def test_markdown_report_shows_junk_as_written(tmp_path, run):
@@ -191,13 +191,13 @@ _junk = st.one_of(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.tuples(st.just("rec"), st.integers(0, 5)),
+@given(st.lists(st.one_of(st.tuples(st.just("row"), st.integers(0, 5)),
                           st.tuples(st.just("junk"), _junk)), max_size=12),
        st.booleans())
 def test_arbitrary_junk_never_crashes_and_is_all_reported(items, trailing_newline):
     lines: list[bytes] = []
     for kind, value in items:
-        if kind == "rec":
+        if kind == "row":
             lines.append(json.dumps({"episode_id": f"e{value}", "status": "ok",
                                      "index": value, "n": len(lines)}).encode())
         else:
@@ -207,15 +207,15 @@ def test_arbitrary_junk_never_crashes_and_is_all_reported(items, trailing_newlin
     latest = {}
     for raw in lines:
         if raw.strip() and _is_record(raw):
-            rec = json.loads(raw)
-            latest[rec["episode_id"]] = rec
+            row = json.loads(raw)
+            latest[row["episode_id"]] = row
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "episodes.jsonl"
         path.write_bytes(data)
-        records, bad = read_records_checked(path)
+        rows, bad = read_episode_rows_checked(path)
         assert [u.line for u in bad] == expected_bad
         assert all(isinstance(u, UnreadableLine) and u.reason for u in bad)
-        assert {r["episode_id"]: r for r in records} == latest
+        assert {r["episode_id"]: r for r in rows} == latest
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             removed, backup = drop_unreadable_lines(path)
@@ -224,7 +224,7 @@ def test_arbitrary_junk_never_crashes_and_is_all_reported(items, trailing_newlin
             assert backup is not None and backup.read_bytes() == data
             kept = [raw for raw in lines if raw.strip() and _is_record(raw)]
             assert path.read_bytes() == b"".join(raw + b"\n" for raw in kept)
-            assert read_records_checked(path) == (records, [])
+            assert read_episode_rows_checked(path) == (rows, [])
         else:
             assert backup is None and path.read_bytes() == data
 

@@ -9,7 +9,7 @@ import pytest
 from m3gym.cli import main
 from m3gym.eval.frozen import ChangedTasksError, check_frozen_tasks, task_hash
 from m3gym.eval.report import comparability_warnings, load_runs, render_markdown
-from m3gym.eval.runner import EvalConfig, read_records, run_eval
+from m3gym.eval.runner import EvalConfig, read_episode_rows, run_eval
 from m3gym.eval.splits import dump_manifest, load_manifest, manifest_hashes
 from m3gym.fingerprint import pixel_library_versions
 
@@ -86,10 +86,10 @@ def test_every_run_records_versions_and_task_hashes(manifest, tmp_path):
     assert versions["manifest"] == manifest["version"]
     assert config["frozen_tasks"]["checked"] == 2 and config["frozen_tasks"]["changed"] == []
     expected = manifest_hashes(manifest)
-    records = read_records(tmp_path / "run" / "episodes.jsonl")
-    assert len(records) == 2
-    for rec in records:
-        assert rec["task_hash"] == expected[rec["task_id"]]
+    rows = read_episode_rows(tmp_path / "run" / "episodes.jsonl")
+    assert len(rows) == 2
+    for row in rows:
+        assert row["task_hash"] == expected[row["task_id"]]
 
 
 def test_the_agents_model_and_endpoint_are_recorded(tmp_path):

@@ -25,7 +25,7 @@ def test_an_oracle_episode_outcome() -> None:
     cfg = EvalConfig(envs=("M3Bench-L1",), agent="oracle", episodes=1, max_thumbs=1)
     spec = plan_episodes(cfg)[0]
     outcome = run_episode_outcome(spec, cfg)
-    record, trace = outcome.record, outcome.trace
+    record, trace = outcome.row, outcome.trace
     assert record["episode_id"] == spec.episode_id and record["status"] == "ok"
     assert record["answer_correct"] is True and set(METRIC_KEYS) <= set(record["metrics"])
     assert "judge" not in record  # no judge checkpoints in a generated task

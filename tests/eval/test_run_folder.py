@@ -354,7 +354,7 @@ def test_a_missing_trace_is_named(run, capsys):
     path = run / "traces" / _trace_name(run)
     path.unlink()
     rc, err = _report(run, capsys)
-    assert rc == 0 and f"{path}: missing (the episode has a record but no trace)" in err
+    assert rc == 0 and f"{path}: missing (the episode has a row but no trace)" in err
 
 
 def test_an_unfinished_trace_is_left_out_of_the_peer_tables_and_named(run, capsys):
@@ -407,9 +407,9 @@ def test_an_episode_id_that_is_a_path_reads_no_trace_outside(run, tmp_path, caps
     outside.write_text(json.dumps({"question": "SECRET QUESTION", "steps": [], "images": []}))
     rel = os.path.relpath(outside.with_suffix(""), run / "traces")
     path = run / "episodes.jsonl"
-    rec = json.loads(path.read_text().splitlines()[0])
-    rec.update(episode_id=rel, index=99)
-    path.write_text(path.read_text() + json.dumps(rec) + "\n")
+    row = json.loads(path.read_text().splitlines()[0])
+    row.update(episode_id=rel, index=99)
+    path.write_text(path.read_text() + json.dumps(row) + "\n")
     rc, err = _report(run, capsys)
     assert rc == 0 and "is not a plain file name; its trace is not read" in err
     assert "SECRET QUESTION" not in (run / "report.html").read_text()
@@ -466,11 +466,11 @@ def test_resume_names_an_episode_file_it_cannot_write_before_running(run, capsys
 def test_a_record_with_a_wrong_type_is_an_unreadable_line(run, capsys, key, value, reason):
     path = run / "episodes.jsonl"
     lines = path.read_text().splitlines()
-    rec = json.loads(lines[1])
-    rec[key] = value
-    path.write_text(lines[0] + "\n" + json.dumps(rec) + "\n")
+    row = json.loads(lines[1])
+    row[key] = value
+    path.write_text(lines[0] + "\n" + json.dumps(row) + "\n")
     rc, err = _report(run, capsys)
-    assert rc == 0 and f"{path}:2: not an episode record: {reason}" in err
+    assert rc == 0 and f"{path}:2: not an episode row: {reason}" in err
     rc, err = _resume(run, capsys)  # removed (backup kept) and run again
     assert rc == 0 and f"removed 1 unreadable line from {path}" in err
     assert [json.loads(x)["episode_id"] for x in path.read_text().splitlines()] == [

@@ -32,9 +32,9 @@ def outcome() -> Any:
     cfg = EvalConfig(envs=("M3Bench-L2",), agent="oracle", episodes=1)
     spec = plan_episodes(cfg)[0]
     out = run_episode_outcome(spec, cfg)
-    assert out.record["status"] == "ok" and out.trace["steps"] and out.trace["images"]
+    assert out.row["status"] == "ok" and out.trace["steps"] and out.trace["images"]
     config = {**cfg.to_dict(), "episode_ids": [spec.episode_id], "versions": {"m3gym": "0"}}
-    return out.record, json.loads(json.dumps(out.trace, default=str)), config
+    return out.row, json.loads(json.dumps(out.trace, default=str)), config
 
 
 _json = st.recursive(
@@ -120,11 +120,11 @@ def test_a_record_the_reader_accepts_reports(outcome, tmp_path, data):
 
     record, trace, config = outcome
     mutated = _mutations(data.draw, record)
-    rec, reason = _line_problem(json.dumps(mutated).encode())
-    if rec is None:
-        assert reason.startswith(("not an episode record", "could not parse"))
+    row, reason = _line_problem(json.dumps(mutated).encode())
+    if row is None:
+        assert reason.startswith(("not an episode row", "could not parse"))
         return  # an unreadable line: named, counted nowhere
-    run = Run("run", tmp_path, config, [rec], summarize([rec]))
+    run = Run("run", tmp_path, config, [row], summarize([row]))
     render_markdown([run])
     for run_, chosen in select_episodes([run], 5):
         episode_context(run_, chosen, trace, 0)

@@ -19,7 +19,7 @@ CFG = EvalConfig(envs=("M3Bench-L1",), agent="random", episodes=2)
 def test_a_fresh_folder_gets_its_layout(tmp_path) -> None:
     out = tmp_path / "run"
     prepared = prepare_run_folder(out, CFG, resume=False)
-    assert prepared.records == [] and prepared.removed == [] and prepared.backup is None
+    assert prepared.rows == [] and prepared.removed == [] and prepared.backup is None
     assert (out / "traces").is_dir() and (out / "thumbs").is_dir()
     with pytest.raises(FileExistsError, match="already exists and is not empty"):
         prepare_run_folder(out, CFG, resume=False)  # traces/ and thumbs/ are in it now
@@ -41,7 +41,7 @@ def test_a_resumed_folder_must_be_the_same_run(tmp_path) -> None:
     line = json.dumps({"episode_id": "M3Bench-L1.faint_text.1", "status": "ok", "index": 0})
     (out / "episodes.jsonl").write_text(line + "\n" + line[:10])
     prepared = prepare_run_folder(out, CFG, resume=True)
-    assert [r["episode_id"] for r in prepared.records] == ["M3Bench-L1.faint_text.1"]
+    assert [r["episode_id"] for r in prepared.rows] == ["M3Bench-L1.faint_text.1"]
     assert [u.line for u in prepared.removed] == [2] and prepared.backup.is_file()
     other = EvalConfig(envs=CFG.envs, agent="random", seed=1)
     with pytest.raises(ValueError, match="cannot resume .*: seed was 0, now 1"):

@@ -12,7 +12,7 @@ from m3gym.eval.report import write_report
 from m3gym.eval.runner import (
     is_infrastructure_error,
     parse_key_values,
-    read_records,
+    read_episode_rows,
 )
 from m3gym.eval.summary import summarize
 
@@ -78,22 +78,22 @@ def agents_module(tmp_path, monkeypatch):
     sys.modules.pop("m3gym_eval_test_agents", None)
 
 
-def _records(path):
-    return read_records(Path(path) / "episodes.jsonl")
+def _rows(path):
+    return read_episode_rows(Path(path) / "episodes.jsonl")
 
 
-def _strip(rec):
-    return {k: v for k, v in rec.items() if k != "wall_s"}
+def _strip(row):
+    return {k: v for k, v in row.items() if k != "wall_s"}
 
 
 def test_eval_oracle_end_to_end(tmp_path, capsys):
     out = tmp_path / "oracle"
     assert main(["eval", *LEVELS, "--agent", "oracle", "--episodes", "2", "--out", str(out),
                  "--quiet"]) == 0
-    recs = _records(out)
-    assert len(recs) == 6
-    assert [r["env"] for r in recs] == ["M3Bench-L1"] * 2 + ["M3Bench-L2"] * 2 + ["M3Bench-L3"] * 2
-    for r in recs:
+    rows = _rows(out)
+    assert len(rows) == 6
+    assert [r["env"] for r in rows] == ["M3Bench-L1"] * 2 + ["M3Bench-L2"] * 2 + ["M3Bench-L3"] * 2
+    for r in rows:
         assert r["status"] == "ok" and r["answer_correct"] is True
         assert r["task_seed"] >= 1_000_000_000
         assert r["metrics"]["acc"] == 1.0
@@ -115,9 +115,9 @@ def test_eval_random_and_default_envs(tmp_path):
     out = tmp_path / "random"
     assert main(["eval", "--agent", "random", "--episodes", "1", "--out", str(out),
                  "--quiet", "--agent-arg", "answer_prob=0.5"]) == 0
-    recs = _records(out)
-    assert {r["env"] for r in recs} == {"M3Bench-L1-v4", "M3Bench-L2-v4", "M3Bench-L3-v4"}
-    assert all(r["status"] == "ok" and r["agent"] == "random" for r in recs)
+    rows = _rows(out)
+    assert {r["env"] for r in rows} == {"M3Bench-L1-v4", "M3Bench-L2-v4", "M3Bench-L3-v4"}
+    assert all(r["status"] == "ok" and r["agent"] == "random" for r in rows)
 
 
 def test_workers_give_identical_results(tmp_path):
@@ -145,11 +145,11 @@ def test_resume_skips_done_and_reruns_infra_errors(tmp_path, agents_module, caps
     args = ["eval", "--env", "M3Bench-L1", "--agent", f"{agents_module}:flaky",
             "--agent-arg", f"marker={marker}", "--episodes", "3", "--out", str(out), "--quiet"]
     assert main(args) == 0
-    recs = _records(out)
-    assert [r["status"] for r in recs] == ["infra_error", "ok", "ok"]
-    assert recs[0]["answer_correct"] is None and recs[0]["metrics"] == {}
-    assert "connection refused" in recs[0]["error"]
-    summary = summarize(recs)
+    rows = _rows(out)
+    assert [r["status"] for r in rows] == ["infra_error", "ok", "ok"]
+    assert rows[0]["answer_correct"] is None and rows[0]["metrics"] == {}
+    assert "connection refused" in rows[0]["error"]
+    summary = summarize(rows)
     assert summary["overall"]["scored"] == 2 and summary["overall"]["infra_errors"] == 1
     assert summary["overall"]["metrics"]["acc"] == 1.0  # the infra error is not a wrong answer
     before = (out / "episodes.jsonl").read_text()
@@ -163,8 +163,8 @@ def test_resume_skips_done_and_reruns_infra_errors(tmp_path, agents_module, caps
     assert main([*args, "--resume"]) == 0
     lines = (out / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 4  # only the infra-error episode ran again
-    assert json.loads(lines[-1])["episode_id"] == recs[0]["episode_id"]
-    assert [r["status"] for r in _records(out)] == ["ok", "ok", "ok"]
+    assert json.loads(lines[-1])["episode_id"] == rows[0]["episode_id"]
+    assert [r["status"] for r in _rows(out)] == ["ok", "ok", "ok"]
 
     assert main([*args, "--resume"]) == 0  # nothing left to run
     assert len((out / "episodes.jsonl").read_text().splitlines()) == 4
@@ -177,8 +177,8 @@ def test_unreachable_endpoint_aborts_with_one_line(tmp_path, agents_module, caps
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "infrastructure errors" in err
-    recs = _records(out)
-    assert len(recs) == 3 and all(r["status"] == "infra_error" for r in recs)
+    rows = _rows(out)
+    assert len(rows) == 3 and all(r["status"] == "infra_error" for r in rows)
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -234,8 +234,8 @@ def test_replay_recreates_images(tmp_path):
     out = tmp_path / "oracle"
     assert main(["eval", "--env", "M3Bench-L2", "--agent", "oracle", "--episodes", "1",
                  "--out", str(out), "--quiet"]) == 0
-    rec = _records(out)[0]
-    trace = json.loads((out / "traces" / f"{rec['episode_id']}.json").read_text())
+    row = _rows(out)[0]
+    trace = json.loads((out / "traces" / f"{row['episode_id']}.json").read_text())
     env = replay_trace(trace)
     assert len(env.state) == len(trace["images"])
     for im in trace["images"]:
@@ -253,16 +253,16 @@ def test_resume_after_a_cut_line(tmp_path):
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])  # crash mid-write
     assert main([*args, "--resume"]) == 0
-    recs = _records(out)
-    assert len(recs) == 3 and all(r["status"] == "ok" for r in recs)
-    assert [_strip(r) for r in recs] == [_strip(json.loads(x)) for x in lines]
+    rows = _rows(out)
+    assert len(rows) == 3 and all(r["status"] == "ok" for r in rows)
+    assert [_strip(r) for r in rows] == [_strip(json.loads(x)) for x in lines]
 
 
 def test_agent_bug_is_recorded_not_scored(tmp_path, agents_module):
     out = tmp_path / "buggy"
     assert main(["eval", "--env", "M3Bench-L1", "--agent", f"{agents_module}:buggy",
                  "--episodes", "2", "--out", str(out), "--quiet"]) == 0
-    recs = _records(out)
-    assert [r["status"] for r in recs] == ["agent_error", "agent_error"]
-    assert "bug in the agent" in recs[0]["error"]
-    assert summarize(recs)["overall"]["agent_errors"] == 2
+    rows = _rows(out)
+    assert [r["status"] for r in rows] == ["agent_error", "agent_error"]
+    assert "bug in the agent" in rows[0]["error"]
+    assert summarize(rows)["overall"]["agent_errors"] == 2

@@ -10,7 +10,7 @@ import pytest
 import m3gym  # noqa: F401
 from m3gym.agents.base import OracleAgent
 from m3gym.eval.episode_loop import record_episode
-from m3gym.eval.runner import EvalConfig, read_records, run_eval
+from m3gym.eval.runner import EvalConfig, read_episode_rows, run_eval
 from m3gym.mcp.episode_table import EpisodeError, EpisodeTable, McpLimits
 
 
@@ -50,8 +50,8 @@ def test_recorded_mcp_run_matches_m3gym_eval(tmp_path) -> None:
     for index in range(2):
         eid, _, _ = table.start("M3Bench-L1", split="test", index=index)
         play_oracle(table, eid)
-    ours = read_records(tmp_path / "mcp" / "episodes.jsonl")
-    theirs = read_records(tmp_path / "eval" / "episodes.jsonl")
+    ours = read_episode_rows(tmp_path / "mcp" / "episodes.jsonl")
+    theirs = read_episode_rows(tmp_path / "eval" / "episodes.jsonl")
     assert len(ours) == len(theirs) == 2
     skip = {"agent", "split", "wall_s"}
     for a, b in zip(ours, theirs):
@@ -123,8 +123,8 @@ def test_limits_and_idle_eviction(tmp_path) -> None:
     c, _, _ = table.start("M3Bench-L1", seed=3)  # a was idle 12 s: evicted, its slot is free
     with pytest.raises(EpisodeError, match=r"has ended \(evicted after 10 s without a call\)"):
         table.call(a, [{"name": "grayscale", "arguments": {"image_index": 0}}])
-    records = read_records(tmp_path / "run" / "episodes.jsonl")
-    assert [r["status"] for r in records] == ["evicted"]  # nothing lost from the run folder
+    rows = read_episode_rows(tmp_path / "run" / "episodes.jsonl")
+    assert [r["status"] for r in rows] == ["evicted"]  # nothing lost from the run folder
     assert table.live_count() == 2 and {b, c} == set(table._live)
 
 
@@ -164,8 +164,8 @@ def test_close_records_episodes_in_flight(tmp_path) -> None:
     table.call(a, [{"name": "grayscale", "arguments": {"image_index": 0}}])
     table.answer(b, "x")
     assert table.close() == [a]
-    records = read_records(tmp_path / "run" / "episodes.jsonl")
-    assert sorted(r["status"] for r in records) == ["interrupted", "ok"]
+    rows = read_episode_rows(tmp_path / "run" / "episodes.jsonl")
+    assert sorted(r["status"] for r in rows) == ["interrupted", "ok"]
     assert table.live_count() == 0
     with pytest.raises(EpisodeError, match="has ended"):
         table.call(a, [{"name": "grayscale", "arguments": {"image_index": 0}}])

@@ -67,10 +67,10 @@ def test_operator_reward_files_are_named_choices(tmp_path: Path) -> None:
     table.answer(eid, "x")
     eid, _, _ = table.start("M3Bench-L1", seed=2, reward="sparse")
     table.answer(eid, "x")
-    records = [json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text()
+    rows = [json.loads(x) for x in (tmp_path / "run" / "episodes.jsonl").read_text()
                .splitlines()]
     traces = [json.loads((tmp_path / "run" / "traces" / f"{r['episode_id']}.json").read_text())
-              for r in records]
+              for r in rows]
     assert [t["recreate"]["reward"] for t in traces] == [str(cfg), "sparse"]  # recreatable
     settings = read_run_config(tmp_path / "run" / "config.json")["mcp_server"]
     assert settings["rewards"]["strict"] == str(cfg) and settings["default_reward"] == "strict"

@@ -17,7 +17,7 @@ def test_mcp_run_folder_repairs_before_appending(tmp_path):
         rf = RunFolder(folder)
     assert rf.removed[0].line == 2 and rf.backup is not None and rf.backup.is_file()
     assert (folder / "episodes.jsonl").read_text() == good + "\n"
-    assert [r["episode_id"] for r in rf.records] == ["a"]
+    assert [r["episode_id"] for r in rf.rows] == ["a"]
 
 
 def test_a_folder_that_is_not_an_mcp_run_is_refused(tmp_path):

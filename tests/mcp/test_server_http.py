@@ -215,9 +215,9 @@ def test_sigterm_records_episodes_in_flight(tmp_path: Path) -> None:
         err = stop(proc)
     assert proc.returncode == 0, err[-2000:]
     lines = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
-    assert [r["status"] for r in records] == ["interrupted"]
-    trace = json.loads((tmp_path / "run" / "traces" / f"{records[0]['episode_id']}.json")
+    rows = [json.loads(line) for line in lines]
+    assert [r["status"] for r in rows] == ["interrupted"]
+    trace = json.loads((tmp_path / "run" / "traces" / f"{rows[0]['episode_id']}.json")
                        .read_text())
     assert len(trace["steps"]) == 1  # the grayscale call made before the stop is kept
 

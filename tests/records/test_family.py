@@ -89,8 +89,8 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
     cfg = EvalConfig(envs=("M3Bench-Records",), agent="oracle", episodes=2, split="test",
                      env_args={"records": str(fixture_set)})
     result = run_eval(cfg, tmp_path / "run")
-    assert len(result.records) == 2
-    for rec in result.records:
+    assert len(result.rows) == 2
+    for rec in result.rows:
         assert rec["status"] == "ok" and rec["answer_correct"], rec
         assert rec["metrics"]["S"] == 1.0 and rec["metrics"]["V"] == 1.0
         assert rec["task_hash"]
@@ -108,7 +108,7 @@ def test_eval_export_and_mcp_on_records(tmp_path, fixture_set):
     # re-scoring replays the stored calls on the rebuilt task; a changed record is refused
     from m3gym.eval.rescore import rescore_trace
 
-    ep = result.records[0]
+    ep = result.rows[0]
     trace = json.loads((tmp_path / "run" / "traces" / f"{ep['episode_id']}.json").read_text())
     assert rescore_trace(trace)["metrics"]["S"] == 1.0
     rid = trace["task"]["metadata"]["record_id"]

@@ -496,7 +496,7 @@ def test_an_eval_run_records_the_opt_out_and_rescores(layout: dict[str, Path],
                                "allow_outside": True})
     with pytest.warns(UserWarning, match="allow_outside"):
         result = run_eval(cfg, tmp_path / "run")
-    (ep,) = result.records
+    (ep,) = result.rows
     assert ep["status"] == "ok" and ep["answer_correct"], ep
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["env_args"]["allow_outside"] is True

@@ -112,7 +112,7 @@ def test_eval_without_a_judge_counts_not_judged(judged_records: Path, tmp_path: 
     from m3gym.eval.summary import judge_line
 
     result = run_eval(_cfg(judged_records), tmp_path / "run")
-    (rec,) = result.records
+    (rec,) = result.rows
     assert rec["status"] == "ok" and rec["answer_correct"] is True
     assert rec["judge"] == {"judge": None, "checkpoints": 1, "judged": 0, "passed": 0,
                             "errors": 0, "not_judged": 1}
@@ -130,12 +130,12 @@ def test_eval_with_the_fake_judge_stores_verdicts_apart_from_s_and_v(
     pytest.importorskip("openai")
     from tests.fake_openai_server import FakeOpenAIServer
 
-    plain = run_eval(_cfg(judged_records), tmp_path / "plain").records[0]
+    plain = run_eval(_cfg(judged_records), tmp_path / "plain").rows[0]
     with FakeOpenAIServer(default={"content": "Yes."}) as server:
         result = run_eval(_cfg(judged_records, judge_endpoint=server.base_url,
                                judge_model="judge-vlm"), tmp_path / "run")
         bodies = server.chat_requests
-    (rec,) = result.records
+    (rec,) = result.rows
     assert rec["judge"] == {"judge": 1.0, "checkpoints": 1, "judged": 1, "passed": 1,
                             "errors": 0, "not_judged": 0}
     assert rec["metrics"] == plain["metrics"]  # S, V and the rest untouched by the judge
@@ -165,7 +165,7 @@ def test_a_failing_judge_is_a_failed_verdict(judged_records: Path, tmp_path: Pat
     with FakeOpenAIServer(default={"status": 400, "message": "bad request"}) as server:
         result = run_eval(_cfg(judged_records, judge_endpoint=server.base_url,
                                judge_model="m"), tmp_path / "run")
-    (rec,) = result.records
+    (rec,) = result.rows
     assert rec["status"] == "ok" and rec["answer_correct"] is True
     assert rec["judge"]["judge"] == 0.0 and rec["judge"]["errors"] == 1
 

@@ -267,15 +267,15 @@ def test_unisolated_eval_is_recorded_per_episode_and_warned_in_the_report(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The opt-out runs; every episode row says so and the report warns."""
     from m3gym.eval.report import load_runs, report_warnings
-    from m3gym.eval.runner import EvalConfig, read_records, run_eval
+    from m3gym.eval.runner import EvalConfig, read_episode_rows, run_eval
 
     hide_bwrap(monkeypatch)
     cfg = EvalConfig(envs=("M3Bench-L1",), agent="oracle", episodes=2,
                      env_args={"interface": "code", "sandbox": {"isolation": "none"}})
     run_eval(cfg, tmp_path / "run")
-    records = read_records(tmp_path / "run" / "episodes.jsonl")
-    assert len(records) == 2
+    rows = read_episode_rows(tmp_path / "run" / "episodes.jsonl")
+    assert len(rows) == 2
     assert all(r["code_isolation"] == "none" and "answer" in r["untrusted_reward_terms"]
-               for r in records)
+               for r in rows)
     warnings_ = report_warnings(load_runs([tmp_path / "run"]))
     assert any("2 episodes ran agent code WITHOUT isolation" in w for w in warnings_), warnings_
