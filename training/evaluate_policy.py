@@ -65,13 +65,13 @@ def evaluate(cfg: dict[str, Any], model: Any, algo: str, episodes: int, pool_off
     venv = make_vec_env(cfg, 1, seed, {"task_pool": episodes, "pool_offset": pool_offset,
                                        "pool_order": "sequential", "cache_size": 8})
     venv.seed(seed)
-    records = run_episodes(model, venv, episodes, algo, deterministic=deterministic)
+    rows = run_episodes(model, venv, episodes, algo, deterministic=deterministic)
     venv.close()
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "episodes.jsonl", "w") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, default=str) + "\n")
-    summary = {"pool_offset": pool_offset, "algo": algo, **summarize(records)}
+        for row in rows:
+            fh.write(json.dumps(row, default=str) + "\n")
+    summary = {"pool_offset": pool_offset, "algo": algo, **summarize(rows)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 

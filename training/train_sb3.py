@@ -178,9 +178,9 @@ def policy_name(cfg: dict[str, Any]) -> str:
 
 def run_episodes(model: Any, venv: Any, n_episodes: int, algo: str,
                  deterministic: bool = True) -> list[dict[str, Any]]:
-    """Run ``n_episodes`` episodes of ``model`` on ``venv``; return one record per episode.
+    """Run ``n_episodes`` episodes of ``model`` on ``venv``; return one row per episode.
 
-    Records hold ``task_id``, ``family``, ``correct``, ``reward``, ``length``, ``actions`` (decoded)
+    Rows hold ``task_id``, ``family``, ``correct``, ``reward``, ``length``, ``actions`` (decoded)
     and the env's final ``metrics``. Masks are used for ``maskable_ppo``; the LSTM state is
     carried for ``recurrent_ppo``.
     """
@@ -191,8 +191,8 @@ def run_episodes(model: Any, venv: Any, n_episodes: int, algo: str,
     ep_reward = np.zeros(n)
     ep_len = np.zeros(n, dtype=int)
     ep_actions: list[list[str]] = [[] for _ in range(n)]
-    records: list[dict[str, Any]] = []
-    while len(records) < n_episodes:
+    rows: list[dict[str, Any]] = []
+    while len(rows) < n_episodes:
         if algo == "maskable_ppo":
             masks = np.stack(venv.env_method("action_masks"))
             action, state = model.predict(obs, deterministic=deterministic, action_masks=masks)
@@ -206,8 +206,8 @@ def run_episodes(model: Any, venv: Any, n_episodes: int, algo: str,
         ep_len += 1
         for i, info in enumerate(infos):
             ep_actions[i].append(info.get("decoded_action", ""))
-            if done[i] and len(records) < n_episodes:
-                records.append({
+            if done[i] and len(rows) < n_episodes:
+                rows.append({
                     "task_id": info.get("task_id", ""), "family": info.get("family", ""),
                     "correct": bool(info.get("answer_correct", False)),
                     "reward": float(ep_reward[i]), "length": int(ep_len[i]),
@@ -216,41 +216,41 @@ def run_episodes(model: Any, venv: Any, n_episodes: int, algo: str,
             if done[i]:
                 ep_reward[i], ep_len[i], ep_actions[i] = 0.0, 0, []
         starts = np.asarray(done, dtype=bool)
-    return records
+    return rows
 
 
-def tool_call_counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+def tool_call_counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
     """Return how often each decoded tool call (answers excluded) occurs, most frequent first.
 
     E.g. ``{"crop(source=latest, region=g11)": 40, ...}``: what a policy actually does per
     family (which region it crops, which angle it rotates by).
     """
     counts: dict[str, int] = {}
-    for record in records:
-        for action in record["actions"]:
+    for row in rows:
+        for action in row["actions"]:
             if action and not action.startswith("answer"):
                 counts[action] = counts.get(action, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Return accuracy, mean reward/length, per-family accuracy and mean numeric metrics."""
-    if not records:
+    if not rows:
         return {"episodes": 0}
     out: dict[str, Any] = {
-        "episodes": len(records),
-        "accuracy": float(np.mean([r["correct"] for r in records])),
-        "mean_reward": float(np.mean([r["reward"] for r in records])),
-        "mean_length": float(np.mean([r["length"] for r in records])),
+        "episodes": len(rows),
+        "accuracy": float(np.mean([r["correct"] for r in rows])),
+        "mean_reward": float(np.mean([r["reward"] for r in rows])),
+        "mean_length": float(np.mean([r["length"] for r in rows])),
     }
-    fams = sorted({r["family"] for r in records})
+    fams = sorted({r["family"] for r in rows})
     out["accuracy_by_family"] = {
-        f: float(np.mean([r["correct"] for r in records if r["family"] == f])) for f in fams}
-    out["tool_calls_by_family"] = {f: tool_call_counts(r for r in records if r["family"] == f)
+        f: float(np.mean([r["correct"] for r in rows if r["family"] == f])) for f in fams}
+    out["tool_calls_by_family"] = {f: tool_call_counts(r for r in rows if r["family"] == f)
                                    for f in fams}
-    keys = sorted({k for r in records for k, v in r["metrics"].items()
+    keys = sorted({k for r in rows for k, v in r["metrics"].items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)})
-    out["metrics"] = {k: float(np.mean([r["metrics"][k] for r in records if k in r["metrics"]]))
+    out["metrics"] = {k: float(np.mean([r["metrics"][k] for r in rows if k in r["metrics"]]))
                       for k in keys}
     return out
 
