@@ -22,7 +22,7 @@ Version 1 was regenerated eleven times without a bump (its tasks also depended o
 OpenCV and Pillow); version 2 is the first whose number is tied to its tasks. Version 3 has the
 same images and specs; its hashes round the specs' floats (:func:`~m3gym.spec.
 rounded_floats`), which differed in the last bit between BLAS kernels (AVX-512 or not). Version 4
-is benchmark v4 (issue 41): every family's tool adds evidence the view lacks."""
+is benchmark v4: every family's tool adds evidence the view lacks (CHANGELOG)."""
 
 MANIFEST_VERSION: int = max(MANIFEST_DIGESTS)
 """Version of the committed ``test`` manifest (a new one whenever a frozen task changes)."""
