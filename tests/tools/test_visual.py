@@ -220,8 +220,11 @@ def test_rotate_quarter_turn_without_expand_keeps_canvas():
 def test_rotate_general_angle_sizes_and_fill():
     img = np.full((100, 200, 3), 200, np.uint8)
     out = run(make_ctx(img), "rotate", image_index=0, angle=30)
-    c, s = math.cos(math.radians(30)), math.sin(math.radians(30))
-    assert out.image.shape[:2] == (math.ceil(200 * s + 100 * c), math.ceil(200 * c + 100 * s))
+    # Pillow's canvas (the reference toolbox's): the turned corners about the centre (100, 50)
+    # span x in 100 -/+ 111.6 and y in 50 -/+ 93.3, each side rounded outward: 224 x 188 (the
+    # tightest canvas, ceil(173.2 + 50) x ceil(100 + 86.6), would be 224 x 187)
+    assert out.image.shape[:2] == (188, 224)
+    assert Image.new("L", (200, 100)).rotate(30, expand=True).size == (224, 188)
     assert out.image[0, 0].tolist() == [0, 0, 0]  # corners filled black
     same = run(make_ctx(img), "rotate", image_index=0, angle=30, expand=False)
     assert same.image.shape == img.shape
