@@ -69,7 +69,7 @@ def test_heuristic_modules_import_in_one_direction() -> None:
     ("heuristic_vision", "tick_centre", "dials"),
     ("heuristic_vision", "needle_angle", "gauges"),
     ("heuristic_lookup", "page_body", "web"),
-    ("heuristic_lookup", "shirt_count", "lookup"),
+    ("heuristic_lookup", "kit_colour_in", "lookup"),
     ("heuristic_dials", "gauge_labels", "gauges"),
     ("heuristic_table", "PLAN_TABLE", "table"),
     ("heuristic_text", "question_of", "text"),
