@@ -208,6 +208,19 @@ def plan_faint_text(view: EpisodeView) -> Plan:
     return choice
 
 
+def ink_depth(image: np.ndarray, glyph_px: float = 24.0) -> np.ndarray:
+    """Return how many levels each pixel of ``image`` (gray) lies under its local paper level.
+
+    The paper level is a gray closing (removes dark strokes thinner than ``glyph_px``) smoothed
+    by a box blur.
+    """
+    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
+    k = max(3, int(glyph_px) | 1)
+    paper = cv2.morphologyEx(gray, cv2.MORPH_CLOSE,
+                             cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
+    return cv2.subtract(cv2.blur(paper, (k, k)), gray)
+
+
 def ink_binary(image: np.ndarray, glyph_px: float = 24.0, min_depth: int = 12) -> np.ndarray:
     """Return ``image`` as black ink on white: every pixel ``min_depth`` levels under its paper.
 
@@ -215,13 +228,7 @@ def ink_binary(image: np.ndarray, glyph_px: float = 24.0, min_depth: int = 12) -
     print (a value restored by a stretch at a third of the labels' contrast) comes out as black
     as the labels, so one Otsu threshold in the reader does not drop it.
     """
-    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
-    k = max(3, int(glyph_px) | 1)
-    paper = cv2.morphologyEx(gray, cv2.MORPH_CLOSE,
-                             cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
-    paper = cv2.blur(paper, (k, k))
-    depth = cv2.subtract(paper, gray)
-    return np.where(depth >= min_depth, 0, 255).astype(np.uint8)
+    return np.where(ink_depth(image, glyph_px) >= min_depth, 0, 255).astype(np.uint8)
 
 
 def digit_on_card(image: np.ndarray, min_depth: int = 15) -> tuple[np.ndarray, np.ndarray] | None:
@@ -273,12 +280,7 @@ def flatten_lighting(image: np.ndarray, glyph_px: float = 24.0) -> np.ndarray:
     The paper level is a gray closing (removes dark strokes thinner than ``glyph_px``)
     smoothed by a box blur; the depth is stretched so the darkest 0.5 % of ink reach black.
     """
-    gray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY) if image.ndim == 3 else image
-    k = max(3, int(glyph_px) | 1)
-    paper = cv2.morphologyEx(gray, cv2.MORPH_CLOSE,
-                             cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (k, k)))
-    paper = cv2.blur(paper, (k, k))
-    depth = cv2.subtract(paper, gray)
+    depth = ink_depth(image, glyph_px)
     top = float(np.percentile(depth, 99.5))
     gain = 255.0 / max(top, 1.0)
     return cv2.convertScaleAbs(depth, alpha=-gain, beta=255.0)
