@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import threading
-from html import unescape
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -201,14 +201,19 @@ def test_photo_scenes_page_copies_the_bundled_photo_licences() -> None:
         assert row in page.splitlines(), row.split("|")[1]
 
 
-# Served beside the built site (same origin): loads every page in a 1280 px wide frame and lists
-# each code block whose content is wider than its box (a line cut off behind a scroll bar), and
-# where the sidebar shows "Integrations" on the home page.
+# Served beside the built site (same origin): loads every page in a 1280 px wide frame, lists
+# each code block whose content is wider than its box (a line cut off behind a scroll bar) and
+# where the sidebar shows "Integrations" on the home page, then POSTs the result back. Each page
+# gets a real-time watchdog, so one page that never fires "load" is reported instead of hanging
+# the run (Chromium's --virtual-time-budget with --dump-dom hung about one run in three).
 PROBE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>
-<iframe id="f" style="width:1280px;height:800px;border:0"></iframe><pre id="out">pending</pre>
+<iframe id="f" style="width:1280px;height:800px;border:0"></iframe>
 <script>
-var pages = %s, i = 0, cut = [], integrations = null, f = document.getElementById('f');
+var pages = %s, i = -1, cut = [], stuck = [], integrations = null, watchdog = null;
+var f = document.getElementById('f');
 f.addEventListener('load', function () {
+  if (i < 0 || i >= pages.length || f.getAttribute('src') !== pages[i]) return;
+  clearTimeout(watchdog);
   var d = f.contentDocument;
   d.querySelectorAll('pre > code').forEach(function (c) {
     if (c.scrollWidth > c.clientWidth + 1) cut.push([pages[i], c.scrollWidth, c.clientWidth,
@@ -217,18 +222,36 @@ f.addEventListener('load', function () {
   if (pages[i] === 'index.html') d.querySelectorAll('.md-nav--primary .md-nav__link')
     .forEach(function (a) { if (a.textContent.trim() === 'Integrations' && integrations === null)
                               integrations = a.getBoundingClientRect().top; });
-  i += 1; next();
+  next();
 });
 function next() {
-  if (i < pages.length) { f.src = pages[i]; return; }
-  document.getElementById('out').textContent = JSON.stringify(
-    {pages: pages.length, cut: cut, integrations: integrations});
+  i += 1;
+  if (i < pages.length) {
+    watchdog = setTimeout(function () { stuck.push(pages[i]); next(); }, 20000);
+    f.setAttribute('src', pages[i]);
+    return;
+  }
+  var x = new XMLHttpRequest();
+  x.open('POST', '/result');
+  x.send(JSON.stringify({pages: pages.length, cut: cut, stuck: stuck,
+                         integrations: integrations}));
 }
 next();
 </script></body></html>"""
 
 
-class _Quiet(SimpleHTTPRequestHandler):
+class _Site(SimpleHTTPRequestHandler):
+    """Serves the built site quietly and takes the probe's POSTed result."""
+
+    results: queue.Queue  # set on a per-test subclass
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        """Queues the probe's JSON result and answers 204."""
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.results.put(json.loads(body))
+        self.send_response(204)
+        self.end_headers()
+
     def log_message(self, format, *args):
         pass
 
@@ -243,24 +266,28 @@ def test_no_code_line_is_cut_off_at_1280_px(tmp_path) -> None:
     assert build.returncode == 0, build.stderr[-3000:]
     pages = sorted(str(p.relative_to(site)) for p in site.rglob("index.html"))
     (site / "probe.html").write_text(PROBE % json.dumps(pages))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    handler = type("_ThisSite", (_Site,), {"results": queue.Queue()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    # the theme's web fonts are unreachable here: fail them at once (the fallback monospace font
+    # has Roboto Mono's 0.6 em advance). Chromium stays open until the result arrives.
+    browser = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--blink-settings=imagesEnabled=false",
+         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+         f"http://127.0.0.1:{server.server_address[1]}/probe.html"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        # the theme's web fonts are unreachable here: fail them at once (the fallback monospace
-        # font has Roboto Mono's 0.6 em advance)
-        done = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             f"--user-data-dir={tmp_path / 'profile'}", "--blink-settings=imagesEnabled=false",
-             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-             "--virtual-time-budget=300000", "--dump-dom",
-             f"http://127.0.0.1:{server.server_address[1]}/probe.html"],
-            capture_output=True, text=True, timeout=600)
+        result = handler.results.get(timeout=60 + 25 * len(pages))
+    except queue.Empty:
+        result = None
     finally:
+        browser.kill()
+        stderr = browser.communicate()[1]
         server.shutdown()
         server.server_close()
-    found = re.search(r'<pre id="out">(.*?)</pre>', done.stdout, re.S)
-    assert found and found.group(1) != "pending", done.stderr[-2000:]
-    result = json.loads(unescape(found.group(1)))
+    assert result is not None, stderr[-2000:]
     assert result["pages"] == len(pages) > 40
+    assert result["stuck"] == []
     assert result["cut"] == []
     assert result["integrations"] is not None and result["integrations"] < 800  # above the fold
