@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from m3gym.trace import Trace
 
 VERIFY_ATTEMPTS: int = 8
-"""Draws tried before the last one is kept unverified (a failure is rare: ~1 % of draws)."""
+"""Draws tried before the last one is kept unverified.
+
+Measured on training seeds 0-39 (draws per task): receipt_total 1.35 on average (10 of 40
+tasks redraw, up to 4 draws: its faded ink falls under the legibility line after the
+camera), price_sum 1.10, tiny_faint_text and region_count 1.03, grid_period 1.00. A redraw
+repeats the whole scene and camera, so redraws make the families' slowest resets.
+"""
 
 
 def replay_reference(task: Task) -> tuple[ImageState, Trace] | None:
