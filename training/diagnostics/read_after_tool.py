@@ -15,7 +15,7 @@ learned to read; chance here means the observation at this size does not show th
 Measured on benchmark v4 (4,500 training and 600 held-out tasks, 12 epochs, beside a training
 run on the 2-core machine): at 64 px glyph_faint 0.11, glyph_rotate 0.29, glyph_zoom 0.63; at
 96 px (the suite's view size) 0.70, 0.58 and 0.96, all still rising. At 64 px the area filter
-mixes glyph_faint's one-dot-per-block strokes into a speckle, and the other two digits fall to
+mixes glyph_faint's two-dots-per-block strokes into a speckle, and the other two digits fall to
 5-6 px. (The classic configs still observe at 64 px: their warm start did not learn at 96 px,
 docs/rl-results.md.)
 """
