@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-import gymnasium as gym
 import numpy as np
 
 
@@ -36,9 +35,7 @@ def cell_data(seeds: range, obs_size: int) -> tuple[np.ndarray, np.ndarray]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
-    import torch
-
-    from m3gym.wrappers.extractors import PooledCNN
+    from cnn_probe import fit_cnn_probe
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train", type=int, default=3000)
@@ -46,27 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--obs-size", type=int, default=64)
     args = parser.parse_args(argv)
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    to_tensor = lambda x: torch.tensor(x).permute(0, 3, 1, 2).float() / 255  # noqa: E731
     x_tr, y_tr = cell_data(range(args.train), args.obs_size)
     x_te, y_te = cell_data(range(10**9, 10**9 + args.test), args.obs_size)
-    x_tr, x_te = to_tensor(x_tr), to_tensor(x_te)
-    y_tr, y_te = torch.tensor(y_tr), torch.tensor(y_te)
-    space = gym.spaces.Box(0, 255, (3, args.obs_size, args.obs_size), np.uint8)
-    net = torch.nn.Sequential(PooledCNN(space, 256, grid=3), torch.nn.Linear(256, 9))
-    opt = torch.optim.Adam(net.parameters(), 1e-3)
-    for epoch in range(args.epochs):
-        perm = torch.randperm(len(x_tr))
-        for i in range(0, len(x_tr), 64):
-            batch = perm[i:i + 64]
-            loss = torch.nn.functional.cross_entropy(net(x_tr[batch]), y_tr[batch])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        with torch.no_grad():
-            acc = (net(x_te).argmax(1) == y_te).float().mean().item()
-        print(f"epoch {epoch + 1}: held-out cell accuracy {acc:.3f}", flush=True)
+    for epoch, predicted in enumerate(fit_cnn_probe(x_tr, y_tr, x_te, 9, args.epochs)):
+        print(f"epoch {epoch + 1}: held-out cell accuracy {np.mean(predicted == y_te):.3f}",
+              flush=True)
     return 0
 
 
