@@ -84,9 +84,17 @@ def flip_affine(direction: str, w: int, h: int) -> Affine:
 
 
 def rotation_affine(angle: float, w: int, h: int, ow: int, oh: int) -> Affine:
-    """Return the affine of a counter-clockwise rotation about the centre into ``ow`` x ``oh``."""
-    t = math.radians(angle)
-    cs, sn = math.cos(t), math.sin(t)
+    """Return the affine of a counter-clockwise rotation about the centre into ``ow`` x ``oh``.
+
+    Multiples of 90 degrees (within ``geometry.EDGE_EPS``, 1e-9) use exact cosines and sines, as
+    :func:`m3gym.geometry.rotation_affine` does.
+    """
+    quarter = angle / 90.0
+    if abs(quarter - round(quarter)) < 1e-9:
+        cs, sn = [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, -1.0)][round(quarter) % 4]
+    else:
+        t = math.radians(angle)
+        cs, sn = math.cos(t), math.sin(t)
     cx, cy, ox, oy = w / 2, h / 2, ow / 2, oh / 2
     return (cs, sn, ox - cs * cx - sn * cy, -sn, cs, oy + sn * cx - cs * cy)
 
