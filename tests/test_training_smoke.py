@@ -168,7 +168,7 @@ def test_behaviour_cloning_warm_start_then_ppo(tmp_path: Path) -> None:
         "env.id=M3Bench-Classic-Discrete",
         "algo_kwargs={n_steps: 64, batch_size: 64, n_epochs: 1}",
         "eval={freq: 128, n_episodes: 4, pool_offset: 1000000000}", "checkpoint_freq=0",
-        "bc={episodes: 6, epochs: 1, batch_size: 8, min_accuracy: 0.0}",
+        "bc={episodes: 6, epochs: 1, batch_size: 8, min_accuracy: 0.0, extractor_epochs: 2}",
     ])
     cfg["env"]["kwargs"] = {"obs_size": 48, "task_pool": 8, "cache_size": 8,
                             "flat_actions": True, "tools": ["answer", "crop", "rotate", "flip",
@@ -176,6 +176,7 @@ def test_behaviour_cloning_warm_start_then_ppo(tmp_path: Path) -> None:
     out = train(cfg)
     report = json.loads((out / "bc.json").read_text())
     assert report["samples"] == 12 and len(report["history"]) == 1  # 6 episodes x 2 steps
+    assert [h["epoch"] for h in report["extractor_history"]] == [1, 2]
     history = [json.loads(line) for line in (out / "eval_history.jsonl").read_text().splitlines()]
     assert history[0]["timesteps"] == 0 and history[0]["after_bc"] is True
     assert history[-1]["timesteps"] == 128 and all(h["episodes"] == 4 for h in history)

@@ -160,6 +160,55 @@ def test_behaviour_cloning_fits_the_demos() -> None:
     assert history[-1]["accuracy"] == 1.0
 
 
+def test_extractor_pretraining_fits_the_demos_and_leaves_the_heads() -> None:
+    """``pretrain_extractor`` trains the features extractor only: the policy's own heads keep
+    their initial weights, and the extractor alone (through its discarded linear head) comes to
+    predict the expert's actions."""
+    import sys
+    from pathlib import Path
+
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+    from bc import collect_demos, pretrain_extractor
+
+    env = gym.make("M3Bench-Classic-Discrete", flat_actions=True, tools=CLASSIC_TOOLS,
+                   obs_size=48, family="glyph_zoom", **POOL)
+    obs, actions, _ = collect_demos(env, 6)
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, seed=0, device="cpu")
+    policy = model.policy
+    heads = {k: v.clone() for k, v in policy.state_dict().items()
+             if not k.startswith(("features_extractor", "pi_features", "vf_features"))}
+    before = {k: v.clone() for k, v in policy.features_extractor.state_dict().items()}
+    history = pretrain_extractor(model, obs, actions, epochs=60, batch_size=12,
+                                 learning_rate=3e-3)
+    assert len(history) == 60
+    assert history[-1]["loss"] < 0.5 * history[0]["loss"]
+    assert history[-1]["accuracy"] == 1.0
+    after = policy.state_dict()
+    assert all(torch.equal(after[k], v) for k, v in heads.items())
+    assert any(not torch.equal(policy.features_extractor.state_dict()[k], v)
+               for k, v in before.items())
+
+
+def test_extractor_pretraining_needs_flat_actions() -> None:
+    import sys
+    from pathlib import Path
+
+    from sb3_contrib import MaskablePPO
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+    from bc import collect_demos, pretrain_extractor
+
+    env = gym.make("M3Bench-Classic-Discrete", tools=CLASSIC_TOOLS, obs_size=48,
+                   family="glyph_zoom", **POOL)
+    obs, actions, _ = collect_demos(env, 2)
+    model = MaskablePPO("MultiInputPolicy", env, n_steps=32, seed=0, device="cpu")
+    with pytest.raises(ValueError, match="flat_actions"):
+        pretrain_extractor(model, obs, actions, epochs=1)
+
+
 def test_glyph_rotate_demos_crop_then_answer() -> None:
     """glyph_rotate's demos are its reference (one crop of the card's cell) and the answer.
 
