@@ -270,7 +270,7 @@ class ReceiptTotalFamily(FamilyConfig):
 
     def generate(self, rng: np.random.Generator) -> Task:
         """Build one task: the first draw whose reference passes every checkpoint."""
-        return first_verified(lambda: self.draw(rng))
+        return first_verified(lambda: self.draw(rng), defer_camera=True)
 
     def draw(self, rng: np.random.Generator) -> Task:
         """Draw one scene and its task (unverified; :meth:`generate` checks the reference)."""

@@ -18,12 +18,19 @@ and a quad is four image points in that order (top-left, top-right, bottom-right
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-from m3gym.tasks.render.degradations import add_sensor_noise, jpeg_artifacts
+from m3gym.tasks.render.degradations import (
+    add_drawn_noise,
+    draw_noise_offsets,
+    jpeg_artifacts,
+)
 from m3gym.tasks.render.geometry import boxes_overlap, grow_box
 from m3gym.tasks.render.util import Box
 
@@ -463,6 +470,217 @@ def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) 
     return mask
 
 
+@dataclass(frozen=True)
+class CameraDraw:
+    """Everything :func:`camera_pipeline` draws from its generator for one ``h x w`` image.
+
+    ``gain`` is the light (and cast shadow) on the small field; ``blur`` is ``None`` or
+    ``(kernel side, kernel_for)`` (the kernel for the image shrunk ``f`` times, see
+    :func:`_kernel_filter`); ``noise`` the noise's tile offsets and flip.
+    """
+
+    shape: tuple[int, int]
+    gain: np.ndarray
+    blur: tuple[int, Callable[[float], np.ndarray]] | None
+    sigma: float
+    noise: tuple[int, int, bool] | None
+    quality: int
+
+
+def draw_camera(rng: np.random.Generator, h: int, w: int, strength: float,
+                keep: Sequence[Sequence[float]] = ()) -> CameraDraw:
+    """Draw :func:`camera_pipeline`'s chain for an ``h x w`` image (``0 < strength <= 1``).
+
+    The draws are those :func:`camera_pipeline` makes, in the same order; none depends on
+    ``keep`` (it only decides whether a drawn cast shadow is applied).
+    """
+    # the light and the cast shadow are one gain on the small field, applied in one pass
+    gain = _lighting_gain(rng, h, w, strength * float(rng.uniform(0.4, 1.0)))
+    if rng.random() < 0.5:
+        shadow = _cast_shadow_gain(rng, h, w, strength, keep)  # draws the same whatever keep is
+        if shadow is not None:
+            gain *= shadow
+    blur: tuple[int, Callable[[float], np.ndarray]] | None = None
+    blur_kind = int(rng.integers(3))
+    if blur_kind:
+        scale = max(h, w) / 1000.0
+        if blur_kind == 1:
+            radius = float(rng.uniform(0.6, 2.0)) * strength * max(scale, 0.5)
+            if radius > 0.25:  # lens_blur's own test
+                blur = (2 * int(math.ceil(radius)) + 1,
+                        lambda f: _disk_kernel(max(0.26, radius / f)))
+        else:
+            length = float(rng.uniform(1.5, 4.0)) * strength * max(scale, 0.5)
+            angle = float(rng.uniform(0.0, 180.0))
+            if length >= 1.0:  # motion_blur's own test
+                blur = (2 * (int(math.ceil(length / 2)) + 1) + 1,
+                        lambda f: _line_kernel(max(1.0, length / f), angle))
+    sigma = float(rng.uniform(1.0, 4.0)) * strength
+    noise = draw_noise_offsets(rng) if sigma > 0 else None
+    quality = int(round(95 - float(rng.uniform(10.0, 35.0)) * strength))
+    return CameraDraw((h, w), gain, blur, sigma, noise, quality)
+
+
+def render_camera(img: np.ndarray, d: CameraDraw, keep: Sequence[Sequence[float]] = (),
+                  gain: np.ndarray | None = None, sharp: np.ndarray | None = None
+                  ) -> np.ndarray:
+    """Return ``img`` through the drawn chain ``d`` (:func:`camera_pipeline`'s pixels).
+
+    ``gain`` and ``sharp`` are the whole-image gain and keep mask when already made (see
+    :class:`BandRenderer`); they are made here otherwise.
+    """
+    h, w = img.shape[:2]
+    out = _apply_gain(img, d.gain if gain is None else gain)
+    if d.blur is not None:
+        blurred = _kernel_filter(out, *d.blur)
+        if keep:
+            feather = 0.02 * max(h, w)
+            if sharp is None:
+                sharp = _keep_mask(h, w, keep, feather)
+            grown = [grow_box(k, 2 * feather, w, h) for k in keep]  # where sharp can be > 0
+            x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown)
+            x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)
+            s = sharp[y0:y1, x0:x1]  # blendLinear reads the box in place
+            blurred[y0:y1, x0:x1] = cv2.blendLinear(out[y0:y1, x0:x1], blurred[y0:y1, x0:x1], s,
+                                                    np.float32(1.0) - s)
+        out = blurred
+    if d.noise is not None:
+        out = add_drawn_noise(out, d.sigma, d.noise, inplace=out is not img)
+    return jpeg_artifacts(out, d.quality)
+
+
+JPEG_MCU: int = 16
+"""Rows of one JPEG MCU row (4:2:0 chroma): the round trip codes each MCU on its own."""
+
+JPEG_GUARD: int = 8
+"""Rows next to a band's cut that the decoder's chroma upsampling may change (it reads one
+chroma row across; 8 is ample)."""
+
+
+class BandRenderer:
+    """Renders rows of :func:`render_camera`'s output without the rest of the image.
+
+    Every step of the chain is element-wise or row-local: the gain (element-wise once the small
+    field is resized to the whole image, which is done once), a blur kernel of at most
+    :data:`SPATIAL_KERNEL_SIDE` taps (row-local on full-width rows; the shrunk path of larger
+    kernels resizes the whole image and is not banded), the sharp blend of the ``keep`` boxes
+    (element-wise once the whole mask is made), the noise (element-wise) and the JPEG round
+    trip (each 16-row MCU row is coded on its own; the decoder's chroma upsampling reads one
+    chroma row across a cut, so :data:`JPEG_GUARD` rows next to a cut are not used). A band is
+    rendered on full-width rows aligned to MCU rows, so the rows it returns are the very bytes
+    of the whole image's.
+    """
+
+    def __init__(self, img: np.ndarray, d: CameraDraw, keep: Sequence[Sequence[float]]) -> None:
+        self.img, self.d, self.keep = img, d, list(keep)
+        h, w = img.shape[:2]
+        self._gain: np.ndarray | None = None
+        self._sharp: tuple[np.ndarray, Box] | None = None
+        self.bandable = d.blur is None or d.blur[0] <= SPATIAL_KERNEL_SIDE
+        self.shape = (h, w)
+
+    def _full_gain(self) -> np.ndarray:
+        if self._gain is None:
+            h, w = self.shape
+            g = self.d.gain
+            self._gain = g if g.shape == (h, w) else cv2.resize(g, (w, h),
+                                                                interpolation=cv2.INTER_LINEAR)
+        return self._gain
+
+    def _sharp_box(self) -> tuple[np.ndarray, Box]:
+        if self._sharp is None:
+            h, w = self.shape
+            feather = 0.02 * max(h, w)
+            sharp = _keep_mask(h, w, self.keep, feather)
+            grown = [grow_box(k, 2 * feather, w, h) for k in self.keep]
+            box = (min(g[0] for g in grown), min(g[1] for g in grown),
+                   max(g[2] for g in grown), max(g[3] for g in grown))
+            self._sharp = (sharp, box)
+        return self._sharp
+
+    def rows(self, y0: int, y1: int) -> np.ndarray | None:
+        """Return rows ``y0:y1`` of the whole output (``None``: this chain cannot be banded)."""
+        if not self.bandable:
+            return None
+        h, w = self.shape
+        # the rows coded: whole MCU rows, JPEG_GUARD rows beyond the wanted ones at a cut
+        jy0 = 0 if y0 - JPEG_GUARD <= 0 else (y0 - JPEG_GUARD) // JPEG_MCU * JPEG_MCU
+        jy1 = -(-(y1 + JPEG_GUARD) // JPEG_MCU) * JPEG_MCU
+        if jy1 >= h:
+            jy1 = h
+        # the rows the blur reads around them
+        m = 0 if self.d.blur is None else self.d.blur[0] // 2 + 1
+        ay0, ay1 = max(0, jy0 - m), min(h, jy1 + m)
+        out = _apply_gain(self.img[ay0:ay1], self._full_gain()[ay0:ay1])
+        if self.d.blur is not None:
+            blurred = _kernel_filter(out, *self.d.blur)
+            if self.keep:
+                sharp, (bx0, by0, bx1, by1) = self._sharp_box()
+                r0, r1 = max(by0, ay0), min(by1, ay1)
+                if r1 > r0:
+                    s = sharp[r0:r1, bx0:bx1]
+                    blurred[r0 - ay0:r1 - ay0, bx0:bx1] = cv2.blendLinear(
+                        out[r0 - ay0:r1 - ay0, bx0:bx1], blurred[r0 - ay0:r1 - ay0, bx0:bx1], s,
+                        np.float32(1.0) - s)
+            out = blurred
+        out = np.ascontiguousarray(out[jy0 - ay0:jy1 - ay0])
+        if self.d.noise is not None:
+            out = add_drawn_noise(out, self.d.sigma, self.d.noise, inplace=True, row0=jy0)
+        return jpeg_artifacts(out, self.d.quality)[y0 - jy0:y1 - jy0]
+
+
+@dataclass
+class DeferredCamera:
+    """A :func:`camera_pipeline` call left undone: ``out`` is filled by :meth:`finish`."""
+
+    out: np.ndarray
+    img: np.ndarray
+    draw: CameraDraw
+    keep: list[Sequence[float]]
+    bands: BandRenderer
+
+    def finish(self) -> None:
+        """Write the whole output into ``out`` (in place; its flags are kept)."""
+        writeable = self.out.flags.writeable
+        self.out.setflags(write=True)
+        b = self.bands
+        self.out[...] = render_camera(self.img, self.draw, self.keep, b._gain,
+                                      None if b._sharp is None else b._sharp[0])
+        self.out.setflags(write=writeable)
+
+    def fill_rows(self, y0: int, y1: int) -> bool:
+        """Write rows ``y0:y1`` of the output into ``out``; False when they cannot be banded."""
+        rows = self.bands.rows(y0, y1)
+        if rows is None:
+            return False
+        writeable = self.out.flags.writeable
+        self.out.setflags(write=True)
+        self.out[y0:y1] = rows
+        self.out.setflags(write=writeable)
+        return True
+
+
+_DEFERRED: ContextVar[list[DeferredCamera] | None] = ContextVar("_DEFERRED", default=None)
+
+
+@contextmanager
+def deferred_cameras() -> Iterator[list[DeferredCamera]]:
+    """Within the block, :func:`camera_pipeline` draws its chain but renders nothing.
+
+    Each call returns a zero image of the right size and appends a :class:`DeferredCamera` to
+    the yielded list: its rows can then be rendered alone (:meth:`DeferredCamera.fill_rows`)
+    and the whole image at once (:meth:`DeferredCamera.finish`), into the returned array. The
+    generator is left where :func:`camera_pipeline` leaves it. Code inside the block must not
+    read a returned image (only pass it on) nor change a camera's input afterwards.
+    """
+    pending: list[DeferredCamera] = []
+    token = _DEFERRED.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFERRED.reset(token)
+
+
 def camera_pipeline(
     img: np.ndarray, rng: np.random.Generator, strength: float,
     keep: Sequence[Sequence[float]] = (),
@@ -475,7 +693,8 @@ def camera_pipeline(
     trip. Every amount scales with ``strength`` in [0, 1]; strength 0 returns ``img`` itself
     and draws nothing. ``keep``
     holds the boxes whose legibility the task relies on (the evidence). The input is not
-    modified. The draws from ``rng`` do not depend on ``keep``.
+    modified. The draws from ``rng`` do not depend on ``keep``. Inside
+    :func:`deferred_cameras` the chain is drawn and its rendering left to the caller.
     """
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
@@ -484,32 +703,11 @@ def camera_pipeline(
     if img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
         raise ValueError(f"camera_pipeline needs a uint8 RGB image, got {img.dtype} {img.shape}")
     h, w = img.shape[:2]
-    # the light and the cast shadow are one gain on the small field, applied in one pass
-    gain = _lighting_gain(rng, h, w, strength * float(rng.uniform(0.4, 1.0)))
-    if rng.random() < 0.5:
-        shadow = _cast_shadow_gain(rng, h, w, strength, keep)  # draws the same whatever keep is
-        if shadow is not None:
-            gain *= shadow
-    out = _apply_gain(img, gain)
-    blur_kind = int(rng.integers(3))
-    if blur_kind:
-        scale = max(h, w) / 1000.0
-        if blur_kind == 1:
-            blurred = lens_blur(out, float(rng.uniform(0.6, 2.0)) * strength * max(scale, 0.5))
-        else:
-            blurred = motion_blur(out, float(rng.uniform(1.5, 4.0)) * strength * max(scale, 0.5),
-                                  float(rng.uniform(0.0, 180.0)))
-        if keep and blurred is not out:
-            feather = 0.02 * max(h, w)
-            sharp = _keep_mask(h, w, keep, feather)
-            grown = [grow_box(k, 2 * feather, w, h) for k in keep]  # where sharp can be > 0
-            x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown)
-            x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)
-            s = sharp[y0:y1, x0:x1]  # blendLinear reads the box in place
-            blurred[y0:y1, x0:x1] = cv2.blendLinear(out[y0:y1, x0:x1], blurred[y0:y1, x0:x1], s,
-                                                    np.float32(1.0) - s)
-        out = blurred
-    sigma = float(rng.uniform(1.0, 4.0)) * strength
-    out = add_sensor_noise(out, rng, sigma, inplace=out is not img)
-    quality = int(round(95 - float(rng.uniform(10.0, 35.0)) * strength))
-    return jpeg_artifacts(out, quality)
+    d = draw_camera(rng, h, w, strength, keep)
+    pending = _DEFERRED.get()
+    if pending is None:
+        return render_camera(img, d, keep)
+    keep = [tuple(k) for k in keep]
+    out = np.zeros_like(img)
+    pending.append(DeferredCamera(out, img, d, keep, BandRenderer(img, d, keep)))
+    return out

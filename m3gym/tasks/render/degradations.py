@@ -91,11 +91,28 @@ def add_sensor_noise(
     """
     if sigma <= 0:
         return img
+    return add_drawn_noise(img, sigma, draw_noise_offsets(rng), inplace)
+
+
+def draw_noise_offsets(rng: np.random.Generator) -> tuple[int, int, bool]:
+    """Draw :func:`add_sensor_noise`'s tile offsets ``(rows, columns)`` and its sign flip."""
+    th, tw = NOISE_TILE_SHAPE
+    oy, ox = int(rng.integers(th)), int(rng.integers(tw))
+    return oy, ox, bool(rng.integers(2))
+
+
+def add_drawn_noise(img: np.ndarray, sigma: float, offsets: tuple[int, int, bool],
+                    inplace: bool = False, row0: int = 0) -> np.ndarray:
+    """Return ``img`` plus the noise of :func:`add_sensor_noise` with drawn ``offsets``.
+
+    ``row0`` is the row of the whole image that ``img``'s first row is: a band of rows gets
+    the very bytes the same rows of the whole image get (the noise is element-wise).
+    """
     h, w = img.shape[:2]
     pos_unit, neg_unit = _noise_tile_parts()
     th, tw = NOISE_TILE_SHAPE
-    oy, ox = int(rng.integers(th)), int(rng.integers(tw))
-    flip = bool(rng.integers(2))
+    oy, ox, flip = offsets
+    oy = (oy + row0) % th
     # scale and round the tile columns the image reads, laid out as one full-width strip
     # starting at column ``ox``: the image is then processed in a few contiguous row bands
     pos = _scaled_strip(pos_unit, float(sigma), ox, w)
