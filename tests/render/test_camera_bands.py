@@ -115,6 +115,37 @@ def test_deferred_camera_draws_alike_and_finishes_to_the_same_bytes():
     assert np.array_equal(R.camera_pipeline(img, np.random.default_rng(8), 0.5, keep), want)
 
 
+def _shade_polygon_whole(img, pts, box, k, mask_shape, sigma, darkness):
+    """The shade before the support box: the gain multiplied over the whole box."""
+    import cv2
+
+    x0, y0, x1, y1 = box
+    mask = np.zeros(mask_shape, np.float32)
+    cv2.fillPoly(mask, [np.round((pts - (x0, y0)) / k * 16).astype(np.int32)], 1.0,
+                 cv2.LINE_AA, shift=4)
+    mask = cv2.GaussianBlur(mask, (0, 0), sigma)
+    gain = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    np.multiply(gain, -np.float32(darkness), out=gain)
+    gain += np.float32(1.0)
+    return C._apply_gain(img[y0:y1, x0:x1], gain)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shade_polygon_on_the_support_box_is_the_whole_shade(seed):
+    rng = np.random.default_rng(seed)
+    h, w = int(rng.integers(50, 900)), int(rng.integers(50, 900))
+    img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    x, y = rng.uniform(-60, w + 60), rng.uniform(-60, h + 60)
+    pts = np.array([[x, y], [x + rng.uniform(5, w), y], [x + rng.uniform(5, w),
+                    y + rng.uniform(5, h)], [x, y + rng.uniform(5, h)]])
+    k = int(rng.integers(1, 5))
+    shape = (max(2, h // k), max(2, w // k))
+    sigma, dark = float(rng.uniform(0.5, 6.0)), float(rng.uniform(0.1, 0.6))
+    want = _shade_polygon_whole(img, pts, (0, 0, w, h), k, shape, sigma, dark)
+    got = C.shade_polygon(img, pts, (0, 0, w, h), k, shape, sigma, dark)
+    assert np.array_equal(want, got)
+
+
 def task_digest(task) -> str:
     h = hashlib.sha256()
     for img in task.images:

@@ -330,12 +330,49 @@ def shade_polygon(img: np.ndarray, pts: np.ndarray, box: Box, k: int,
     cv2.fillPoly(mask, [np.round((pts - (x0, y0)) / k * 16).astype(np.int32)], 1.0,
                  cv2.LINE_AA, shift=4)
     mask = cv2.GaussianBlur(mask, (0, 0), sigma)
-    gain = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+    bw, bh = x1 - x0, y1 - y0
+    gain = cv2.resize(mask, (bw, bh), interpolation=cv2.INTER_LINEAR)
+    # Where the mask is 0 the gain is exactly 1 and the pixel stays as it is: only the box
+    # around the mask's support is multiplied (the same bytes, a fraction of the work when the
+    # polygon is small against the box, as a page's shadow on a whole photo).
+    sx0, sy0, sx1, sy1 = _support_box(mask, bw, bh)
+    if sx1 <= sx0 or sy1 <= sy0:
+        return img[y0:y1, x0:x1].copy()
+    part = gain[sy0:sy1, sx0:sx1]
     # 1 - darkness * mask, in place (no two fresh image-sized float arrays): -(d * m) + 1 rounds
     # exactly as 1 - d * m does
-    np.multiply(gain, -np.float32(darkness), out=gain)
-    gain += np.float32(1.0)
-    return _apply_gain(img[y0:y1, x0:x1], gain)
+    np.multiply(part, -np.float32(darkness), out=part)
+    part += np.float32(1.0)
+    if (sx0, sy0, sx1, sy1) == (0, 0, bw, bh):
+        return _apply_gain(img[y0:y1, x0:x1], gain)
+    out = img[y0:y1, x0:x1].copy()
+    out[sy0:sy1, sx0:sx1] = _apply_gain(img[y0 + sy0:y0 + sy1, x0 + sx0:x0 + sx1],
+                                        np.ascontiguousarray(part))
+    return out
+
+
+def _support_box(mask: np.ndarray, width: int, height: int) -> Box:
+    """Return the box of a ``width x height`` bilinear resize of ``mask`` that can be non-zero.
+
+    An output pixel of ``cv2.resize`` (``INTER_LINEAR``) blends the two source rows (columns)
+    around ``(y + 0.5) * rows / height - 0.5``; it is 0 when both are 0. The box is grown by
+    two pixels each way over that bound (empty when the mask is all 0).
+    """
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    if rows.size == 0:
+        return (0, 0, 0, 0)
+    mh, mw = mask.shape[:2]
+
+    def span(lo: int, hi: int, n_src: int, n_out: int) -> tuple[int, int]:
+        scale = n_out / n_src  # output pixels per source pixel
+        a = math.floor((lo - 0.5) * scale - 0.5) - 2
+        b = math.ceil((hi + 1.5) * scale - 0.5) + 2
+        return max(0, a), min(n_out, b)
+
+    ax, bx = span(int(cols[0]), int(cols[-1]), mw, width)
+    ay, by = span(int(rows[0]), int(rows[-1]), mh, height)
+    return ax, ay, bx, by
 
 
 SPATIAL_KERNEL_SIDE: int = 7
