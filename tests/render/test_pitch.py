@@ -11,3 +11,53 @@ def test_pitch_markings_are_symmetric() -> None:
     x0, y0, x1, y1, sx, sy = pitch.pitch_markings((100, 50, 1100, 650))
     assert (x0 + x1) / 2 == 600.0 and (y0 + y1) / 2 == 350.0
     assert sx == pytest.approx((x1 - x0) / 105.0) and sy == pytest.approx((y1 - y0) / 68.0)
+
+
+def _crowd_tile_one_by_one(rng, rows, row_h, pitch_x, width, concrete):
+    """The crowd tile drawn spectator by spectator (``_p`` and ``shade`` per call)."""
+    import cv2
+    import numpy as np
+
+    P, S = pitch._p, pitch.SHIFT
+    tile = np.empty((rows * row_h, width, 3), np.uint8)
+    sw, sh, hr = pitch_x * 0.42, row_h * 0.32, row_h * 0.2
+    for r in range(rows):
+        y = r * row_h
+        cv2.rectangle(tile, (0, y), (width - 1, y + row_h - 1), pitch.shade(concrete, 1.0), -1)
+        cv2.rectangle(tile, (0, y + row_h - 3), (width - 1, y + row_h - 1),
+                      pitch.shade(concrete, 0.6), -1)
+        xs = np.arange(0, width, pitch_x)
+        seated = rng.random(xs.size) < 0.86
+        clothes = rng.integers(25, 235, (xs.size, 3))
+        skins = rng.integers(len(pitch.SKIN), size=xs.size)
+        hairs = rng.integers(len(pitch.HAIR), size=xs.size)
+        jitter = rng.uniform(-1.5, 1.5, xs.size)
+        for k, x in enumerate(xs.tolist()):
+            if not seated[k]:
+                continue
+            cx = x + pitch_x / 2 + jitter[k]
+            body = clothes[k].tolist()
+            cv2.ellipse(tile, P(cx, y + row_h * 0.78), P(sw, sh), 0, 180, 360,
+                        pitch.shade(body, 0.95), -1, cv2.LINE_AA, S)
+            cv2.ellipse(tile, P(cx + sw * 0.35, y + row_h * 0.78), P(sw * 0.6, sh * 0.9), 0,
+                        180, 360, pitch.shade(body, 0.75), -1, cv2.LINE_AA, S)
+            cv2.circle(tile, P(cx, y + row_h * 0.38), int(round(hr * 16)),
+                       pitch.SKIN[int(skins[k])], -1, cv2.LINE_AA, S)
+            cv2.ellipse(tile, P(cx, y + row_h * 0.36), P(hr, hr), 0, 180, 360,
+                        pitch.HAIR[int(hairs[k])], -1, cv2.LINE_AA, S)
+    return tile
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_crowd_tile_draws_what_one_call_per_spectator_draws(seed) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    row_h = int(rng.integers(13, 18))
+    pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
+    concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
+    r1, r2 = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 1])
+    want = _crowd_tile_one_by_one(r1, 6, row_h, pitch_x, 640, concrete)
+    got = pitch._crowd_tile(r2, 6, row_h, pitch_x, 640, concrete)
+    assert np.array_equal(want, got)
+    assert r1.bit_generator.state == r2.bit_generator.state

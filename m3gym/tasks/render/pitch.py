@@ -57,6 +57,8 @@ def _crowd_tile(rng: np.random.Generator, rows: int, row_h: int, pitch_x: int, w
     """Return ``rows`` terrace steps of seated spectators, ``width`` px wide (wraps around)."""
     tile = np.empty((rows * row_h, width, 3), np.uint8)
     sw, sh, hr = pitch_x * 0.42, row_h * 0.32, row_h * 0.2
+    body_axes, lean_axes, hair_axes = _p(sw, sh), _p(sw * 0.6, sh * 0.9), _p(hr, hr)
+    head_r = int(round(hr * 16))
     for r in range(rows):
         y = r * row_h
         # one step: a lit tread and a dark riser
@@ -66,23 +68,36 @@ def _crowd_tile(rng: np.random.Generator, rows: int, row_h: int, pitch_x: int, w
         xs = np.arange(0, width, pitch_x)
         seated = rng.random(xs.size) < 0.86
         clothes = rng.integers(25, 235, (xs.size, 3))
-        skins = rng.integers(len(SKIN), size=xs.size)
-        hairs = rng.integers(len(HAIR), size=xs.size)
+        skins = rng.integers(len(SKIN), size=xs.size).tolist()
+        hairs = rng.integers(len(HAIR), size=xs.size).tolist()
         jitter = rng.uniform(-1.5, 1.5, xs.size)
-        for k, x in enumerate(xs.tolist()):
-            if not seated[k]:
-                continue
-            cx = x + pitch_x / 2 + jitter[k]
-            body = clothes[k].tolist()
-            cv2.ellipse(tile, _p(cx, y + row_h * 0.78), _p(sw, sh), 0, 180, 360,
-                        shade(body, 0.95), -1, cv2.LINE_AA, SHIFT)
-            cv2.ellipse(tile, _p(cx + sw * 0.35, y + row_h * 0.78), _p(sw * 0.6, sh * 0.9), 0,
-                        180, 360, shade(body, 0.75), -1, cv2.LINE_AA, SHIFT)
-            cv2.circle(tile, _p(cx, y + row_h * 0.38), int(round(hr * 16)),
-                       SKIN[int(skins[k])], -1, cv2.LINE_AA, SHIFT)
-            cv2.ellipse(tile, _p(cx, y + row_h * 0.36), _p(hr, hr), 0, 180, 360,
-                        HAIR[int(hairs[k])], -1, cv2.LINE_AA, SHIFT)
+        # every spectator's fixed-point coordinates and shaded colours at once: the very
+        # numbers _p and shade give one by one (float64 products, round half to even)
+        cx = xs + pitch_x / 2 + jitter
+        body_x, lean_x = _fixed(cx), _fixed(cx + sw * 0.35)
+        lit, dim = _shaded(clothes, 0.95), _shaded(clothes, 0.75)
+        body_y, head_y, hair_y = (_p(0.0, y + row_h * f)[1] for f in (0.78, 0.38, 0.36))
+        for k in np.flatnonzero(seated).tolist():
+            cv2.ellipse(tile, (body_x[k], body_y), body_axes, 0, 180, 360, lit[k], -1,
+                        cv2.LINE_AA, SHIFT)
+            cv2.ellipse(tile, (lean_x[k], body_y), lean_axes, 0, 180, 360, dim[k], -1,
+                        cv2.LINE_AA, SHIFT)
+            cv2.circle(tile, (body_x[k], head_y), head_r, SKIN[skins[k]], -1, cv2.LINE_AA,
+                       SHIFT)
+            cv2.ellipse(tile, (body_x[k], hair_y), hair_axes, 0, 180, 360, HAIR[hairs[k]], -1,
+                        cv2.LINE_AA, SHIFT)
     return tile
+
+
+def _fixed(values: np.ndarray) -> list[int]:
+    """Return :func:`_p`'s fixed-point coordinate of each of ``values`` (Python ints)."""
+    return np.rint(values * (1 << SHIFT)).astype(np.int64).tolist()
+
+
+def _shaded(colors: np.ndarray, factor: float) -> list[Color]:
+    """Return :func:`shade` of each row of the integer ``(n, 3)`` ``colors``."""
+    rows = np.clip(np.rint(colors * factor), 0, 255).astype(np.int64).tolist()
+    return [tuple(c) for c in rows]  # type: ignore[misc]
 
 
 def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows: int = 6,
