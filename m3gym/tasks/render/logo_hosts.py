@@ -113,9 +113,13 @@ def draw_jersey(img: np.ndarray, rng: np.random.Generator, side: int
         fx = int(rng.integers(hx + sl, hx + hw - sl))
         cv2.line(folds, (fx, hy + hh // 2), (fx + int(rng.integers(-hw // 6, hw // 6)), hy + hh),
                  0.16, max(4, hw // 30), cv2.LINE_AA)
-    folds = cv2.GaussianBlur(folds, (0, 0), max(3.0, hw / 60)) * (mask > 0)
-    region = img.astype(np.float32) * (1.0 - folds[..., None])
-    img[:] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
+    folds = cv2.GaussianBlur(folds, (0, 0), max(3.0, hw / 60))
+    # outside the body the folds are 0 and a pixel stays as it is: shade its bounding box only
+    bx, by, bw, bh = cv2.boundingRect(body)
+    x0, y0, x1, y1 = max(0, bx - 2), max(0, by - 2), min(w, bx + bw + 2), min(h, by + bh + 2)
+    folds = folds[y0:y1, x0:x1] * (mask[y0:y1, x0:x1] > 0)
+    region = img[y0:y1, x0:x1].astype(np.float32) * (1.0 - folds[..., None])
+    img[y0:y1, x0:x1] = np.clip(region + 0.5, 0, 255).astype(np.uint8)
     trim = shade(kit, 0.55) if R.luminance(kit) > 110 else shade(kit, 1.8)
     cv2.polylines(img, [body], True, shade(kit, 0.6), 2, cv2.LINE_AA)
     cv2.ellipse(img, (hx + hw // 2, hy), (hw // 7, hh // 22), 0, 0, 180, trim, 5, cv2.LINE_AA)
