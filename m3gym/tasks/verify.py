@@ -71,8 +71,13 @@ def reference_checkpoints_pass(task: Task) -> bool:
 
 
 def first_verified(draw: Callable[[], Task], attempts: int = VERIFY_ATTEMPTS,
-                   defer_camera: bool = False) -> Task:
+                   defer_camera: bool = False,
+                   judge: Callable[[Task], bool] | None = None) -> Task:
     """Return the first of up to ``attempts`` draws whose reference passes every checkpoint.
+
+    ``judge`` replaces the test (default :func:`reference_checkpoints_pass`); a custom judge
+    must read the task's pixels only through the reference's crops. The last draw is kept
+    unjudged.
 
     With ``defer_camera`` (for a family whose draw only passes its camera output on into the
     task's images, see :func:`~m3gym.tasks.render.camera.deferred_cameras`) a draw's camera
@@ -90,19 +95,19 @@ def first_verified(draw: Callable[[], Task], attempts: int = VERIFY_ATTEMPTS,
             scene.placed.clear()  # only the kept draw's photographs describe the task
         if not defer:
             task = draw()
-            if reference_checkpoints_pass(task):
+            if (judge or reference_checkpoints_pass)(task):
                 return task
             continue
         from m3gym.tasks.render.camera import deferred_cameras
 
         with deferred_cameras() as pending:
             task = draw()
-        verdict = banded_verdict(task, pending)
+        verdict = banded_verdict(task, pending, judge)
         if verdict is False:
             continue
         for camera in pending:
             camera.finish()
-        if verdict or reference_checkpoints_pass(task):
+        if verdict or (judge or reference_checkpoints_pass)(task):
             return task
     if scene is not None:
         scene.placed.clear()
@@ -113,14 +118,17 @@ BANDED_KINDS: frozenset[str] = frozenset({"crop_covers", "v_tool", "v_true"})
 """Checkpoint kinds whose verdict reads no pixel outside the reference's crops."""
 
 
-def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None:
+def banded_verdict(task: Task, pending: Sequence[DeferredCamera],
+                   judge: Callable[[Task], bool] | None = None) -> bool | None:
     """Return whether ``task``'s reference passes, rendering only the rows its crops read.
 
-    ``pending`` are the draw's deferred cameras (their outputs zero so far). ``None`` when that
-    cannot be decided exactly: a reference call other than a crop of an input image, a
-    checkpoint that reads pixels elsewhere, an image shared with a camera output other than
-    as the output itself, or a camera chain that cannot be rendered in rows. The crops'
-    rows are then filled in the outputs; the rest is left for ``finish``.
+    ``pending`` are the draw's deferred cameras (their outputs zero so far); ``judge`` as in
+    :func:`first_verified` (a custom judge reads pixels only through the reference's crops,
+    so its other calls are not looked at). ``None`` when that cannot be decided exactly: a
+    reference call other than a crop of an input image, a checkpoint that reads pixels
+    elsewhere, an image shared with a camera output other than as the output itself, or a
+    camera chain that cannot be rendered in rows. The crops' rows are then filled in the
+    outputs; the rest is left for ``finish``.
     """
     import numpy as np
 
@@ -128,11 +136,13 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None
 
     if not pending:
         return None
-    if any(c.kind not in BANDED_KINDS for c in task.checkpoints):
+    if judge is None and any(c.kind not in BANDED_KINDS for c in task.checkpoints):
         return None
     rows: dict[int, list[tuple[int, int]]] = {}
     for step in task.reference:
         for call in step:
+            if judge is not None and call.name != "crop":
+                continue
             idx = call.arguments.get("image_index")
             if call.name != "crop" or not isinstance(idx, int) or not 0 <= idx < len(
                     task.images):
@@ -156,4 +166,4 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None
         for y0, y1 in spans:
             if not owner[i].fill_rows(y0, y1):
                 return None
-    return reference_checkpoints_pass(task)
+    return (judge or reference_checkpoints_pass)(task)
