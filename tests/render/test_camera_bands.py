@@ -174,3 +174,40 @@ def test_deferred_first_verified_builds_the_same_tasks(monkeypatch, family, seed
         monkeypatch.setattr(module, "first_verified", undeferred)
     monkeypatch.setattr(verify, "first_verified", undeferred)
     assert [task_digest(make_task(family, s)) for s in seeds] == deferred
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_jpeg_bands_give_the_whole_round_trip(seed, threads):
+    rng = np.random.default_rng(seed)
+    h, w = int(rng.integers(300, 1700)), int(rng.integers(30, 900))
+    img = page(seed, h, w) if w >= 260 else rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    quality = int(rng.integers(55, 96))
+    cuts = G.jpeg_bands(h, threads)
+    assert cuts[0] == 0 and cuts[-1] == h and all(c % G.JPEG_MCU_ROWS == 0 for c in cuts[1:-1])
+    whole = G._jpeg_round_trip(img, quality)
+    out = np.empty_like(img)
+    for y0, y1 in zip(cuts[:-1], cuts[1:]):
+        s, e = max(0, y0 - G.JPEG_MCU_ROWS), min(h, y1 + G.JPEG_MCU_ROWS)
+        out[y0:y1] = G._jpeg_round_trip(img[s:e], quality)[y0 - s:y1 - s]
+    assert np.array_equal(out, whole)
+    assert np.array_equal(G.jpeg_artifacts(img, quality), whole)
+
+
+@pytest.mark.parametrize("shape", [(1800, 1900), (997, 2203), (2100, 1700)])
+def test_gain_shared_among_threads_is_the_one_thread_gain(shape):
+    import cv2
+
+    h, w = shape
+    rng = np.random.default_rng(h)
+    img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    gain = rng.uniform(0.3, 1.4, (40, 50)).astype(np.float32)
+    before = cv2.getNumThreads()
+    try:
+        cv2.setNumThreads(1)
+        one = C._apply_gain(img, gain)
+        cv2.setNumThreads(3)
+        many = C._apply_gain(img, gain)
+    finally:
+        cv2.setNumThreads(before)
+    assert np.array_equal(one, many)

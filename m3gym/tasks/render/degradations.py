@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 import cv2
@@ -140,8 +142,64 @@ def mild_blur(img: np.ndarray, sigma: float) -> np.ndarray:
 
 
 
-def jpeg_artifacts(img: np.ndarray, quality: int) -> np.ndarray:
-    """Return ``img`` after a JPEG round trip at ``quality`` (RGB in, RGB out)."""
+def jpeg_artifacts(img: np.ndarray, quality: int, out: np.ndarray | None = None
+                   ) -> np.ndarray:
+    """Return ``img`` after a JPEG round trip at ``quality`` (RGB in, RGB out).
+
+    A tall image is coded as :func:`jpeg_bands` bands of whole MCU rows at once, one per OpenCV
+    thread: the very bytes of one round trip of the whole image (see there), in about
+    ``1 / threads`` of the wall time on an idle machine. ``out`` (writeable, ``img``'s shape
+    and type) receives the result when given.
+    """
+    h = img.shape[0]
+    cuts = jpeg_bands(h, cv2.getNumThreads())
+    if len(cuts) <= 2:
+        whole = _jpeg_round_trip(img, quality)
+        if out is None:
+            return whole
+        out[...] = whole
+        return out
+    if out is None:
+        out = np.empty_like(img)
+
+    dst = out
+
+    def band(j: int) -> None:
+        y0, y1 = cuts[j], cuts[j + 1]
+        s, e = max(0, y0 - JPEG_MCU_ROWS), min(h, y1 + JPEG_MCU_ROWS)
+        dst[y0:y1] = _jpeg_round_trip(img[s:e], quality)[y0 - s:y1 - s]
+
+    list(thread_pool().map(band, range(len(cuts) - 1)))
+    return out
+
+
+JPEG_MCU_ROWS: int = 16
+"""Rows of one MCU row of a 4:2:0 JPEG (OpenCV's default sampling)."""
+
+JPEG_BAND_MIN_ROWS: int = 384
+"""Fewest rows of a band :func:`jpeg_bands` cuts (smaller images are coded whole)."""
+
+
+def jpeg_bands(height: int, threads: int) -> list[int]:
+    """Return the row cuts ``[0, ..., height]`` of the bands a JPEG round trip is split into.
+
+    At most ``threads`` bands of at least :data:`JPEG_BAND_MIN_ROWS` rows, cut on multiples of
+    :data:`JPEG_MCU_ROWS`. Each band is coded with one MCU row more on each side of its cuts
+    (when there is one) and only its own rows are kept: the encoder codes every MCU row on its
+    own (colour conversion, 2x2 chroma averaging, DCT and quantization are per block; only the
+    lossless entropy coding runs across blocks), and the decoder's chroma upsampling reads one
+    chroma row across a cut, which falls in the extra MCU row. So the kept rows are the bytes
+    of the whole image's round trip (``tests/render/test_camera_bands.py`` compares them).
+    """
+    n = max(1, min(int(threads), height // JPEG_BAND_MIN_ROWS))
+    if n <= 1:
+        return [0, height]
+    mid = [round(height * j / n / JPEG_MCU_ROWS) * JPEG_MCU_ROWS for j in range(1, n)]
+    return [0, *mid, height]
+
+
+def _jpeg_round_trip(img: np.ndarray, quality: int) -> np.ndarray:
+    """Return ``img`` after one JPEG round trip at ``quality`` (RGB in, RGB out)."""
     ok, buf = cv2.imencode(".jpg", cv2.cvtColor(img, cv2.COLOR_RGB2BGR),
                            [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
     if not ok:  # pragma: no cover - OpenCV always encodes uint8 RGB
@@ -149,3 +207,19 @@ def jpeg_artifacts(img: np.ndarray, quality: int) -> np.ndarray:
     # libjpeg-turbo converts YCbCr straight to RGB: the same pixels as decoding to BGR and
     # swapping the channels (tests/render/test_fast_paths_same_bytes.py), without the extra pass
     return cv2.imdecode(buf, cv2.IMREAD_COLOR_RGB)
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+"""The per-process thread pool of :func:`thread_pool` (keyed by process id: not shared with a
+forked child, whose copy has no threads)."""
+
+
+def thread_pool() -> ThreadPoolExecutor:
+    """Return this process's pool of ``cv2.getNumThreads()`` threads (OpenCV drops the GIL)."""
+    pid = os.getpid()
+    pool = _POOL.get(pid)
+    if pool is None:
+        _POOL.clear()
+        pool = _POOL[pid] = ThreadPoolExecutor(max_workers=max(2, cv2.getNumThreads()),
+                                               thread_name_prefix="m3gym-render")
+    return pool
