@@ -71,13 +71,8 @@ def reference_checkpoints_pass(task: Task) -> bool:
 
 
 def first_verified(draw: Callable[[], Task], attempts: int = VERIFY_ATTEMPTS,
-                   defer_camera: bool = False,
-                   judge: Callable[[Task], bool] | None = None) -> Task:
+                   defer_camera: bool = False) -> Task:
     """Return the first of up to ``attempts`` draws whose reference passes every checkpoint.
-
-    ``judge`` replaces the test (default :func:`reference_checkpoints_pass`); a custom judge
-    must read the task's pixels only through the reference's crops. The last draw is kept
-    unjudged.
 
     With ``defer_camera`` (for a family whose draw only passes its camera output on into the
     task's images, see :func:`~m3gym.tasks.render.camera.deferred_cameras`) a draw's camera
@@ -95,19 +90,19 @@ def first_verified(draw: Callable[[], Task], attempts: int = VERIFY_ATTEMPTS,
             scene.placed.clear()  # only the kept draw's photographs describe the task
         if not defer:
             task = draw()
-            if (judge or reference_checkpoints_pass)(task):
+            if reference_checkpoints_pass(task):
                 return task
             continue
         from m3gym.tasks.render.camera import deferred_cameras
 
         with deferred_cameras() as pending:
             task = draw()
-        verdict = banded_verdict(task, pending, judge)
+        verdict = banded_verdict(task, pending)
         if verdict is False:
             continue
         for camera in pending:
             camera.finish()
-        if verdict or (judge or reference_checkpoints_pass)(task):
+        if verdict or reference_checkpoints_pass(task):
             return task
     if scene is not None:
         scene.placed.clear()
@@ -118,17 +113,14 @@ BANDED_KINDS: frozenset[str] = frozenset({"crop_covers", "v_tool", "v_true"})
 """Checkpoint kinds whose verdict reads no pixel outside the reference's crops."""
 
 
-def banded_verdict(task: Task, pending: Sequence[DeferredCamera],
-                   judge: Callable[[Task], bool] | None = None) -> bool | None:
+def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None:
     """Return whether ``task``'s reference passes, rendering only the rows its crops read.
 
-    ``pending`` are the draw's deferred cameras (their outputs zero so far); ``judge`` as in
-    :func:`first_verified` (a custom judge reads pixels only through the reference's crops,
-    so its other calls are not looked at). ``None`` when that cannot be decided exactly: a
-    reference call other than a crop of an input image, a checkpoint that reads pixels
-    elsewhere, an image shared with a camera output other than as the output itself, or a
-    camera chain that cannot be rendered in rows. The crops' rows are then filled in the
-    outputs; the rest is left for ``finish``.
+    ``pending`` are the draw's deferred cameras (their outputs zero so far). ``None`` when that
+    cannot be decided exactly: a reference call other than a crop of an input image, a
+    checkpoint that reads pixels elsewhere, an image shared with a camera output other than
+    as the output itself, or a camera chain that cannot be rendered in rows. The crops'
+    rows are then filled in the outputs; the rest is left for ``finish``.
     """
     import numpy as np
 
@@ -136,13 +128,11 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera],
 
     if not pending:
         return None
-    if judge is None and any(c.kind not in BANDED_KINDS for c in task.checkpoints):
+    if any(c.kind not in BANDED_KINDS for c in task.checkpoints):
         return None
     rows: dict[int, list[tuple[int, int]]] = {}
     for step in task.reference:
         for call in step:
-            if judge is not None and call.name != "crop":
-                continue
             idx = call.arguments.get("image_index")
             if call.name != "crop" or not isinstance(idx, int) or not 0 <= idx < len(
                     task.images):
@@ -163,7 +153,23 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera],
     if any(i not in owner for i in rows):
         return None  # a crop of an image no deferred camera made: compare as usual
     for i, spans in rows.items():
-        for y0, y1 in spans:
+        for y0, y1 in merged_spans(spans, BAND_GAP_ROWS):
             if not owner[i].fill_rows(y0, y1):
                 return None
-    return (judge or reference_checkpoints_pass)(task)
+    return reference_checkpoints_pass(task)
+
+
+BAND_GAP_ROWS: int = 64
+"""Rows between two crops' spans below which :func:`banded_verdict` renders them as one band
+(each band codes a few MCU rows beyond its own)."""
+
+
+def merged_spans(spans: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    """Return the row ``spans`` sorted, joining those that overlap or lie under ``gap`` apart."""
+    out: list[tuple[int, int]] = []
+    for y0, y1 in sorted(spans):
+        if out and y0 - out[-1][1] < gap:
+            out[-1] = (out[-1][0], max(out[-1][1], y1))
+        else:
+            out.append((y0, y1))
+    return out
