@@ -3,6 +3,7 @@
 Usage::
 
     python training/diagnostics/read_after_tool.py --train 4500 --test 600 --epochs 10 --obs-size 64
+    python training/diagnostics/read_after_tool.py --obs-size 96 --no-tool   # the view alone
 
 Plays the discrete wrapper's expert tool call (``expert_action()``: the reference call mapped to
 the action space) on ``M3Bench-Classic-Discrete`` tasks, keeps the observation the policy then
@@ -32,8 +33,10 @@ import numpy as np
 FAMILIES: tuple[str, ...] = ("glyph_faint", "glyph_rotate", "glyph_zoom")
 
 
-def after_tool_data(n: int, offset: int, obs_size: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Return the observations after the expert tool call, the digits and the families."""
+def after_tool_data(n: int, offset: int, obs_size: int, tool: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Return the observations after the expert tool call (``tool=False``: the reset view, no
+    call), the digits and the families."""
     import m3gym  # noqa: F401  (registers the env ids)
 
     env = gym.make("M3Bench-Classic-Discrete", reward="process", obs_size=obs_size,
@@ -44,9 +47,10 @@ def after_tool_data(n: int, offset: int, obs_size: int) -> tuple[np.ndarray, np.
         wrapper = wrapper.env
     frames, digits, families = [], [], []
     for k in range(n):
-        env.reset(seed=0 if k == 0 else None)  # a seed restarts the sequential pool
+        obs, _ = env.reset(seed=0 if k == 0 else None)  # a seed restarts the sequential pool
         task = env.unwrapped.task
-        obs, *_ = env.step(wrapper.expert_action())
+        if tool:
+            obs, *_ = env.step(wrapper.expert_action())
         frames.append(obs["image"])
         digits.append(int(task.answer.value))
         families.append(task.family)
@@ -63,9 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--test", type=int, default=600)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--obs-size", type=int, default=64)
+    parser.add_argument("--no-tool", action="store_true",
+                        help="read the reset view instead (a supervised no-tool floor)")
     args = parser.parse_args(argv)
-    x_tr, y_tr, _ = after_tool_data(args.train, 0, args.obs_size)
-    x_te, y_te, fam_te = after_tool_data(args.test, 10**9, args.obs_size)
+    x_tr, y_tr, _ = after_tool_data(args.train, 0, args.obs_size, tool=not args.no_tool)
+    x_te, y_te, fam_te = after_tool_data(args.test, 10**9, args.obs_size, tool=not args.no_tool)
     for epoch, predicted in enumerate(fit_cnn_probe(x_tr, y_tr, x_te, 10, args.epochs)):
         right = predicted == y_te
         by_family: dict[str, list[bool]] = defaultdict(list)
