@@ -18,6 +18,7 @@ from m3gym.tasks import verify
 from m3gym.tasks.registry import get_family, make_task
 from m3gym.tasks.render import camera as C
 from m3gym.tasks.render import degradations as G
+from tests.render.test_fast_paths_same_bytes import _shade_reference  # the whole-box shade
 
 
 def page(seed: int, h: int, w: int) -> np.ndarray:
@@ -115,21 +116,6 @@ def test_deferred_camera_draws_alike_and_finishes_to_the_same_bytes():
     assert np.array_equal(R.camera_pipeline(img, np.random.default_rng(8), 0.5, keep), want)
 
 
-def _shade_polygon_whole(img, pts, box, k, mask_shape, sigma, darkness):
-    """The shade before the support box: the gain multiplied over the whole box."""
-    import cv2
-
-    x0, y0, x1, y1 = box
-    mask = np.zeros(mask_shape, np.float32)
-    cv2.fillPoly(mask, [np.round((pts - (x0, y0)) / k * 16).astype(np.int32)], 1.0,
-                 cv2.LINE_AA, shift=4)
-    mask = cv2.GaussianBlur(mask, (0, 0), sigma)
-    gain = cv2.resize(mask, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
-    np.multiply(gain, -np.float32(darkness), out=gain)
-    gain += np.float32(1.0)
-    return C._apply_gain(img[y0:y1, x0:x1], gain)
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_shade_polygon_on_the_support_box_is_the_whole_shade(seed):
     rng = np.random.default_rng(seed)
@@ -141,7 +127,7 @@ def test_shade_polygon_on_the_support_box_is_the_whole_shade(seed):
     k = int(rng.integers(1, 5))
     shape = (max(2, h // k), max(2, w // k))
     sigma, dark = float(rng.uniform(0.5, 6.0)), float(rng.uniform(0.1, 0.6))
-    want = _shade_polygon_whole(img, pts, (0, 0, w, h), k, shape, sigma, dark)
+    want = _shade_reference(img, pts, (0, 0, w, h), k, shape, sigma, dark)
     got = C.shade_polygon(img, pts, (0, 0, w, h), k, shape, sigma, dark)
     assert np.array_equal(want, got)
 
