@@ -9,7 +9,9 @@ It serves ``POST /v1/chat/completions`` from a script (one entry per request) an
 - ``{"status": 500}`` (optionally ``"message"`` and ``"headers"``): an error response;
 - ``{"status": 400, "body": dict | str}``: an error response with exactly that body (a ``str``
   is sent as ``text/plain``), e.g. the real servers' bodies below (:data:`BODIES`);
-- ``{"delay": seconds, ...}``: wait before answering (for timeout tests).
+- ``{"delay": seconds, ...}``: wait before answering (for timeout tests);
+- ``{"reset": True}``: close the connection without an answer, as uvicorn does to a kept-alive
+  connection after an unhandled exception (the client sees a connection error).
 
 When the script runs out, ``default`` answers (an HTTP 500 "script exhausted" when unset).
 """
@@ -196,6 +198,9 @@ class FakeOpenAIServer:
                     return
                 index = len(server.chat_requests)
                 entry = server.next_entry()
+                if entry.get("reset"):
+                    self.close_connection = True
+                    return
                 if entry.get("delay"):
                     time.sleep(float(entry["delay"]))
                 status = int(entry.get("status", 200))

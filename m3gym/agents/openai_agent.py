@@ -521,24 +521,35 @@ class OpenAIAgent:
     def _answers_a_short_probe(self, request: Mapping[str, Any]) -> bool:
         """Return whether the endpoint answers ``request`` cut to :data:`PROBE_MAX_TOKENS`.
 
-        A server that answers a 5xx on every retry of a turn, yet answers the same conversation
-        when the answer is cut short, is up and failed on the model's answer itself (``transformers
-        serve`` answers a tool call without ``arguments`` with a bare 500): the model's failure.
-        One request, no retries; any HTTP answer below 500 (a 400 for a cut-off call included)
-        shows the server up. A server that is down or overloaded fails the probe too.
+        A server that answers a 5xx on every retry of a turn (or drops the connection after one),
+        yet answers the same conversation when the answer is cut short, is up and failed on the
+        model's answer itself (``transformers serve`` answers a tool call without ``arguments``
+        with a bare 500): the model's failure. Any HTTP answer below 500 (a 400 for a cut-off call
+        included) shows the server up. One request, and a second only when the first could not
+        connect: uvicorn closes a kept-alive connection after a 500, and the client may reuse it
+        once. A server that is down or overloaded fails the probe too.
         """
-        self.usage["requests"] = self.usage.get("requests", 0) + 1
-        try:
-            self.client.chat.completions.create(**{**request, "max_tokens": PROBE_MAX_TOKENS})
-        except openai.APIStatusError as exc:
-            return exc.status_code < 500
-        except openai.OpenAIError:
-            return False
-        return True
+        for attempt in range(2):
+            self.usage["requests"] = self.usage.get("requests", 0) + 1
+            try:
+                self.client.chat.completions.create(**{**request, "max_tokens": PROBE_MAX_TOKENS})
+            except openai.APIStatusError as exc:
+                return exc.status_code < 500
+            except openai.APITimeoutError:
+                return False
+            except openai.APIConnectionError:
+                if attempt:
+                    return False
+            except openai.OpenAIError:
+                return False
+            else:
+                return True
+        return False
 
     def _with_retries(self, what: str, call: Callable[[], Any]) -> Any:
         cfg = self.config
         attempts = 0
+        last_answer: openai.OpenAIError | None = None  # the last error the server answered
         while True:
             attempts += 1
             self.usage["requests"] = self.usage.get("requests", 0) + 1
@@ -546,6 +557,7 @@ class OpenAIAgent:
                 return call()
             except openai.OpenAIError as exc:
                 status = getattr(exc, "status_code", None)
+                last_answer = exc if status is not None else last_answer
                 reason = error_body(exc)
                 mode = model_failure_mode(status, reason)
                 if mode is not None:  # the model's own output: retrying gets the same answer
@@ -556,9 +568,14 @@ class OpenAIAgent:
                     raise InfrastructureError(f"{what} failed: {describe_error(exc)}",
                                               status_code=status, attempts=attempts) from exc
                 if attempts > cfg.max_retries:
+                    # uvicorn drops a kept-alive connection after a 500, so the next attempt can
+                    # fail to connect: the server's last answer is still what it said
+                    answered = "" if last_answer in (None, exc) else \
+                        f"; its last answer: {describe_error(last_answer)}"
                     raise InfrastructureError(
-                        f"{what} failed after {attempts} attempts: {describe_error(exc)}",
-                        status_code=status, attempts=attempts) from exc
+                        f"{what} failed after {attempts} attempts: {describe_error(exc)}"
+                        f"{answered}", status_code=getattr(last_answer, "status_code", None),
+                        attempts=attempts) from exc
                 self.usage["retries"] = self.usage.get("retries", 0) + 1
                 self._sleep(backoff_delay(attempts - 1, cfg.backoff, cfg.backoff_max,
                                           retry_after_seconds(exc)))

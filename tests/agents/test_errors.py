@@ -91,6 +91,38 @@ def test_a_5xx_only_on_the_models_full_answer_is_the_models_failure(probe):
     assert requests[-1]["messages"] == requests[0]["messages"]  # the same conversation
 
 
+@pytest.mark.parametrize("probe", [[{"content": "A"}], [{"reset": True}, {"content": "A"}]])
+def test_a_dropped_connection_after_the_500_keeps_the_servers_answer(probe):
+    # uvicorn closes a kept-alive connection after an unhandled exception, so the retry after a
+    # bare 500 (and the probe after that) may fail to connect: the 500 is still the server's answer
+    bare_500 = error_entry("transformers_no_arguments")
+    with FakeOpenAIServer(script=[bare_500, {"reset": True}, {"reset": True}, *probe]) as server:
+        agent, _ = make(server)
+        agent.reset(Q, {})
+        with pytest.raises(ModelOutputError) as err:
+            agent.act(Q, {})
+    assert err.value.failure_mode == "tool_misexecution" and err.value.status_code == 500
+    assert "its last answer: HTTP 500" in str(err.value) and "max_tokens=1 succeeds" in str(err.value)
+    assert len(server.chat_requests) == 3 + len(probe)
+
+
+@pytest.mark.parametrize(("script", "status", "requests"), [
+    # the server answered a 500, then never again, the probe included: its fault, status kept
+    ([error_entry("transformers_no_arguments")] + [{"reset": True}] * 4, 500, 5),
+    # no answer at all: a connection failure, no probe (nothing says the server is up)
+    ([{"reset": True}] * 3, None, 3),
+])
+def test_a_server_that_stops_answering_stays_infrastructure(script, status, requests):
+    with FakeOpenAIServer(script=script) as server:
+        agent, _ = make(server)
+        agent.reset(Q, {})
+        with pytest.raises(InfrastructureError) as err:
+            agent.act(Q, {})
+    assert err.value.status_code == status and err.value.attempts == 3
+    assert len(server.chat_requests) == requests
+    assert ("its last answer: HTTP 500" in str(err.value)) == (status == 500)
+
+
 @pytest.mark.parametrize(("status", "reason", "mode"), [
     (400, "json parser could not parse region as JSON.\nContent: '{'", "tool_misexecution"),
     (422, "json: could not parse after dialect transforms. Original: ...", "tool_misexecution"),
