@@ -232,17 +232,30 @@ def format_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+BOUND_KEYWORDS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+"""JSON-schema bounds: a whole number is written as an integer (``16``, never ``16.0``)."""
+
+
 def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Resolve ``$ref`` into ``$defs`` and drop pydantic's ``title`` keys for compact schemas."""
+    """Resolve ``$ref`` into ``$defs`` and drop pydantic's ``title`` keys for compact schemas.
+
+    Whole-number bounds (:data:`BOUND_KEYWORDS`) are written as integers: pydantic 2.5 writes
+    ``le=16`` on a float field as ``16.0`` where later releases keep ``16``, and the schemas an
+    agent sees must not depend on the pydantic release.
+    """
     schema = copy.deepcopy(schema)
     defs = schema.pop("$defs", {})
+
+    def bound(key: str, value: Any) -> Any:
+        whole = key in BOUND_KEYWORDS and isinstance(value, float) and value.is_integer()
+        return int(value) if whole else value
 
     def resolve(node: Any) -> Any:
         if isinstance(node, dict):
             if "$ref" in node:
                 target = defs[node["$ref"].split("/")[-1]]
                 return resolve(target)
-            return {k: resolve(v) for k, v in node.items() if k != "title"}
+            return {k: bound(k, resolve(v)) for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [resolve(v) for v in node]
         return node

@@ -44,18 +44,18 @@ def _digest(obj: Any) -> str:
 # ------------------------------------------------------------------ pins of the built-in tools
 def test_schemas_of_the_built_in_tools_are_pinned() -> None:
     reg = default_registry()
-    assert _digest(reg.schemas("openai")) == "b94402f1df36ea9e"
-    assert _digest(reg.schemas("mcp")) == "14d93777dc1cd0b1"
-    pins = {"atomic": "b94402f1df36ea9e", "code": "642d60850f65d75f", "both": "208fdc4b34db38fa"}
+    assert _digest(reg.schemas("openai")) == "f0ae8175d6d40c3b"
+    assert _digest(reg.schemas("mcp")) == "a0d220a26e92af09"
+    pins = {"atomic": "f0ae8175d6d40c3b", "code": "642d60850f65d75f", "both": "60b69b480ad853a4"}
     for interface, pin in pins.items():
         assert _digest(interface_registry(reg, interface).schemas("openai")) == pin, interface
 
 
 def test_system_prompts_are_pinned() -> None:
     reg = default_registry()
-    pins = {("atomic", "native"): "a0d9231a8bc8a405", ("atomic", "text"): "60324e7aacb365d3",
+    pins = {("atomic", "native"): "a0d9231a8bc8a405", ("atomic", "text"): "d0b6d0a4c671c73d",
             ("code", "native"): "fdeda5c30dd2a59b", ("code", "text"): "cd221c3cc281c253",
-            ("both", "native"): "fdeda5c30dd2a59b", ("both", "text"): "c7d2d39f4887ee93"}
+            ("both", "native"): "fdeda5c30dd2a59b", ("both", "text"): "35cefa75efc21f65"}
     for (interface, mode), pin in pins.items():
         schemas = interface_registry(reg, interface).schemas("openai")
         assert _digest(system_prompt(20, 10, mode, schemas)) == pin, (interface, mode)
