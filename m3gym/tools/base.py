@@ -255,10 +255,16 @@ def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
             if "$ref" in node:
                 target = defs[node["$ref"].split("/")[-1]]
                 return resolve(target)
-            return {k: bound(k, resolve(v)) for k, v in node.items() if k != "title"}
+            return {k: names(v) if k == "properties" else bound(k, resolve(v))
+                    for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [resolve(v) for v in node]
         return node
+
+    def names(properties: Any) -> Any:  # argument names, never keywords (an argument "title")
+        if not isinstance(properties, dict):
+            return resolve(properties)
+        return {name: resolve(sub) for name, sub in properties.items()}
 
     out = resolve(schema)
     out.setdefault("type", "object")

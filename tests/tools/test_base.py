@@ -31,3 +31,14 @@ def test_refs_are_inlined_and_titles_dropped():
     schema = inline_schema(Outer.model_json_schema())
     assert "$defs" not in schema and "title" not in schema
     assert schema["properties"]["inner"]["properties"]["steps"]["minimum"] == 1
+
+
+def test_an_argument_named_title_is_kept():
+    class Note(BaseModel):
+        title: str = Field(..., max_length=80)
+        body: str = ""
+
+    schema = inline_schema(Note.model_json_schema())
+    assert set(schema["properties"]) == {"title", "body"}  # pydantic's own "title" keys go
+    assert schema["properties"]["title"] == {"maxLength": 80, "type": "string"}
+    assert schema["required"] == ["title"]
