@@ -533,17 +533,14 @@ class OpenAIAgent:
             self.usage["requests"] = self.usage.get("requests", 0) + 1
             try:
                 self.client.chat.completions.create(**{**request, "max_tokens": PROBE_MAX_TOKENS})
+                return True
             except openai.APIStatusError as exc:
                 return exc.status_code < 500
-            except openai.APITimeoutError:
-                return False
-            except openai.APIConnectionError:
-                if attempt:
+            except openai.APIConnectionError as exc:  # a timeout is one too, and is not retried
+                if attempt or isinstance(exc, openai.APITimeoutError):
                     return False
             except openai.OpenAIError:
                 return False
-            else:
-                return True
         return False
 
     def _with_retries(self, what: str, call: Callable[[], Any]) -> Any:
@@ -570,7 +567,7 @@ class OpenAIAgent:
                 if attempts > cfg.max_retries:
                     # uvicorn drops a kept-alive connection after a 500, so the next attempt can
                     # fail to connect: the server's last answer is still what it said
-                    answered = "" if last_answer in (None, exc) else \
+                    answered = "" if last_answer is None or last_answer is exc else \
                         f"; its last answer: {describe_error(last_answer)}"
                     raise InfrastructureError(
                         f"{what} failed after {attempts} attempts: {describe_error(exc)}"

@@ -246,25 +246,24 @@ def inline_schema(schema: dict[str, Any]) -> dict[str, Any]:
     schema = copy.deepcopy(schema)
     defs = schema.pop("$defs", {})
 
-    def bound(key: str, value: Any) -> Any:
-        whole = key in BOUND_KEYWORDS and isinstance(value, float) and value.is_integer()
-        return int(value) if whole else value
-
     def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            if "$ref" in node:
-                target = defs[node["$ref"].split("/")[-1]]
-                return resolve(target)
-            return {k: names(v) if k == "properties" else bound(k, resolve(v))
-                    for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [resolve(v) for v in node]
-        return node
-
-    def names(properties: Any) -> Any:  # argument names, never keywords (an argument "title")
-        if not isinstance(properties, dict):
-            return resolve(properties)
-        return {name: resolve(sub) for name, sub in properties.items()}
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return resolve(defs[node["$ref"].split("/")[-1]])
+        out = {}
+        for key, value in node.items():
+            if key == "title":  # pydantic's; an argument named "title" sits under "properties"
+                continue
+            if key == "properties":
+                out[key] = {name: resolve(sub) for name, sub in value.items()}
+            elif key in BOUND_KEYWORDS and isinstance(value, float) and value.is_integer():
+                out[key] = int(value)
+            else:
+                out[key] = resolve(value)
+        return out
 
     out = resolve(schema)
     out.setdefault("type", "object")
