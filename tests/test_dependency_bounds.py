@@ -16,7 +16,8 @@ from packaging.version import Version  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _core() -> dict[str, Requirement]:
+def core_requirements() -> dict[str, Requirement]:
+    """Return pyproject.toml's core dependencies by canonical name."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     reqs = [Requirement(r) for r in data["project"]["dependencies"]]
     return {canonicalize_name(r.name): r for r in reqs}
@@ -33,7 +34,7 @@ def _oldest() -> dict[str, Version]:
 
 
 def test_every_core_dependency_is_pinned_at_its_lower_bound():
-    core, pins = _core(), _oldest()
+    core, pins = core_requirements(), _oldest()
     assert set(core) == set(pins)
     for name, req in core.items():
         lower = [Version(s.version) for s in req.specifier if s.operator == ">="]
@@ -45,6 +46,6 @@ def test_every_core_dependency_is_pinned_at_its_lower_bound():
 
 
 def test_pixel_libraries_have_an_upper_bound():
-    core = _core()
+    core = core_requirements()
     for name in ("numpy", "pillow", "opencv-python-headless", "faker"):
         assert any(s.operator == "<" for s in core[name].specifier), name

@@ -18,6 +18,7 @@ wrapper:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sys
@@ -191,24 +192,22 @@ DIGESTS: dict[str, str] = {
 versions)."""
 
 
-def core_dependencies_outside_bounds() -> list[str]:
+@functools.cache
+def core_dependencies_outside_bounds() -> tuple[str, ...]:
     """Return ``name version (allowed: spec)`` for each core dependency outside its bounds."""
-    import tomllib
     from importlib.metadata import PackageNotFoundError, version
 
-    from packaging.requirements import Requirement
+    from tests.test_dependency_bounds import core_requirements
 
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     outside = []
-    for line in pyproject["project"]["dependencies"]:
-        req = Requirement(line)
+    for req in core_requirements().values():
         try:
             installed = version(req.name)
         except PackageNotFoundError:
             installed = "missing"
         if installed == "missing" or not req.specifier.contains(installed, prereleases=True):
             outside.append(f"{req.name} {installed} (allowed: {req.specifier})")
-    return outside
+    return tuple(outside)
 
 
 @pytest.mark.parametrize("name", list(EPISODES))
@@ -218,7 +217,8 @@ def test_episode_matches_the_recorded_digest(name: str) -> None:
         pytest.skip(f"core dependencies outside pyproject.toml's bounds ({'; '.join(outside)}): "
                     "the digests hold only inside them")
     assert digest(EPISODES[name]()) == DIGESTS[name], (
-        f"{name}: observations, rewards or infos differ from the recorded episode")
+        f"{name}: observations, rewards or infos differ from the recorded episode (recorded under "
+        f"{RECORDED_UNDER}, run under {pixel_library_versions()})")
 
 
 def fresh_view(env: M3BenchEnv, index: int, memo: dict[int, np.ndarray]) -> np.ndarray:

@@ -6,6 +6,7 @@ errors, and errors that are nobody's output (an unknown model, overload).
 """
 
 import json
+from typing import Any
 
 import pytest
 
@@ -32,13 +33,19 @@ def make(server: FakeOpenAIServer, **kw) -> tuple[OpenAIAgent, list[float]]:
     return OpenAIAgent(OpenAIAgentConfig(**settings), sleep=delays.append), delays
 
 
-def first_error(name: str) -> tuple[BaseException, FakeOpenAIServer]:
-    with FakeOpenAIServer(default=error_entry(name)) as server:
+def act_error(expected: type[BaseException] | tuple[type[BaseException], ...] = (
+        ModelOutputError, InfrastructureError), **server_args) -> tuple[Any, FakeOpenAIServer]:
+    """Return the error of one agent turn against a fake server (``script=``, ``default=``)."""
+    with FakeOpenAIServer(**server_args) as server:
         agent, _ = make(server)
         agent.reset(Q, {})
-        with pytest.raises((ModelOutputError, InfrastructureError)) as err:
+        with pytest.raises(expected) as err:
             agent.act(Q, {})
     return err.value, server
+
+
+def first_error(name: str) -> tuple[BaseException, FakeOpenAIServer]:
+    return act_error(default=error_entry(name))
 
 
 @pytest.mark.parametrize(("name", "mode"), [
@@ -79,13 +86,9 @@ def test_a_5xx_only_on_the_models_full_answer_is_the_models_failure(probe):
     # same request cut to one token is answered (text, or a 400 for the cut-off call): the server
     # is up and failed on the model's answer
     bare_500 = error_entry("transformers_no_arguments")
-    with FakeOpenAIServer(script=[bare_500] * 3 + [probe]) as server:
-        agent, _ = make(server)
-        agent.reset(Q, {})
-        with pytest.raises(ModelOutputError) as err:
-            agent.act(Q, {})
-    assert err.value.failure_mode == "tool_misexecution" and err.value.status_code == 500
-    assert "max_tokens=1 succeeds" in str(err.value) and "Internal Server Error" in str(err.value)
+    exc, server = act_error(ModelOutputError, script=[bare_500] * 3 + [probe])
+    assert exc.failure_mode == "tool_misexecution" and exc.status_code == 500
+    assert "max_tokens=1 succeeds" in str(exc) and "Internal Server Error" in str(exc)
     requests = server.chat_requests
     assert len(requests) == 4 and requests[-1]["max_tokens"] == 1
     assert requests[-1]["messages"] == requests[0]["messages"]  # the same conversation
@@ -96,13 +99,10 @@ def test_a_dropped_connection_after_the_500_keeps_the_servers_answer(probe):
     # uvicorn closes a kept-alive connection after an unhandled exception, so the retry after a
     # bare 500 (and the probe after that) may fail to connect: the 500 is still the server's answer
     bare_500 = error_entry("transformers_no_arguments")
-    with FakeOpenAIServer(script=[bare_500, {"reset": True}, {"reset": True}, *probe]) as server:
-        agent, _ = make(server)
-        agent.reset(Q, {})
-        with pytest.raises(ModelOutputError) as err:
-            agent.act(Q, {})
-    assert err.value.failure_mode == "tool_misexecution" and err.value.status_code == 500
-    assert "its last answer: HTTP 500" in str(err.value) and "max_tokens=1 succeeds" in str(err.value)
+    exc, server = act_error(ModelOutputError,
+                            script=[bare_500, {"reset": True}, {"reset": True}, *probe])
+    assert exc.failure_mode == "tool_misexecution" and exc.status_code == 500
+    assert "its last answer: HTTP 500" in str(exc) and "max_tokens=1 succeeds" in str(exc)
     assert len(server.chat_requests) == 3 + len(probe)
 
 
@@ -113,14 +113,10 @@ def test_a_dropped_connection_after_the_500_keeps_the_servers_answer(probe):
     ([{"reset": True}] * 3, None, 3),
 ])
 def test_a_server_that_stops_answering_stays_infrastructure(script, status, requests):
-    with FakeOpenAIServer(script=script) as server:
-        agent, _ = make(server)
-        agent.reset(Q, {})
-        with pytest.raises(InfrastructureError) as err:
-            agent.act(Q, {})
-    assert err.value.status_code == status and err.value.attempts == 3
+    exc, server = act_error(InfrastructureError, script=script)
+    assert exc.status_code == status and exc.attempts == 3
     assert len(server.chat_requests) == requests
-    assert ("its last answer: HTTP 500" in str(err.value)) == (status == 500)
+    assert ("its last answer: HTTP 500" in str(exc)) == (status == 500)
 
 
 @pytest.mark.parametrize(("status", "reason", "mode"), [
@@ -147,13 +143,9 @@ def test_model_failure_mode(status, reason, mode):
 def test_the_recorded_reason_is_bounded():
     long = {"status": 400, "body": {"detail": "The prompt has 9 tokens, but the model takes at most "
                                                "4, prompt and answer " + "x" * 5000}}
-    with FakeOpenAIServer(default=long) as server:
-        agent, _ = make(server)
-        agent.reset(Q, {})
-        with pytest.raises(ModelOutputError) as err:
-            agent.act(Q, {})
-    assert len(err.value.reason) <= ERROR_BODY_CHARS
-    assert len(str(err.value)) < 2 * ERROR_BODY_CHARS + 300
+    exc, _ = act_error(ModelOutputError, default=long)
+    assert len(exc.reason) <= ERROR_BODY_CHARS
+    assert len(str(exc)) < 2 * ERROR_BODY_CHARS + 300
 
 
 def test_history_sends_json_arguments_and_the_env_gets_them_as_written():
