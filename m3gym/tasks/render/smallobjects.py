@@ -8,6 +8,7 @@ than a flat rectangle or dot. Every function draws in place into an RGB ``uint8`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import cv2
@@ -53,14 +54,48 @@ def draw_parking_lines(img: np.ndarray, rng: np.random.Generator, bounds: Box, s
     """Paint rows of parking-bay lines (``spacing`` apart, ``length`` long) over ``bounds``.
 
     Rows alternate with driving lanes; the paint is worn (a random third of each line's
-    brightness is lost).
+    brightness is lost). The pixels are those of one 2-px ``cv2.line`` per bay line, drawn
+    left to right and row by row (:func:`line_footprint`; a row's lines never touch, since
+    ``spacing`` is wider than a line), with the same draws from ``rng``.
     """
     x0, y0, x1, y1 = bounds
+    h, w = img.shape[:2]
+    if spacing <= LINE_WIDTH:
+        raise ValueError(f"spacing must exceed the line's width, got {spacing}")
+    paint_arr = np.asarray(paint, np.float64)
     y = y0 + int(rng.integers(0, length))
     while y < y1:
         x = x0 + int(rng.integers(0, spacing))
-        while x < x1:
-            wear = float(rng.uniform(0.67, 1.0))
-            cv2.line(img, (x, y), (x, min(y1, y + length)), _shade(paint, wear), 2)
-            x += spacing
+        if x < x1:
+            n = -(-(x1 - x) // spacing)
+            wear = rng.uniform(0.67, 1.0, size=n)  # the very numbers of n scalar draws
+            colors = np.clip(np.rint(paint_arr[None, :] * wear[:, None]), 0, 255).astype(np.uint8)
+            dy, dx = line_footprint(min(y1, y + length) - y)
+            rows = np.broadcast_to(y + dy, (n, dy.size))
+            cols = (x + spacing * np.arange(n))[:, None] + dx[None, :]
+            inside = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+            which = np.broadcast_to(np.arange(n)[:, None], inside.shape)[inside]
+            img[rows[inside], cols[inside]] = colors[which]
         y += int(length * 2.2)
+
+
+LINE_WIDTH: int = 2
+"""Thickness of a painted bay line (``cv2.line``'s ``thickness``)."""
+
+
+@functools.lru_cache(maxsize=64)
+def line_footprint(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the pixel offsets ``(dy, dx)`` that a vertical ``cv2.line`` of ``length`` inks.
+
+    The line runs from ``(0, 0)`` to ``(0, length)`` with thickness :data:`LINE_WIDTH`; its
+    pixels do not depend on where it is drawn (integer end points), so one raster serves every
+    line of that length. The arrays are read-only.
+    """
+    pad = LINE_WIDTH + 2
+    canvas = np.zeros((length + 2 * pad + 1, 2 * pad + 1), np.uint8)
+    cv2.line(canvas, (pad, pad), (pad, pad + length), 1, LINE_WIDTH)
+    dy, dx = np.nonzero(canvas)
+    dy, dx = dy - pad, dx - pad
+    dy.setflags(write=False)
+    dx.setflags(write=False)
+    return dy, dx
