@@ -2,8 +2,9 @@
 
 ``filler_lines`` wraps incrementally, ``truetype_text`` caches rendered strings and
 ``_apply_gain`` works in bands of rows, ``fonts._ink`` composes lines from a glyph atlas,
-``photograph`` masks with OpenCV, JPEG decodes straight to RGB and ``fake_shared`` re-seeds one
-Faker; each must equal the straightforward computation exactly.
+``photograph`` masks with OpenCV and copies a sheet that fills its scene, JPEG decodes straight
+to RGB and ``fake_shared`` re-seeds one Faker; each must equal the straightforward computation
+exactly.
 """
 
 import itertools
@@ -357,3 +358,33 @@ def test_noise_strip_scaled_from_used_columns_equals_the_whole_tile(seed, h, w, 
     want = sensor_noise_reference(img, np.random.default_rng(seed + 1), sigma)
     got = R.add_sensor_noise(img, np.random.default_rng(seed + 1), sigma)
     assert np.array_equal(got, want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(120, 420), st.integers(40, 300), st.booleans())
+def test_a_sheet_photographed_onto_itself_skips_the_warps(seed, w, h, faded):
+    """A slide (a sheet filling its background) gets the general warp path's very bytes."""
+    rng = np.random.default_rng(seed)
+    sheet = documents.Sheet.blank(w, h, (250, 250, 248))
+    for i in range(3):
+        placed = documents.put_text(sheet.rgb, f"{seed % 997} K{i}", float(rng.uniform(7, 12)),
+                                    float(rng.uniform(0, w - 110)), float(rng.uniform(0, h - 30)),
+                                    (20, 20, 30))
+        sheet.mark("a" if i < 2 else "b", placed)
+    quad = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float64)
+    shown = sheet.faded(0.4) if faded else None
+    fast = documents.photograph(sheet.rgb, sheet, quad, shown)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(documents, "warps_as_identity", lambda *a: False)
+        slow = documents.photograph(sheet.rgb, sheet, quad, shown)
+    assert np.array_equal(fast.scene, slow.scene) and np.array_equal(fast.clean, slow.clean)
+    assert fast.box == slow.box and np.array_equal(fast.hom, slow.hom)
+    assert fast.masks.keys() == slow.masks.keys()
+    assert all(np.array_equal(fast.masks[k], slow.masks[k]) for k in fast.masks)
+    assert not np.shares_memory(fast.scene, sheet.rgb)
+
+
+def test_only_a_near_identity_counts_as_one():
+    assert documents.warps_as_identity(np.eye(3) + 1e-13, 3200, 1800)
+    assert not documents.warps_as_identity(np.eye(3) + 1e-9, 3200, 1800)
+    assert not documents.warps_as_identity(np.eye(3), 15_000, 6_000)
