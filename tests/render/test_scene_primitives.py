@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from m3gym.tasks.render import scene_primitives as P
 
@@ -43,3 +45,33 @@ def test_paste_tilted_keeps_the_ink_inside_the_turned_patch() -> None:
     assert 0.6 * ink.sum() < mask.sum() <= ink.sum()
     region = img[box[1]:box[3], box[0]:box[2]]
     assert (region[mask] == 255).all()
+
+
+def vertical_gradient_reference(h: int, w: int, top, bottom) -> np.ndarray:
+    """The original: one column broadcast to the whole patch."""
+    t = np.linspace(0.0, 1.0, max(h, 1), dtype=np.float32)[:, None, None]
+    a, b = np.asarray(top, np.float32), np.asarray(bottom, np.float32)
+    col = (a * (1 - t) + b * t + 0.5).astype(np.uint8)
+    return np.ascontiguousarray(np.broadcast_to(col, (h, w, 3)))
+
+
+COLOURS = st.tuples(*[st.floats(0.0, 255.0)] * 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 300), st.integers(0, 300), COLOURS, COLOURS)
+def test_vertical_gradient_equals_broadcasting_its_column(h, w, top, bottom) -> None:
+    assert np.array_equal(P.vertical_gradient(h, w, top, bottom),
+                          vertical_gradient_reference(h, w, top, bottom))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.tuples(*[st.integers(-40, 260)] * 4), COLOURS, COLOURS)
+def test_fill_gradient_equals_pasting_the_broadcast_patch(seed, box, top, bottom) -> None:
+    img = np.random.default_rng(seed).integers(0, 256, (120, 220, 3), dtype=np.uint8)
+    slow = img.copy()
+    x0, y0, x1, y1 = max(0, box[0]), max(0, box[1]), min(220, box[2]), min(120, box[3])
+    if x1 > x0 and y1 > y0:
+        slow[y0:y1, x0:x1] = vertical_gradient_reference(y1 - y0, x1 - x0, top, bottom)
+    P.fill_gradient(img, box, top, bottom)
+    assert np.array_equal(img, slow)
