@@ -5,11 +5,12 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from m3gym.tasks import render as R
 from m3gym.tasks.registry import get_family, make_task
+from m3gym.tasks.render import lookup_scenes as LS
 from m3gym.tasks.render import shelf as SH
 
 
@@ -171,3 +172,108 @@ def test_fallback_print_colours_are_clear_of_every_dot() -> None:
     assert all(SH.dot_clearance(c) >= SH.DOT_CLEARANCE for c in SH.FALLBACK_PRINT)
     # seed 5816 (found by hypothesis) exhausts 30 random draws on a 40-235 range
     assert SH.dot_clearance(SH.package_color(np.random.default_rng(5816), 40, 235)) >= 80.0
+
+
+# fast paths: each equals the straightforward original computation exactly
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.floats(0.0, 1.0, width=32), min_size=1,
+                                             max_size=6))
+def test_scale_tables_equal_scaling_in_float32(seed, factors) -> None:
+    img = np.random.default_rng(seed).integers(0, 256, (len(factors), 37, 3), dtype=np.uint8)
+    f = np.asarray(factors, np.float32)
+    tables = SH.scale_table(f)
+    fast = np.stack([cv2.LUT(row, table) for row, table in zip(img, tables)])
+    assert np.array_equal(fast, (img * f[:, None, None] + 0.5).astype(np.uint8))
+
+
+def paste_sprite_reference(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int,
+                           base: int) -> R.Box:
+    """The original blend: a fresh array per operation."""
+    body, alpha = sprite
+    h, w = body.shape[:2]
+    y0 = base - h
+    ih, iw = img.shape[:2]
+    sx0, sy0, sx1, sy1 = max(0, x), max(0, y0), min(iw, x + w), min(ih, base)
+    if sx1 <= sx0 or sy1 <= sy0:
+        return sx0, sy0, sx0, sy0
+    a = alpha[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
+    src = body[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
+    dst = img[sy0:sy1, sx0:sx1].astype(np.float32)
+    img[sy0:sy1, sx0:sx1] = np.clip(dst + a * (src - dst) + 0.5, 0, 255).astype(np.uint8)
+    return sx0, sy0, sx1, sy1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["can", "bottle", "jar"]), st.booleans(),
+       st.integers(-150, 300), st.integers(-50, 500))
+def test_paste_sprite_equals_the_original_blend(seed, kind, lit_left, x, base) -> None:
+    rng = np.random.default_rng(seed)
+    look = SH.package_look(rng, kind, 260, "Dekker Oat Milk")
+    sprite = SH.vessel_sprite(look, lit_left)
+    img = rng.integers(0, 256, (300, 320, 3), dtype=np.uint8)
+    fast, slow = img.copy(), img.copy()
+    assert SH.paste_sprite(fast, sprite, x, base) == paste_sprite_reference(slow, sprite, x, base)
+    assert np.array_equal(fast, slow)
+
+
+def contact_shadow_reference(img: np.ndarray, front: R.Box) -> None:
+    """The original: scale the region in float32 and round."""
+    x0, y0, x1, y1 = front
+    h, w = img.shape[:2]
+    off = max(4, (x1 - x0) // 10)
+    sx0, sy0, sx1, sy1 = max(0, x0 + off), max(0, y0 + off // 2), min(w, x1 + off), min(h, y1)
+    if sx1 > sx0 and sy1 > sy0:
+        region = img[sy0:sy1, sx0:sx1].astype(np.float32) * 0.82
+        img[sy0:sy1, sx0:sx1] = (region + 0.5).astype(np.uint8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.tuples(*[st.integers(-60, 260)] * 4))
+def test_contact_shadow_equals_scaling_in_float32(seed, front) -> None:
+    img = np.random.default_rng(seed).integers(0, 256, (200, 240, 3), dtype=np.uint8)
+    fast, slow = img.copy(), img.copy()
+    SH._contact_shadow(fast, front)
+    contact_shadow_reference(slow, front)
+    assert np.array_equal(fast, slow)
+
+
+def back_panel_reference(img: np.ndarray, rng: np.random.Generator,
+                         rows: list[SH.ShelfRow]) -> None:
+    """The original back panel: the shadow under every rail a float32 ramp over the band."""
+    h, w = img.shape[:2]
+    metal = R.jitter_color(rng, (214, 214, 210), 14)
+    LS.fill_gradient(img, (0, 0, w, h), LS.shade(metal, 1.04), LS.shade(metal, 0.9))
+    step = int(rng.integers(26, 40))
+    for dy, dx, dark in ((0, 0, 0.88), (0, 1, 0.88), (1, 0, 0.88), (1, 1, 0.88), (-1, 0, 0.95),
+                         (2, 0, 0.95), (0, -1, 0.95), (0, 2, 0.95), (2, 1, 0.95), (1, 2, 0.95)):
+        holes = img[step // 2 + dy::step, step // 2 + dx::step]
+        holes[:] = (holes * np.float32(dark) + 0.5).astype(np.uint8)
+    for r in rows:
+        top = r.rail[1]
+        depth = max(24, (r.rail[1] - r.top) // 6)
+        ramp = np.linspace(0.55, 1.0, depth, dtype=np.float32)[:, None, None]
+        band = img[top:min(h, top + depth)]
+        band[:] = (band * ramp[:len(band)] + 0.5).astype(np.uint8)
+    last = rows[-1].rail[1]
+    plinth = R.jitter_color(rng, (52, 52, 56), 10)
+    LS.fill_gradient(img, (0, last, w, h), LS.shade(plinth, 0.8), LS.shade(plinth, 1.2))
+    post = max(14, w // 70)
+    for x0 in (0, w - post):
+        LS.fill_gradient(img, (x0, 0, x0 + post, h), (150, 152, 156), (110, 112, 116))
+        LS.stroke_rect(img, (x0, 0, x0 + post, h), (80, 80, 84), 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3), st.integers(100, 900),
+       st.integers(12, 40), st.integers(0, 60))
+def test_back_panel_equals_the_float32_original(seed, count, height, rail, kick) -> None:
+    assume(height / count >= 3 * rail)
+    rows = SH.shelf_rows(height + kick, count, rail, kick)  # the last shadow may pass the edge
+    fast, slow = np.zeros((height, 160, 3), np.uint8), np.zeros((height, 160, 3), np.uint8)
+    a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+    SH.draw_back_panel(fast, a, rows)
+    back_panel_reference(slow, b, rows)
+    assert np.array_equal(fast, slow)
+    assert a.random() == b.random()

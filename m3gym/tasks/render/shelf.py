@@ -115,9 +115,9 @@ def draw_back_panel(img: np.ndarray, rng: np.random.Generator, rows: Sequence[Sh
     for r in rows:
         top = r.rail[1]
         depth = max(24, (r.rail[1] - r.top) // 6)
-        ramp = np.linspace(0.55, 1.0, depth, dtype=np.float32)[:, None, None]
-        band = img[top:min(h, top + depth)]
-        band[:] = (band * ramp[:len(band)] + 0.5).astype(np.uint8)
+        tables = scale_table(np.linspace(0.55, 1.0, depth, dtype=np.float32))
+        for k in range(top, min(h, top + depth)):
+            img[k] = cv2.LUT(img[k], tables[k - top])
     last = rows[-1].rail[1]
     plinth = R.jitter_color(rng, (52, 52, 56), 10)
     LS.fill_gradient(img, (0, last, w, h), LS.shade(plinth, 0.8), LS.shade(plinth, 1.2))
@@ -341,7 +341,12 @@ def paste_sprite(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int,
     a = alpha[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
     src = body[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
     dst = img[sy0:sy1, sx0:sx1].astype(np.float32)
-    img[sy0:sy1, sx0:sx1] = np.clip(dst + a * (src - dst) + 0.5, 0, 255).astype(np.uint8)
+    # dst + a * (src - dst) + 0.5, clipped, in one buffer (the same operations in the same order)
+    mix = np.subtract(src, dst)
+    mix *= a
+    mix += dst
+    mix += np.float32(0.5)
+    img[sy0:sy1, sx0:sx1] = np.clip(mix, 0, 255, out=mix)
     return sx0, sy0, sx1, sy1
 
 
@@ -374,6 +379,21 @@ def fill_facings(img: np.ndarray, rng: np.random.Generator, look: PackageLook,
     return boxes
 
 
+def scale_table(factors: np.ndarray) -> np.ndarray:
+    """Return ``uint8`` tables: entry ``[k, v]`` is ``(v * factors[k] + 0.5)`` cast to ``uint8``.
+
+    Applying row ``k`` to a ``uint8`` image (``cv2.LUT``) gives exactly the bytes of
+    ``(img * factors[k] + 0.5).astype(np.uint8)`` with ``float32`` factors (a factor of at
+    most 1).
+    """
+    values = np.arange(256, dtype=np.uint8)
+    return (values * np.asarray(factors, np.float32)[:, None] + 0.5).astype(np.uint8)
+
+
+CONTACT_SHADE: np.ndarray = scale_table(np.array([0.82], np.float32))[0]
+"""The contact shadow's darkening, as a ``cv2.LUT`` table."""
+
+
 def _contact_shadow(img: np.ndarray, front: R.Box) -> None:
     """Darken the back panel just right of and above a package (in place; light upper left)."""
     x0, y0, x1, y1 = front
@@ -381,8 +401,8 @@ def _contact_shadow(img: np.ndarray, front: R.Box) -> None:
     off = max(4, (x1 - x0) // 10)
     sx0, sy0, sx1, sy1 = max(0, x0 + off), max(0, y0 + off // 2), min(w, x1 + off), min(h, y1)
     if sx1 > sx0 and sy1 > sy0:
-        region = img[sy0:sy1, sx0:sx1].astype(np.float32) * 0.82
-        img[sy0:sy1, sx0:sx1] = (region + 0.5).astype(np.uint8)
+        region = img[sy0:sy1, sx0:sx1]
+        img[sy0:sy1, sx0:sx1] = cv2.LUT(region, CONTACT_SHADE)
 
 
 # --------------------------------------------------------------------------------------------
