@@ -75,3 +75,13 @@ def test_fill_gradient_equals_pasting_the_broadcast_patch(seed, box, top, bottom
         slow[y0:y1, x0:x1] = vertical_gradient_reference(y1 - y0, x1 - x0, top, bottom)
     P.fill_gradient(img, box, top, bottom)
     assert np.array_equal(img, slow)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.tuples(*[st.one_of(st.integers(0, 255), st.floats(-50.0, 400.0))] * 3),
+       st.floats(-2.0, 3.0))
+def test_shade_equals_clipping_with_numpy(color, factor) -> None:
+    expected = tuple(int(np.clip(c * factor, 0, 255)) for c in color)
+    assert P.shade(color, factor) == expected
+    assert P.shade(np.asarray(color, np.float32), factor) == tuple(
+        int(np.clip(c * factor, 0, 255)) for c in np.asarray(color, np.float32))
