@@ -1,4 +1,4 @@
-"""Pitch drawing (m3gym.tasks.render.pitch): the markings."""
+"""Pitch drawing (m3gym.tasks.render.pitch): markings; fast paths equal the originals."""
 
 from __future__ import annotations
 
@@ -59,5 +59,39 @@ def test_crowd_tile_draws_what_one_call_per_spectator_draws(seed) -> None:
     r1, r2 = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 1])
     want = _crowd_tile_one_by_one(r1, 6, row_h, pitch_x, 640, concrete)
     got = pitch._crowd_tile(r2, 6, row_h, pitch_x, 640, concrete)
+    assert np.array_equal(want, got)
+    assert r1.bit_generator.state == r2.bit_generator.state
+
+
+def _draw_stands_rolled(img, rng, tiles=3, rows=6, width=640):
+    """The stands laid strip by strip with ``np.roll`` and ``np.tile`` (the original)."""
+    import numpy as np
+
+    h, w = img.shape[:2]
+    concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
+    row_h = int(rng.integers(13, 18))
+    pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
+    width = pitch_x * max(1, width // pitch_x)
+    bands = [pitch._crowd_tile(rng, rows, row_h, pitch_x, width, concrete) for _ in range(tiles)]
+    reps = -(-w // width) + 1
+    band_h = rows * row_h
+    for y in range(0, h, band_h):
+        band = bands[int(rng.integers(tiles))]
+        if rng.random() < 0.5:
+            band = band[:, ::-1]
+        strip = np.tile(np.roll(band, int(rng.integers(width)), axis=1), (1, reps, 1))
+        img[y:y + band_h] = strip[:h - y, :w]
+
+
+@pytest.mark.parametrize("seed,h,w,width", [(0, 1800, 2800, 640), (1, 1561, 2600, 640),
+                                            (2, 40, 30, 640), (3, 300, 1000, 100),
+                                            (4, 97, 640, 640), (5, 250, 13, 5)])
+def test_draw_stands_lays_what_rolling_and_tiling_lays(seed, h, w, width) -> None:
+    import numpy as np
+
+    r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+    want, got = np.zeros((h, w, 3), np.uint8), np.ones((h, w, 3), np.uint8)
+    _draw_stands_rolled(want, r1, width=width)
+    pitch.draw_stands(got, r2, width=width)
     assert np.array_equal(want, got)
     assert r1.bit_generator.state == r2.bit_generator.state

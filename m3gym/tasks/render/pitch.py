@@ -116,14 +116,29 @@ def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows:
     pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
     width = pitch_x * max(1, width // pitch_x)  # a whole number of seats: the tile wraps
     bands = [_crowd_tile(rng, rows, row_h, pitch_x, width, concrete) for _ in range(tiles)]
-    reps = -(-w // width) + 1
     band_h = rows * row_h
+    flipped: dict[int, np.ndarray] = {}
     for y in range(0, h, band_h):
-        band = bands[int(rng.integers(tiles))]
+        pick = int(rng.integers(tiles))
+        band = bands[pick]
         if rng.random() < 0.5:
-            band = band[:, ::-1]
-        strip = np.tile(np.roll(band, int(rng.integers(width)), axis=1), (1, reps, 1))
-        img[y:y + band_h] = strip[:h - y, :w]
+            band = flipped.setdefault(pick, cv2.flip(band, 1))
+        _lay(img[y:y + band_h], band, -int(rng.integers(width)) % width)
+
+
+def _lay(dst: np.ndarray, band: np.ndarray, start: int) -> None:
+    """Fill ``dst`` with ``band``'s columns from ``start`` on, wrapping around (in place).
+
+    This is ``np.tile(np.roll(band, -start, axis=1), (1, reps, 1))`` cut to ``dst``'s shape,
+    copied in whole-band slices without the rolled and tiled intermediates.
+    """
+    rows, w = dst.shape[:2]
+    width = band.shape[1]
+    x = 0
+    while x < w:
+        n = min(width - start, w - x)
+        dst[:, x:x + n] = band[:rows, start:start + n]
+        x, start = x + n, 0
 
 
 def draw_boards(img: np.ndarray, rng: np.random.Generator, pitch: Box, gap: int,
