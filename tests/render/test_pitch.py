@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from m3gym.tasks.render import pitch
 
@@ -95,3 +97,40 @@ def test_draw_stands_lays_what_rolling_and_tiling_lays(seed, h, w, width) -> Non
     pitch.draw_stands(got, r2, width=width)
     assert np.array_equal(want, got)
     assert r1.bit_generator.state == r2.bit_generator.state
+
+
+def _blur_then_paint(img, hole, sigma, fill):
+    """The whole image blurred, then ``hole`` painted with ``cv2.rectangle`` (the original)."""
+    import cv2
+
+    out = cv2.GaussianBlur(img, (0, 0), sigma)
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = max(0, hole[0]), max(0, hole[1]), min(w, hole[2]), min(h, hole[3])
+    if x1 > x0 and y1 > y0:
+        cv2.rectangle(out, (x0, y0), (x1 - 1, y1 - 1), fill, -1)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 90), st.integers(1, 90),
+       st.lists(st.integers(-8, 100), min_size=4, max_size=4),
+       st.sampled_from([0.7, 1.6, 2.4]))
+def test_blur_around_equals_blurring_everything(seed, h, w, corners, sigma) -> None:
+    import numpy as np
+
+    img = np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    x0, x1 = sorted(corners[::2])
+    y0, y1 = sorted(corners[1::2])
+    before = img.copy()
+    got = pitch.blur_around(img, (x0, y0, x1, y1), sigma, (200, 10, 90))
+    assert np.array_equal(got, _blur_then_paint(img, (x0, y0, x1, y1), sigma, (200, 10, 90)))
+    assert np.array_equal(img, before)  # the input is left as it is
+
+
+def test_blur_around_a_pitch_sized_hole() -> None:
+    import numpy as np
+
+    img = np.random.default_rng(7).integers(0, 256, (700, 1100, 3), dtype=np.uint8)
+    hole = (90, 130, 960, 610)
+    got = pitch.blur_around(img, hole, 1.6, (80, 140, 70))
+    assert np.array_equal(got, _blur_then_paint(img, hole, 1.6, (80, 140, 70)))

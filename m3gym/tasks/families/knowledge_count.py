@@ -247,10 +247,10 @@ class KnowledgeCountFamily(FamilyConfig):
         img = np.empty((h, w, 3), np.uint8)
         gap, depth = int(rng.integers(8, 16)), int(rng.integers(16, 26))
         draw.draw_stands(img, rng)
-        img = cv2.GaussianBlur(img, (0, 0), 1.6)  # the stands lie outside the depth of field
         run_off = R.grow_box((fx0, fy0, fx1, fy1), gap, w, h)
         base = R.jitter_color(rng, SURFACES[surface], 10)
-        cv2.rectangle(img, run_off[:2], (run_off[2] - 1, run_off[3] - 1), draw.shade(base, 0.9), -1)
+        # the stands lie outside the depth of field; the run-off around the pitch covers them
+        img = draw.blur_around(img, run_off, 1.6, draw.shade(base, 0.9))
         sponsors = [R.fake_company(rng, ascii_only=True) for _ in range(5)]
         draw.draw_boards(img, rng, (fx0, fy0, fx1, fy1), gap, depth, sponsors)
         line = (240, 240, 236) if surface != "ice" else (200, 40, 40)

@@ -141,6 +141,43 @@ def _lay(dst: np.ndarray, band: np.ndarray, start: int) -> None:
         x, start = x + n, 0
 
 
+def blur_around(img: np.ndarray, hole: Box, sigma: float, fill: Color) -> np.ndarray:
+    """Return ``cv2.GaussianBlur(img, (0, 0), sigma)`` with ``hole`` painted ``fill``.
+
+    Only what lies around ``hole`` is blurred: the bands above and below it straight into the
+    result, its two sides side by side in one image. Each piece carries a margin wider than
+    the kernel's radius on its inner edges (where a piece meets an image edge, OpenCV's border
+    there is the whole image's), so the bytes are those of blurring the whole image and
+    painting ``hole``. ``img`` is left as it is.
+    """
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = max(0, hole[0]), max(0, hole[1]), min(w, hole[2]), min(h, hole[3])
+    m = int(math.ceil(4 * sigma)) + 1
+    if x1 - x0 < m or y1 - y0 < m:  # the margins would reach past the hole
+        return _painted(cv2.GaussianBlur(img, (0, 0), sigma), (x0, y0, x1, y1), fill)
+    out = np.empty_like(img)
+    if y0 > 0:
+        cv2.GaussianBlur(img[:y0 + m], (0, 0), sigma, dst=out[:y0 + m])
+    if y1 < h:
+        cv2.GaussianBlur(img[y1 - m:], (0, 0), sigma, dst=out[y1 - m:])
+    if x0 > 0 or x1 < w:
+        rows = slice(y0 - min(y0, m), y1 + m)
+        sides = cv2.GaussianBlur(np.hstack((img[rows, :x0 + m if x0 else 0],
+                                            img[rows, x1 - m if x1 < w else w:])), (0, 0), sigma)
+        inner = sides[y0 - rows.start:y1 - rows.start]
+        out[y0:y1, :x0] = inner[:, :x0]
+        out[y0:y1, x1:] = inner[:, inner.shape[1] - (w - x1):]
+    return _painted(out, (x0, y0, x1, y1), fill)
+
+
+def _painted(img: np.ndarray, box: Box, fill: Color) -> np.ndarray:
+    """Return ``img`` with ``box`` (inside it) painted ``fill`` (in place; nothing when empty)."""
+    x0, y0, x1, y1 = box
+    if x1 > x0 and y1 > y0:
+        cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), fill, -1)
+    return img
+
+
 def draw_boards(img: np.ndarray, rng: np.random.Generator, pitch: Box, gap: int,
                 depth: int, names: Sequence[str] = ()) -> list[Box]:
     """Draw advertising boards in a ring ``gap`` px outside ``pitch``, ``depth`` px deep.
