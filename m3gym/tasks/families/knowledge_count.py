@@ -330,11 +330,11 @@ class KnowledgeCountFamily(FamilyConfig):
             if spot is not None:
                 cv2.circle(img, (spot[0] + 4, spot[1] + 4), max(3, size // 6), (250, 250, 250),
                            -1, cv2.LINE_AA)
-        clean = R.to_gray(img)
+        scene = img  # the camera leaves it as it is; the evidence grays only its two areas
         img = R.camera_pipeline(img, rng, float(rng.uniform(0.05, 0.15)), areas)
         answer = counts[0]
 
-        evidence = tuple(R.region_evidence(name, clean, a, m if m.any() else every, text=None,
+        evidence = tuple(R.region_evidence(name, scene, a, m if m.any() else every, text=None,
                                            glyph_height=float(size))
                          for name, a, m, every in zip(("left_area", "right_area"), areas, masks,
                                                       shirts))
