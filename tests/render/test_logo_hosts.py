@@ -1,6 +1,6 @@
 """The jersey's folds (m3gym.tasks.render.logo_hosts): the cropped blur gives the same bytes.
 
-:func:`~m3gym.tasks.render.logo_hosts.shade_folds` blurs and multiplies only where the folds
+:func:`~m3gym.tasks.render.logo_hosts._shade_folds` blurs and multiplies only where the folds
 reach; each step must equal the straightforward whole-image computation exactly.
 """
 
@@ -45,11 +45,11 @@ SHAPES = st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 700), st.integers(1
 def test_blur_support_equals_blurring_the_whole_image(case) -> None:
     seed, h, w, lines, sigma = case
     folds = _folds(seed, h, w, lines)
-    (x0, y0, x1, y1), blurred = LH.blur_support(folds, sigma)
+    (x0, y0, x1, y1), blurred = LH._blur_support(folds, sigma)
     whole = np.zeros_like(folds)
     whole[y0:y1, x0:x1] = blurred
     assert np.array_equal(whole, cv2.GaussianBlur(folds, (0, 0), sigma))
-    assert x0 % LH.BLUR_ALIGN == 0
+    assert x0 % LH._BLUR_ALIGN == 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -63,7 +63,7 @@ def test_shade_folds_equals_shading_the_whole_box(case, seed) -> None:
     xs, ys = sorted(rng.integers(0, w + 1, 2).tolist()), sorted(rng.integers(0, h + 1, 2).tolist())
     box = (xs[0], ys[0], xs[1], ys[1])
     fast, slow = img.copy(), img.copy()
-    LH.shade_folds(fast, folds, sigma, mask, box)
+    LH._shade_folds(fast, folds, sigma, mask, box)
     shade_folds_reference(slow, folds, sigma, mask, box)
     assert np.array_equal(fast, slow)
 
@@ -71,6 +71,6 @@ def test_shade_folds_equals_shading_the_whole_box(case, seed) -> None:
 def test_the_blur_is_cropped_to_where_the_folds_reach() -> None:
     folds = np.zeros((400, 900), np.float32)
     folds[300:310, 700:705] = 0.2
-    (x0, y0, x1, y1), blurred = LH.blur_support(folds, 3.0)
+    (x0, y0, x1, y1), blurred = LH._blur_support(folds, 3.0)
     assert (x0, y0, x1, y1) == (576, 285, 784, 325) and blurred.shape == (40, 208)
-    assert LH.blur_support(np.zeros((5, 5), np.float32), 3.0)[0] == (0, 0, 0, 0)
+    assert LH._blur_support(np.zeros((5, 5), np.float32), 3.0)[0] == (0, 0, 0, 0)

@@ -116,7 +116,7 @@ def draw_jersey(img: np.ndarray, rng: np.random.Generator, side: int
                  0.16, max(4, hw // 30), cv2.LINE_AA)
     # outside the body the folds are 0 and a pixel stays as it is: shade its bounding box only
     bx, by, bw, bh = cv2.boundingRect(body)
-    shade_folds(img, folds, max(3.0, hw / 60), mask,
+    _shade_folds(img, folds, max(3.0, hw / 60), mask,
                 (max(0, bx - 2), max(0, by - 2), min(w, bx + bw + 2), min(h, by + bh + 2)))
     trim = shade(kit, 0.55) if R.luminance(kit) > 110 else shade(kit, 1.8)
     cv2.polylines(img, [body], True, shade(kit, 0.6), 2, cv2.LINE_AA)
@@ -133,16 +133,16 @@ def draw_jersey(img: np.ndarray, rng: np.random.Generator, side: int
     return (hx, hy, hx + hw, hy + hh), (lx, ly)
 
 
-BLUR_ALIGN: int = 64
-"""Column alignment of the part :func:`blur_support` blurs (a multiple of every SIMD width)."""
+_BLUR_ALIGN: int = 64
+"""Column alignment of the part :func:`_blur_support` blurs (a multiple of every SIMD width)."""
 
 
-def blur_support(img: np.ndarray, sigma: float) -> tuple[R.Box, np.ndarray]:
+def _blur_support(img: np.ndarray, sigma: float) -> tuple[R.Box, np.ndarray]:
     """Return ``cv2.GaussianBlur(img, (0, 0), sigma)`` of a 2-D ``float32`` image, cropped.
 
     Returns ``(box, blurred)``: the blur is ``blurred`` inside ``box`` and 0 everywhere else.
     Only the box around the non-zero pixels, grown beyond the kernel's reach, is blurred. Its
-    left edge is a multiple of :data:`BLUR_ALIGN` (every pixel falls in the same lane of
+    left edge is a multiple of :data:`_BLUR_ALIGN` (every pixel falls in the same lane of
     OpenCV's vector loop as in the whole image's blur) and it ends at least that far past the
     kernel's reach (the loop's scalar tail sees only zeros): every pixel's sums are the same.
     """
@@ -153,26 +153,26 @@ def blur_support(img: np.ndarray, sigma: float) -> tuple[R.Box, np.ndarray]:
     h, w = img.shape
     reach = math.ceil(4 * sigma) + 3  # beyond half of OpenCV's kernel side, round(8 sigma + 1)
     y0, y1 = max(0, int(rows[0]) - reach), min(h, int(rows[-1]) + 1 + reach)
-    x0 = max(0, int(cols[0]) - reach - BLUR_ALIGN) // BLUR_ALIGN * BLUR_ALIGN
-    x1 = min(w, int(cols[-1]) + 1 + reach + BLUR_ALIGN)
+    x0 = max(0, int(cols[0]) - reach - _BLUR_ALIGN) // _BLUR_ALIGN * _BLUR_ALIGN
+    x1 = min(w, int(cols[-1]) + 1 + reach + _BLUR_ALIGN)
     return (x0, y0, x1, y1), cv2.GaussianBlur(img[y0:y1, x0:x1], (0, 0), sigma)
 
 
-def shade_folds(img: np.ndarray, folds: np.ndarray, sigma: float, mask: np.ndarray, box: R.Box
+def _shade_folds(img: np.ndarray, folds: np.ndarray, sigma: float, mask: np.ndarray, box: R.Box
                 ) -> None:
     """Darken ``box`` of ``img`` by ``folds`` blurred by ``sigma``, inside ``mask`` (in place).
 
     The same pixels as multiplying the whole box by ``1 - blur(folds) * (mask > 0)``; only the
-    part the blurred folds reach is computed (:func:`blur_support`, :func:`darken`).
+    part the blurred folds reach is computed (:func:`_blur_support`, :func:`_darken`).
     """
-    (fx0, fy0, fx1, fy1), blurred = blur_support(folds, sigma)
+    (fx0, fy0, fx1, fy1), blurred = _blur_support(folds, sigma)
     x0, y0, x1, y1 = max(box[0], fx0), max(box[1], fy0), min(box[2], fx1), min(box[3], fy1)
     if x1 > x0 and y1 > y0:
-        darken(img, (x0, y0, x1, y1),
+        _darken(img, (x0, y0, x1, y1),
                blurred[y0 - fy0:y1 - fy0, x0 - fx0:x1 - fx0] * (mask[y0:y1, x0:x1] > 0))
 
 
-def darken(img: np.ndarray, box: R.Box, amount: np.ndarray) -> None:
+def _darken(img: np.ndarray, box: R.Box, amount: np.ndarray) -> None:
     """Multiply ``box`` of ``img`` by ``1 - amount`` (``float32``, the box's shape; in place).
 
     Only the box around ``amount``'s non-zero pixels is touched: elsewhere the product rounds

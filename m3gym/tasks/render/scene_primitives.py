@@ -35,14 +35,14 @@ def shade(color: Sequence[float], factor: float) -> R.Color:
     return tuple(int(min(max(c * factor, 0), 255)) for c in color)  # type: ignore[return-value]
 
 
-def gradient_column(h: int, top: Sequence[float], bottom: Sequence[float]) -> np.ndarray:
+def _gradient_column(h: int, top: Sequence[float], bottom: Sequence[float]) -> np.ndarray:
     """Return the ``(max(h, 1), 1, 3)`` ``uint8`` column of a vertical gradient ``h`` rows tall."""
     t = np.linspace(0.0, 1.0, max(h, 1), dtype=np.float32)[:, None, None]
     a, b = np.asarray(top, np.float32), np.asarray(bottom, np.float32)
     return (a * (1 - t) + b * t + 0.5).astype(np.uint8)
 
 
-def fill_columns(region: np.ndarray, column: np.ndarray) -> None:
+def _fill_columns(region: np.ndarray, column: np.ndarray) -> None:
     """Write ``column`` (``(h, 1, 3)``) into every column of ``region`` (``(h, w, 3)``, in place).
 
     The filled part is doubled by block copies (``log2(w)`` row-wise copies of whole pixels)
@@ -64,7 +64,7 @@ def vertical_gradient(h: int, w: int, top: Sequence[float], bottom: Sequence[flo
                       ) -> np.ndarray:
     """Return an ``(h, w, 3)`` ``uint8`` patch fading from ``top`` to ``bottom``."""
     out = np.empty((h, w, 3), np.uint8)
-    fill_columns(out, gradient_column(h, top, bottom)[:h])
+    _fill_columns(out, _gradient_column(h, top, bottom)[:h])
     return out
 
 
@@ -74,7 +74,7 @@ def fill_gradient(img: np.ndarray, box: R.Box, top: Sequence[float], bottom: Seq
     hh, ww = img.shape[:2]
     x0, y0, x1, y1 = R.grow_box(box, 0, ww, hh)
     if x1 > x0 and y1 > y0:
-        fill_columns(img[y0:y1, x0:x1], gradient_column(y1 - y0, top, bottom))
+        _fill_columns(img[y0:y1, x0:x1], _gradient_column(y1 - y0, top, bottom))
 
 
 def text_patch(text: str, glyph: float, font: str) -> R.TextPatch:
