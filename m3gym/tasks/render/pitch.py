@@ -101,14 +101,15 @@ def _shaded(colors: np.ndarray, factor: float) -> list[Color]:
 
 
 def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows: int = 6,
-                width: int = 640) -> None:
+                width: int = 640, covered: Box = (0, 0, 0, 0)) -> None:
     """Fill ``img`` with terraces of seated spectators (the pitch is drawn over them later).
 
     Rows of concrete steps (a lit tread, a dark riser) carry spectators — shoulders in a
     clothing colour, a head in a skin tone with hair — with a few empty seats. ``tiles``
     different bands of ``rows`` steps are drawn once and laid across the image, each band
     picked at random, shifted by a random amount and sometimes mirrored, which costs a few
-    hundred drawing calls instead of one per spectator of the crowd.
+    hundred drawing calls instead of one per spectator of the crowd. The pixels inside
+    ``covered`` (a box the caller paints over without reading it) are left as they are.
     """
     h, w = img.shape[:2]
     concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
@@ -122,8 +123,23 @@ def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows:
         pick = int(rng.integers(tiles))
         band = bands[pick]
         if rng.random() < 0.5:
-            band = flipped.setdefault(pick, cv2.flip(band, 1))
-        _lay(img[y:y + band_h], band, -int(rng.integers(width)) % width)
+            if pick not in flipped:
+                flipped[pick] = cv2.flip(band, 1)
+            band = flipped[pick]
+        start = -int(rng.integers(width)) % width
+        for x0, y0, x1, y1 in _uncovered((0, y, w, min(h, y + band_h)), covered):
+            _lay(img[y0:y1, x0:x1], band[y0 - y:], (start + x0) % width)
+
+
+def _uncovered(strip: Box, covered: Box) -> list[Box]:
+    """Return the non-empty boxes that tile ``strip`` less ``covered`` (full-width rows first)."""
+    x0, y0, x1, y1 = strip
+    cx0, cy0 = max(x0, covered[0]), max(y0, covered[1])
+    cx1, cy1 = min(x1, covered[2]), min(y1, covered[3])
+    if cx1 <= cx0 or cy1 <= cy0:
+        return [strip]
+    pieces = [(x0, y0, x1, cy0), (x0, cy1, x1, y1), (x0, cy0, cx0, cy1), (cx1, cy0, x1, cy1)]
+    return [b for b in pieces if b[2] > b[0] and b[3] > b[1]]
 
 
 def _lay(dst: np.ndarray, band: np.ndarray, start: int) -> None:
@@ -141,18 +157,27 @@ def _lay(dst: np.ndarray, band: np.ndarray, start: int) -> None:
         x, start = x + n, 0
 
 
+def blur_margin(sigma: float) -> int:
+    """Return a margin (px) wider than the radius of ``cv2.GaussianBlur``'s kernel at ``sigma``.
+
+    OpenCV sizes the kernel ``round(6 sigma + 1) | 1`` for ``uint8`` (``8 sigma`` otherwise).
+    """
+    return int(math.ceil(4 * sigma)) + 1
+
+
 def blur_around(img: np.ndarray, hole: Box, sigma: float, fill: Color) -> np.ndarray:
     """Return ``cv2.GaussianBlur(img, (0, 0), sigma)`` with ``hole`` painted ``fill``.
 
     Only what lies around ``hole`` is blurred: the bands above and below it straight into the
-    result, its two sides side by side in one image. Each piece carries a margin wider than
-    the kernel's radius on its inner edges (where a piece meets an image edge, OpenCV's border
+    result, its two sides side by side in one image. Each piece carries a margin of
+    :func:`blur_margin` on its inner edges (where a piece meets an image edge, OpenCV's border
     there is the whole image's), so the bytes are those of blurring the whole image and
-    painting ``hole``. ``img`` is left as it is.
+    painting ``hole``, and no pixel deeper than the margin inside ``hole`` is read (a hole
+    narrower than the margin: the whole image is blurred). ``img`` is left as it is.
     """
     h, w = img.shape[:2]
     x0, y0, x1, y1 = max(0, hole[0]), max(0, hole[1]), min(w, hole[2]), min(h, hole[3])
-    m = int(math.ceil(4 * sigma)) + 1
+    m = blur_margin(sigma)
     if x1 - x0 < m or y1 - y0 < m:  # the margins would reach past the hole
         return _painted(cv2.GaussianBlur(img, (0, 0), sigma), (x0, y0, x1, y1), fill)
     out = np.empty_like(img)
