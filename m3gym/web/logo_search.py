@@ -312,21 +312,27 @@ def window_pixels(image: np.ndarray, groups: list[list[Window]], size: int,
             grow_y, grow_x = max(0, size + 1 - sh), max(0, size + 1 - sw)
             scaled = cv2.copyMakeBorder(scaled, 0, grow_y, 0, grow_x, cv2.BORDER_REPLICATE)
             sh, sw = scaled.shape[:2]
-        win = (size + 1, size + 1) if scaled.ndim == 2 else (size + 1, size + 1,
-                                                             scaled.shape[2])
-        views = np.lib.stride_tricks.sliding_window_view(scaled, win)
         sx = np.clip(np.array([g[0] for g in group], np.float32) * f, 0, sw - size - 1)
         sy = np.clip(np.array([g[1] for g in group], np.float32) * f, 0, sh - size - 1)
         ix, iy = np.floor(sx).astype(int), np.floor(sy).astype(int)
         ax = (sx - ix).reshape(-1, 1, 1, *([1] if scaled.ndim == 3 else []))
         ay = (sy - iy).reshape(ax.shape)
-        patch = views[iy, ix]
-        if scaled.ndim == 3:
-            patch = patch[:, 0]
+        patch = window_gather(scaled, ix, iy, size + 1)
         top = patch[:, :-1, :-1] + ax * (patch[:, :-1, 1:] - patch[:, :-1, :-1])
         bottom = patch[:, 1:, :-1] + ax * (patch[:, 1:, 1:] - patch[:, 1:, :-1])
         rows.append((top + ay * (bottom - top)).reshape(len(group), -1))
     return np.concatenate(rows).astype(np.float32)
+
+
+def window_gather(image: np.ndarray, ix: np.ndarray, iy: np.ndarray, side: int) -> np.ndarray:
+    """Return the ``side``-square windows of ``image`` at top-lefts ``(ix, iy)``, stacked.
+
+    Shape ``(n, side, side)`` (and ``image``'s channels): one gather of the windows' rows and
+    columns (the pixels a sliding-window view would give, without building the view).
+    """
+    offsets = np.arange(side)
+    rows, cols = iy[:, None] + offsets, ix[:, None] + offsets
+    return image[rows[:, :, None], cols[:, None, :]]
 
 
 def window_descriptors(gray: np.ndarray, groups: list[list[Window]], size: int,
