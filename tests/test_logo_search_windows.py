@@ -55,8 +55,10 @@ def queries(draw):
     groups = []
     for _ in range(draw(st.integers(1, 4))):
         side = float(rng.uniform(4.0, min(h, w) * 1.1))
-        groups.append([(float(rng.uniform(-3, w - side + 3)), float(rng.uniform(-3, h - side + 3)),
-                        side) for _ in range(int(rng.integers(1, 10)))])
+        # a window wider than the query starts at -3: its far side lies past the edge
+        x_hi, y_hi = max(-3.0, w - side + 3), max(-3.0, h - side + 3)
+        groups.append([(float(rng.uniform(-3, x_hi)), float(rng.uniform(-3, y_hi)), side)
+                       for _ in range(int(rng.integers(1, 10)))])
     return image, groups
 
 
