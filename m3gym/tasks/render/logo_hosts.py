@@ -117,7 +117,7 @@ def draw_jersey(img: np.ndarray, rng: np.random.Generator, side: int
     # outside the body the folds are 0 and a pixel stays as it is: shade its bounding box only
     bx, by, bw, bh = cv2.boundingRect(body)
     _shade_folds(img, folds, max(3.0, hw / 60), mask,
-                (max(0, bx - 2), max(0, by - 2), min(w, bx + bw + 2), min(h, by + bh + 2)))
+                 (max(0, bx - 2), max(0, by - 2), min(w, bx + bw + 2), min(h, by + bh + 2)))
     trim = shade(kit, 0.55) if R.luminance(kit) > 110 else shade(kit, 1.8)
     cv2.polylines(img, [body], True, shade(kit, 0.6), 2, cv2.LINE_AA)
     cv2.ellipse(img, (hx + hw // 2, hy), (hw // 7, hh // 22), 0, 0, 180, trim, 5, cv2.LINE_AA)
@@ -159,7 +159,7 @@ def _blur_support(img: np.ndarray, sigma: float) -> tuple[R.Box, np.ndarray]:
 
 
 def _shade_folds(img: np.ndarray, folds: np.ndarray, sigma: float, mask: np.ndarray, box: R.Box
-                ) -> None:
+                 ) -> None:
     """Darken ``box`` of ``img`` by ``folds`` blurred by ``sigma``, inside ``mask`` (in place).
 
     The same pixels as multiplying the whole box by ``1 - blur(folds) * (mask > 0)``; only the
