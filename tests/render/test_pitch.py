@@ -136,33 +136,13 @@ def test_blur_around_a_pitch_sized_hole() -> None:
     assert np.array_equal(got, _blur_then_paint(img, hole, 1.6, (80, 140, 70)))
 
 
-@pytest.mark.parametrize("seed,h,w,covered", [(0, 700, 1100, (90, 130, 960, 610)),
-                                              (1, 300, 500, (-20, 50, 700, 51)),
-                                              (2, 300, 500, (0, 0, 500, 300)),
-                                              (3, 300, 500, (400, 200, 300, 250)),
-                                              (4, 181, 640, (10, 89, 630, 91))])
-def test_draw_stands_leaves_the_covered_box_alone(seed, h, w, covered) -> None:
-    import numpy as np
-
-    noise = np.random.default_rng(99).integers(0, 256, (h, w, 3), dtype=np.uint8)
-    full, part = noise.copy(), noise.copy()
-    pitch.draw_stands(full, np.random.default_rng(seed))
-    pitch.draw_stands(part, np.random.default_rng(seed), covered=covered)
-    x0, y0 = max(0, covered[0]), max(0, covered[1])
-    x1, y1 = max(x0, min(w, covered[2])), max(y0, min(h, covered[3]))
-    inside = np.zeros((h, w), bool)
-    inside[y0:y1, x0:x1] = True
-    assert np.array_equal(part[~inside], full[~inside])
-    assert np.array_equal(part[inside], noise[inside])
-
-
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 90), st.integers(1, 90),
        st.lists(st.integers(-8, 100), min_size=4, max_size=4),
        st.sampled_from([0.7, 1.6, 2.4]))
 def test_pixels_deeper_in_the_hole_than_the_margin_change_nothing(seed, h, w, corners,
                                                                   sigma) -> None:
-    """What ``covered`` leaves in the stands (``blur_margin`` inside the hole) never shows."""
+    """blur_around reads no pixel deeper than ``blur_margin`` inside the hole."""
     import numpy as np
 
     rng = np.random.default_rng(seed)

@@ -188,36 +188,6 @@ def test_scale_tables_equal_scaling_in_float32(seed, factors) -> None:
     assert np.array_equal(fast, (img * f[:, None, None] + 0.5).astype(np.uint8))
 
 
-def paste_sprite_reference(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int,
-                           base: int) -> R.Box:
-    """The original blend: a fresh array per operation."""
-    body, alpha = sprite
-    h, w = body.shape[:2]
-    y0 = base - h
-    ih, iw = img.shape[:2]
-    sx0, sy0, sx1, sy1 = max(0, x), max(0, y0), min(iw, x + w), min(ih, base)
-    if sx1 <= sx0 or sy1 <= sy0:
-        return sx0, sy0, sx0, sy0
-    a = alpha[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
-    src = body[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
-    dst = img[sy0:sy1, sx0:sx1].astype(np.float32)
-    img[sy0:sy1, sx0:sx1] = np.clip(dst + a * (src - dst) + 0.5, 0, 255).astype(np.uint8)
-    return sx0, sy0, sx1, sy1
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.sampled_from(["can", "bottle", "jar"]), st.booleans(),
-       st.integers(-150, 300), st.integers(-50, 500))
-def test_paste_sprite_equals_the_original_blend(seed, kind, lit_left, x, base) -> None:
-    rng = np.random.default_rng(seed)
-    look = SH.package_look(rng, kind, 260, "Dekker Oat Milk")
-    sprite = SH.vessel_sprite(look, lit_left)
-    img = rng.integers(0, 256, (300, 320, 3), dtype=np.uint8)
-    fast, slow = img.copy(), img.copy()
-    assert SH.paste_sprite(fast, sprite, x, base) == paste_sprite_reference(slow, sprite, x, base)
-    assert np.array_equal(fast, slow)
-
-
 def contact_shadow_reference(img: np.ndarray, front: R.Box) -> None:
     """The original: scale the region in float32 and round."""
     x0, y0, x1, y1 = front

@@ -246,9 +246,8 @@ class KnowledgeCountFamily(FamilyConfig):
         # back to front: terraces of spectators, advertising boards, the pitch and its markings
         img = np.empty((h, w, 3), np.uint8)
         gap, depth = int(rng.integers(8, 16)), int(rng.integers(16, 26))
+        draw.draw_stands(img, rng)
         run_off = R.grow_box((fx0, fy0, fx1, fy1), gap, w, h)
-        # the blur below reads no stands deeper inside the run-off than its margin
-        draw.draw_stands(img, rng, covered=R.grow_box(run_off, -draw.blur_margin(1.6), w, h))
         base = R.jitter_color(rng, SURFACES[surface], 10)
         # the stands lie outside the depth of field; the run-off around the pitch covers them
         img = draw.blur_around(img, run_off, 1.6, draw.shade(base, 0.9))

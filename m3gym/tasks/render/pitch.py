@@ -101,17 +101,16 @@ def _shaded(colors: np.ndarray, factor: float) -> list[Color]:
 
 
 def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows: int = 6,
-                width: int = 640, covered: Box = (0, 0, 0, 0)) -> None:
+                width: int = 640) -> None:
     """Fill ``img`` with terraces of seated spectators (the pitch is drawn over them later).
 
     Rows of concrete steps (a lit tread, a dark riser) carry spectators — shoulders in a
     clothing colour, a head in a skin tone with hair — with a few empty seats. ``tiles``
     different bands of ``rows`` steps are drawn once and laid across the image, each band
     picked at random, shifted by a random amount and sometimes mirrored, which costs a few
-    hundred drawing calls instead of one per spectator of the crowd. The pixels inside
-    ``covered`` (a box the caller paints over without reading it) are left as they are.
+    hundred drawing calls instead of one per spectator of the crowd.
     """
-    h, w = img.shape[:2]
+    h = img.shape[0]
     concrete = np.array([rng.uniform(110, 150)] * 3) + rng.uniform(-8, 8, 3)
     row_h = int(rng.integers(13, 18))
     pitch_x = int(round(row_h * rng.uniform(0.75, 0.95)))
@@ -126,20 +125,7 @@ def draw_stands(img: np.ndarray, rng: np.random.Generator, tiles: int = 3, rows:
             if pick not in flipped:
                 flipped[pick] = cv2.flip(band, 1)
             band = flipped[pick]
-        start = -int(rng.integers(width)) % width
-        for x0, y0, x1, y1 in _uncovered((0, y, w, min(h, y + band_h)), covered):
-            _lay(img[y0:y1, x0:x1], band[y0 - y:], (start + x0) % width)
-
-
-def _uncovered(strip: Box, covered: Box) -> list[Box]:
-    """Return the non-empty boxes that tile ``strip`` less ``covered`` (full-width rows first)."""
-    x0, y0, x1, y1 = strip
-    cx0, cy0 = max(x0, covered[0]), max(y0, covered[1])
-    cx1, cy1 = min(x1, covered[2]), min(y1, covered[3])
-    if cx1 <= cx0 or cy1 <= cy0:
-        return [strip]
-    pieces = [(x0, y0, x1, cy0), (x0, cy1, x1, y1), (x0, cy0, cx0, cy1), (cx1, cy0, x1, cy1)]
-    return [b for b in pieces if b[2] > b[0] and b[3] > b[1]]
+        _lay(img[y:y + band_h], band, -int(rng.integers(width)) % width)
 
 
 def _lay(dst: np.ndarray, band: np.ndarray, start: int) -> None:

@@ -341,12 +341,7 @@ def paste_sprite(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int,
     a = alpha[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
     src = body[sy0 - y0:sy1 - y0, sx0 - x:sx1 - x]
     dst = img[sy0:sy1, sx0:sx1].astype(np.float32)
-    # dst + a * (src - dst) + 0.5, clipped, in one buffer (the same operations in the same order)
-    mix = np.subtract(src, dst)
-    mix *= a
-    mix += dst
-    mix += np.float32(0.5)
-    img[sy0:sy1, sx0:sx1] = np.clip(mix, 0, 255, out=mix)
+    img[sy0:sy1, sx0:sx1] = np.clip(dst + a * (src - dst) + 0.5, 0, 255).astype(np.uint8)
     return sx0, sy0, sx1, sy1
 
 

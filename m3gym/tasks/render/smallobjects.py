@@ -49,6 +49,10 @@ def draw_colony(img: np.ndarray, centre16: tuple[int, int], radius16: int, color
                cv2.LINE_AA, 4)
 
 
+LINE_WIDTH: int = 2
+"""Thickness of a painted bay line (``cv2.line``'s ``thickness``)."""
+
+
 def draw_parking_lines(img: np.ndarray, rng: np.random.Generator, bounds: Box, spacing: int,
                        length: int, paint: Color) -> None:
     """Paint rows of parking-bay lines (``spacing`` apart, ``length`` long) over ``bounds``.
@@ -77,10 +81,6 @@ def draw_parking_lines(img: np.ndarray, rng: np.random.Generator, bounds: Box, s
             which = np.broadcast_to(np.arange(n)[:, None], inside.shape)[inside]
             img[rows[inside], cols[inside]] = colors[which]
         y += int(length * 2.2)
-
-
-LINE_WIDTH: int = 2
-"""Thickness of a painted bay line (``cv2.line``'s ``thickness``)."""
 
 
 @functools.lru_cache(maxsize=64)
