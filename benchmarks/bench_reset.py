@@ -5,7 +5,7 @@ Run: python benchmarks/bench_reset.py [--seeds N] [--family-seeds N] [--families
                                       [--scenes photo]
      python benchmarks/bench_reset.py --profile FAMILY [--seeds N]
      python benchmarks/bench_reset.py --image-search [--entities N]
-     python benchmarks/bench_reset.py --floor [--seeds N]
+     python benchmarks/bench_reset.py --floor [--seeds N] [--families a,b]
 
 The default run prints, for every level (``L1``, ``L2``, ``L3``, ``Classic``) and then for every
 family, the mean / median / p95 / p99 / max wall time of a full ``M3BenchEnv.reset()`` and the
@@ -27,11 +27,12 @@ prints the ratio of medians (baseline / this tree); ``--json PATH`` writes the r
 ``N`` entities for each perturbation type (and the median latency), since ``logo_lookup`` runs
 that search at reset.
 
-``--floor`` prints, per level, the size of the tasks' input images and the time of the two
-whole-image steps every photographed page goes through — one JPEG round trip and one
-perspective warp of the same size — on those very images (median per task, OpenCV's default
-threads and one thread), next to the same two steps on one view-sized (768 x 768) image: the
-least a fresh reset of that level can cost while its pages keep their size and their camera.
+``--floor`` prints, per level (and per family with ``--families``), the size of the tasks' input
+images and the time of the two whole-image steps every photographed page goes through — one
+JPEG round trip and one perspective warp of the same size — on those very images (median per
+task and p99 over tasks, OpenCV's default threads and one thread), next to the same two steps on
+one view-sized (768 x 768) image: the least a fresh reset of that level (or family) can cost
+while its pages keep their size and their camera.
 """
 
 from __future__ import annotations
@@ -351,15 +352,18 @@ def camera_floor_ms(images: tuple[np.ndarray, ...], threads: int) -> float:
         cv2.setNumThreads(before)
 
 
-def floor_table(seeds: int) -> None:
-    """Print each level's input size and camera floor (see ``--floor``) against a 10 ms reset."""
+def floor_table(seeds: int, families: list[str] | None = None) -> None:
+    """Print each level's (and each of ``families``') input size and camera floor (``--floor``).
+
+    A family's rows are built with :func:`make_task` on the same training seeds as the levels'
+    resets; its ``p99 floor`` column is the floor of its largest tasks, the least its reset
+    tail can cost while its pages keep their size and their camera.
+    """
     threads = cv2.getNumThreads()
     rng = np.random.default_rng(0)
     view = cv2.GaussianBlur(rng.integers(0, 256, (768, 768, 3), dtype=np.uint8), (0, 0), 2.0)
     print(f"camera floor: one JPEG round trip (q85) + one perspective warp per input image "
           f"({load_line()})")
-    print(f"{'level':<10}{'tasks':>6}{'Mpx/task':>10}{'max Mpx':>9}{'floor ms':>10}"
-          f"{'1 thread':>10}")
     samples: dict[str, list[tuple[np.ndarray, ...]]] = {}
     for g, kw in GROUPS:
         env = M3BenchEnv(**kw)
@@ -369,14 +373,21 @@ def floor_table(seeds: int) -> None:
             samples[g].append(tuple(np.ascontiguousarray(im) for im in env.task.images))
         env.close()
     samples["768x768"] = [(view,)] * seeds
+    for fam in families or ():
+        samples[fam] = [tuple(np.ascontiguousarray(im) for im in make_task(fam, 500_000 + i).images)
+                        for i in range(seeds)]
+    width = max(10, *(len(g) + 1 for g in samples))
+    print(f"{'level':<{width}}{'tasks':>6}{'Mpx/task':>10}{'max Mpx':>9}{'floor ms':>10}"
+          f"{'1 thread':>10}{'p99 floor':>10}")
     for g, tasks in samples.items():
         mpx = [sum(im.shape[0] * im.shape[1] for im in imgs) / 1e6 for imgs in tasks]
         multi = [camera_floor_ms(imgs, threads) for imgs in tasks]
         single = [camera_floor_ms(imgs, 1) for imgs in tasks]
-        print(f"{g:<10}{len(tasks):>6}{statistics.median(mpx):>10.2f}{max(mpx):>9.2f}"
-              f"{statistics.median(multi):>10.1f}{statistics.median(single):>10.1f}")
-    print("(medians per task; the 768x768 row is one view-sized image, the smallest page that "
-          "is not shown whole)")
+        print(f"{g:<{width}}{len(tasks):>6}{statistics.median(mpx):>10.2f}{max(mpx):>9.2f}"
+              f"{statistics.median(multi):>10.1f}{statistics.median(single):>10.1f}"
+              f"{percentiles(multi)['p99']:>10.1f}")
+    print("(medians per task, and the p99 over tasks; the 768x768 row is one view-sized image, "
+          "the smallest page that is not shown whole)")
 
 
 def profile_family(name: str, seeds: int) -> None:
@@ -415,7 +426,7 @@ def main() -> None:
                     help="print each level's camera floor (JPEG round trip + warp) instead")
     args = ap.parse_args()
     if args.floor:
-        floor_table(args.seeds)
+        floor_table(args.seeds, [f for f in args.families.split(",") if f])
         return
     if args.image_search:
         image_search_table(args.entities)
