@@ -501,10 +501,13 @@ def _cast_shadow_gain(rng: np.random.Generator, h: int, w: int, strength: float,
     return 1.0 - np.float32(darkness) * mask
 
 
-def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) -> np.ndarray:
+def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float,
+               solid: Box | None = None) -> np.ndarray:
     """Return a float32 ``(h, w)`` weight, 1 on the ``keep`` boxes fading to 0 over ``feather``.
 
-    The fade is computed on a small field and upscaled; the boxes themselves are exactly 1.
+    The fade is computed on a small field and upscaled; the boxes themselves are exactly 1,
+    except a box whose pixels are ``solid`` (as :func:`_sharp_region` gives it): that one keeps
+    the fade, as :func:`_sharpen` copies the sharp pixels there and never reads the weight.
     """
     sh, sw = _field_shape(h, w)
     sx, sy = sw / w, sh / h
@@ -518,8 +521,81 @@ def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) 
     mask = cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
     for k in keep:
         x0, y0, x1, y1 = grow_box(k, 0.0, w, h)
-        mask[y0:y1, x0:x1] = 1.0
+        (sx0, sx1), (sy0, sy1) = _span(x0, x1, w), _span(y0, y1, h)
+        if (sx0, sy0, sx1, sy1) != solid:
+            mask[y0:y1, x0:x1] = 1.0
     return mask
+
+
+def _span(a: int, b: int, n: int) -> tuple[int, int]:
+    """Return the ``[start, stop)`` that the slice ``a:b`` takes of ``n`` items (numpy's rule)."""
+    start, stop, _ = slice(a, b).indices(n)
+    return start, max(start, stop)
+
+
+def _sharp_region(keep: Sequence[Sequence[float]], feather: float, w: int,
+                  h: int) -> tuple[Box, Box]:
+    """Return the ``keep`` boxes' blend region and its largest box of weight exactly 1.
+
+    The region is the bounding box of the boxes grown by ``2 * feather`` (where
+    :func:`_keep_mask` can be > 0), as its numpy slice takes it; the solid box is the largest
+    box :func:`_keep_mask` sets to 1, as its slice takes it.
+    """
+    x0, y0, x1, y1 = _grown_bounds(keep, feather, w, h)
+    (rx0, rx1), (ry0, ry1) = _span(x0, x1, w), _span(y0, y1, h)
+    solid = (0, 0, 0, 0)
+    for k in keep:
+        bx0, by0, bx1, by1 = grow_box(k, 0.0, w, h)
+        (sx0, sx1), (sy0, sy1) = _span(bx0, bx1, w), _span(by0, by1, h)
+        if (sx1 - sx0) * (sy1 - sy0) > (solid[2] - solid[0]) * (solid[3] - solid[1]):
+            solid = (sx0, sy0, sx1, sy1)
+    return (rx0, ry0, rx1, ry1), solid
+
+
+def _grown_bounds(keep: Sequence[Sequence[float]], feather: float, w: int, h: int) -> Box:
+    """Return the bounding box of the ``keep`` boxes grown by ``2 * feather`` (each clipped)."""
+    grown = [grow_box(k, 2 * feather, w, h) for k in keep]
+    return (min(g[0] for g in grown), min(g[1] for g in grown),
+            max(g[2] for g in grown), max(g[3] for g in grown))
+
+
+def _blend_tiles(region: Box, solid: Box) -> tuple[list[Box], Box | None]:
+    """Split ``region`` into the tiles to blend and the part of ``solid`` inside it.
+
+    The tiles (up to four strips: above, below, left and right of the solid part) and that
+    part cover ``region`` without overlap; the part is ``None`` when ``solid`` misses it.
+    """
+    x0, y0, x1, y1 = region
+    if x1 <= x0 or y1 <= y0:
+        return [], None
+    sx0, sy0 = max(solid[0], x0), max(solid[1], y0)
+    sx1, sy1 = min(solid[2], x1), min(solid[3], y1)
+    if sx1 <= sx0 or sy1 <= sy0:
+        return [region], None
+    strips = [(x0, y0, x1, sy0), (x0, sy1, x1, y1), (x0, sy0, sx0, sy1), (sx1, sy0, x1, sy1)]
+    return [t for t in strips if t[2] > t[0] and t[3] > t[1]], (sx0, sy0, sx1, sy1)
+
+
+def _sharpen(blurred: np.ndarray, shot: np.ndarray, sharp: np.ndarray, region: Box,
+             solid: Box, row0: int = 0) -> None:
+    """Blend ``shot`` over ``blurred`` (in place) by the weight ``sharp`` on ``region``.
+
+    ``cv2.blendLinear(shot, blurred, s, 1 - s)`` on the region, per pixel as one call on the
+    whole region gives; ``sharp`` is exactly 1 on ``solid``, where that blend is ``shot``
+    itself (``(a * 1 + b * 0) / (1 + 1e-5)`` rounds to ``a`` for every ``uint8``), so the solid
+    part is copied and only the strips around it are blended. ``blurred`` and ``shot`` hold
+    the image's rows from ``row0``; ``region`` and ``solid`` are in image pixels, ``region``'s
+    rows among those held.
+    """
+    tiles, inside = _blend_tiles(region, solid)
+    for x0, y0, x1, y1 in tiles:
+        s = sharp[y0:y1, x0:x1]
+        blurred[y0 - row0:y1 - row0, x0:x1] = cv2.blendLinear(
+            shot[y0 - row0:y1 - row0, x0:x1], blurred[y0 - row0:y1 - row0, x0:x1], s,
+            np.float32(1.0) - s)
+    if inside is not None:
+        x0, y0, x1, y1 = inside
+        blurred[y0 - row0:y1 - row0, x0:x1] = shot[y0 - row0:y1 - row0, x0:x1]
 
 
 @dataclass(frozen=True)
@@ -588,14 +664,10 @@ def render_camera(img: np.ndarray, d: CameraDraw, keep: Sequence[Sequence[float]
         blurred = _kernel_filter(shot, *d.blur)
         if keep:
             feather = 0.02 * max(h, w)
+            region, solid = _sharp_region(keep, feather, w, h)
             if sharp is None:
-                sharp = _keep_mask(h, w, keep, feather)
-            grown = [grow_box(k, 2 * feather, w, h) for k in keep]  # where sharp can be > 0
-            x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown)
-            x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)
-            s = sharp[y0:y1, x0:x1]  # blendLinear reads the box in place
-            blurred[y0:y1, x0:x1] = cv2.blendLinear(shot[y0:y1, x0:x1], blurred[y0:y1, x0:x1], s,
-                                                    np.float32(1.0) - s)
+                sharp = _keep_mask(h, w, keep, feather, solid)
+            _sharpen(blurred, shot, sharp, region, solid)
         shot = blurred
     if d.noise is not None:
         shot = add_drawn_noise(shot, d.sigma, d.noise, inplace=shot is not img)
@@ -628,7 +700,7 @@ class BandRenderer:
         self.img, self.d, self.keep = img, d, list(keep)
         h, w = img.shape[:2]
         self._gain: np.ndarray | None = None
-        self._sharp: tuple[np.ndarray, Box] | None = None
+        self._sharp: tuple[np.ndarray, Box, Box] | None = None
         self.bandable = d.blur is None or d.blur[0] <= SPATIAL_KERNEL_SIDE
         self.shape = (h, w)
 
@@ -640,15 +712,13 @@ class BandRenderer:
                                                                 interpolation=cv2.INTER_LINEAR)
         return self._gain
 
-    def _sharp_box(self) -> tuple[np.ndarray, Box]:
+    def _sharp_box(self) -> tuple[np.ndarray, Box, Box]:
         if self._sharp is None:
             h, w = self.shape
             feather = 0.02 * max(h, w)
-            sharp = _keep_mask(h, w, self.keep, feather)
-            grown = [grow_box(k, 2 * feather, w, h) for k in self.keep]
-            box = (min(g[0] for g in grown), min(g[1] for g in grown),
-                   max(g[2] for g in grown), max(g[3] for g in grown))
-            self._sharp = (sharp, box)
+            _, solid = _sharp_region(self.keep, feather, w, h)
+            sharp = _keep_mask(h, w, self.keep, feather, solid)
+            self._sharp = (sharp, _grown_bounds(self.keep, feather, w, h), solid)
         return self._sharp
 
     def rows(self, y0: int, y1: int) -> np.ndarray | None:
@@ -668,13 +738,11 @@ class BandRenderer:
         if self.d.blur is not None:
             blurred = _kernel_filter(out, *self.d.blur)
             if self.keep:
-                sharp, (bx0, by0, bx1, by1) = self._sharp_box()
+                sharp, (bx0, by0, bx1, by1), solid = self._sharp_box()
                 r0, r1 = max(by0, ay0), min(by1, ay1)
                 if r1 > r0:
-                    s = sharp[r0:r1, bx0:bx1]
-                    blurred[r0 - ay0:r1 - ay0, bx0:bx1] = cv2.blendLinear(
-                        out[r0 - ay0:r1 - ay0, bx0:bx1], blurred[r0 - ay0:r1 - ay0, bx0:bx1], s,
-                        np.float32(1.0) - s)
+                    cx0, cx1 = _span(bx0, bx1, w)
+                    _sharpen(blurred, out, sharp, (cx0, r0, cx1, r1), solid, ay0)
             out = blurred
         out = np.ascontiguousarray(out[jy0 - ay0:jy1 - ay0])
         if self.d.noise is not None:
