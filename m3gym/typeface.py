@@ -202,9 +202,15 @@ class _GlyphAtlas:
     / 255`` (Pillow's ``MULDIV255``), in drawing order. :func:`_ink` redoes exactly that from
     the cached glyphs (tests/render/test_fast_paths_same_bytes.py compares it with FreeType's
     raster).
+
+    Besides the per-character ``glyphs`` and ``pairs``, every glyph has a slot: its pixels lie
+    in one run of the atlas-wide arrays of :meth:`table` (rebuilt after glyphs are added), its
+    kerning before every other slot in the matrix ``kerns`` (:data:`_NO_KERN` until measured),
+    so a line is composed with a few array operations whatever its length.
     """
 
-    __slots__ = ("font", "kerned", "glyphs", "pairs", "uses")
+    __slots__ = ("font", "kerned", "glyphs", "pairs", "uses", "slots", "latin", "kerns",
+                 "_table")
 
     def __init__(self, face: str, size: float) -> None:
         self.font = load_font(face, size)
@@ -212,12 +218,18 @@ class _GlyphAtlas:
         self.uses = 0  # strings asked for at this face and size
         self.glyphs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
         self.pairs: dict[str, int] = {}
+        self.slots: dict[str, int] = {}  # char -> its index in the table's per-glyph arrays
+        self.latin = np.full(256, -1, np.intp)  # Latin-1 code point -> slot (-1: none yet)
+        self.kerns = np.full((0, 0), _NO_KERN, np.int64)  # [slot, next slot] -> kerning
+        self._table: _GlyphTable | None = None
 
     def glyph(self, char: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """Return (and cache) ``char``'s inked rows and columns, coverages and advance.
 
         Rows and columns count from the pen on the baseline; the advance is in 26.6 units.
         """
+        if char in self.glyphs:
+            return self.glyphs[char]
         mask, (x0, y0) = self.font.getmask2(char, "L", anchor="ls")
         w, h = mask.size
         alpha = np.frombuffer(bytes(mask), np.uint8).reshape(h, w)
@@ -225,6 +237,10 @@ class _GlyphAtlas:
         hit = ((rows + y0).astype(np.int16), (cols + x0).astype(np.int16), alpha[rows, cols],
                round(self.font.getlength(char) * 64))
         self.glyphs[char] = hit
+        slot = self.slots[char] = len(self.slots)
+        if ord(char) < 256:
+            self.latin[ord(char)] = slot
+        self._table = None
         return hit
 
     def kern(self, pair: str) -> int:
@@ -233,6 +249,103 @@ class _GlyphAtlas:
         k = round(self.font.getlength(pair) * 64) - g[pair[0]][3] - g[pair[1]][3]
         self.pairs[pair] = k
         return k
+
+    def lookup(self, text: str) -> np.ndarray | None:
+        """Return the slots of ``text``'s characters (``intp``), or ``None`` if one has none."""
+        try:
+            codes = np.frombuffer(text.encode("latin-1"), np.uint8)
+        except UnicodeEncodeError:
+            slots = self.slots
+            idx = np.fromiter((slots.get(c, -1) for c in text), np.intp, len(text))
+        else:
+            idx = self.latin[codes]
+        return idx if idx.size and idx.min() >= 0 else None
+
+    def table(self) -> _GlyphTable:
+        """Return the per-slot arrays of every glyph so far (rebuilt after a glyph is added)."""
+        if self._table is None:
+            self._table = _GlyphTable.of(list(self.glyphs.values()))
+            n = len(self.slots)
+            if self.kerns.shape[0] < n:  # room for more slots: the kerning found so far stays
+                kerns = np.full((2 * n, 2 * n), _NO_KERN, np.int64)
+                m = self.kerns.shape[0]
+                kerns[:m, :m] = self.kerns
+                self.kerns = kerns
+        return self._table
+
+    def steps(self, text: str, idx: np.ndarray, advance: np.ndarray) -> np.ndarray:
+        """Return how far the pen moves after each character of ``text`` but the last (26.6).
+
+        ``idx`` are the characters' slots and ``advance`` the advances of all but the last.
+        """
+        if not self.kerned or idx.size < 2:
+            return advance
+        cap = self.kerns.shape[1]
+        pair = idx[:-1] * cap + idx[1:]
+        k = self.kerns.ravel().take(pair)
+        if k.min() == _NO_KERN:  # pairs not measured yet
+            for i in np.flatnonzero(k == _NO_KERN).tolist():
+                known = self.pairs.get(text[i:i + 2])
+                k[i] = self.kern(text[i:i + 2]) if known is None else known
+            self.kerns.ravel()[pair] = k
+        return advance + k
+
+
+_NO_KERN: int = np.iinfo(np.int64).min
+""":attr:`_GlyphAtlas.kerns` of a pair whose kerning is not measured yet."""
+
+_NO_INK: int = 1 << 40
+"""The column and row extents of a glyph without ink (a space): never a line's minimum or
+maximum (stored as ``+_NO_INK`` minimum and ``-_NO_INK`` maximum)."""
+
+
+@dataclass(frozen=True)
+class _GlyphTable:
+    """The glyphs of an atlas as arrays indexed by slot, their pixels in one run per glyph.
+
+    Attributes:
+        meta: ``int64`` ``(slots, 7)``: per slot its hinted advance (26.6 units), pixel count,
+            first pixel's index in ``rows``/``cols``/``vals``, first and last ink column and
+            first and last ink row from the pen on the baseline (``±_NO_INK`` for a glyph
+            without ink); the columns are named by ``_ADVANCE`` ... ``_ROW_MAX``.
+        rows, cols: ``int64`` every glyph's inked pixels, from the pen on the baseline.
+        vals: ``uint16`` their coverages.
+        flats: canvas stride -> ``rows * stride + cols`` (filled on demand).
+    """
+
+    meta: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    flats: dict[int, np.ndarray]
+
+    @classmethod
+    def of(cls, glyphs: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]) -> _GlyphTable:
+        """Return the table of ``glyphs`` (``_GlyphAtlas.glyph`` entries, in slot order)."""
+        meta = np.zeros((len(glyphs), 7), np.int64)
+        meta[:, _ADVANCE] = [g[3] for g in glyphs]
+        meta[:, _COUNT] = [g[2].size for g in glyphs]
+        meta[:, _START] = np.cumsum(meta[:, _COUNT]) - meta[:, _COUNT]
+        for i, (rows, cols, _, _) in enumerate(glyphs):
+            meta[i, _COL_MIN:] = ((cols.min(), cols.max(), rows.min(), rows.max()) if rows.size
+                                  else (_NO_INK, -_NO_INK, _NO_INK, -_NO_INK))
+        none = np.zeros(0, np.int16)
+        return cls(meta=meta,
+                   rows=np.concatenate([g[0] for g in glyphs] + [none]).astype(np.int64),
+                   cols=np.concatenate([g[1] for g in glyphs] + [none]).astype(np.int64),
+                   vals=np.concatenate([g[2] for g in glyphs] + [none]).astype(np.uint16),
+                   flats={})
+
+    def flat(self, stride: int) -> np.ndarray:
+        """Return (and cache) every pixel's offset ``row * stride + col`` from the pen."""
+        hit = self.flats.get(stride)
+        if hit is None:
+            hit = self.flats[stride] = self.rows * stride + self.cols
+        return hit
+
+
+_ADVANCE, _COUNT, _START, _COL_MIN, _COL_MAX, _ROW_MIN, _ROW_MAX = range(7)
+"""The columns of :attr:`_GlyphTable.meta`."""
 
 
 @lru_cache(maxsize=16)
@@ -272,49 +385,98 @@ def _ink(text: str, font: str, size: float) -> tuple[np.ndarray, int] | None:
         return _raster_ink(text, load_font(font, size))
     at = _atlas(font, size)
     at.uses += 1
-    g = at.glyphs
-    if ((at.uses <= ATLAS_AFTER_USES or len(text) < ATLAS_MIN_FILL_LENGTH)
-            and not all(c in g for c in text)):
-        return _raster_ink(text, at.font)  # filling the atlas would cost more than it saves
-    entries = [g.get(c) or at.glyph(c) for c in text]
-    advance = [e[3] for e in entries]
-    if at.kerned:
-        pairs = at.pairs
-        for i in range(len(text) - 1):
-            k = pairs.get(text[i:i + 2])
-            advance[i] += at.kern(text[i:i + 2]) if k is None else k
-    pen = np.zeros(len(text), np.int64)
-    np.cumsum(advance[:-1], out=pen[1:])
-    rows = np.concatenate([e[0] for e in entries]).astype(np.intp)
-    if rows.size == 0:
+    idx = at.lookup(text)
+    if idx is None:
+        if at.uses <= ATLAS_AFTER_USES or len(text) < ATLAS_MIN_FILL_LENGTH:
+            return _raster_ink(text, at.font)  # filling the atlas would cost more than it saves
+        for c in text:
+            at.glyph(c)
+        idx = at.lookup(text)
+        if idx is None:
+            return None
+    table = at.table()
+    meta = table.meta.take(idx, axis=0)  # per character: advance, pixels, extents
+    pen = np.zeros(idx.size, np.int64)
+    np.cumsum(at.steps(text, idx, meta[:-1, _ADVANCE]), out=pen[1:])
+    x = (pen + 32) >> 6  # PIXEL(): round
+    left, right = meta[:, _COL_MIN] + x, meta[:, _COL_MAX] + x
+    r0 = int(meta[:, _ROW_MIN].min())
+    if r0 == _NO_INK:
         return None
-    cols = (np.concatenate([e[1] for e in entries]).astype(np.intp)
-            + np.repeat((pen + 32) >> 6, [e[2].size for e in entries]))  # PIXEL(): round
-    vals = np.concatenate([e[2] for e in entries])
-    r0, c0 = int(rows.min()), int(cols.min())
-    h, w = int(rows.max()) - r0 + 1, int(cols.max()) - c0 + 1
-    flat = (rows - r0) * w + (cols - c0)
-    out = np.zeros(h * w, np.uint8)
-    out[flat] = vals  # right where one glyph inks a pixel; overlaps are redone below
-    multi = np.bincount(flat, minlength=h * w)[flat] > 1
-    if multi.any():
-        where, src = flat[multi], vals[multi].astype(np.int32)
-        order = np.argsort(where, kind="stable")  # per pixel, in drawing order
-        where, src = where[order], src[order]
-        first = np.ones(where.size, bool)
-        first[1:] = where[1:] != where[:-1]
-        idx = np.arange(where.size)
-        rank = idx - np.maximum.accumulate(np.where(first, idx, 0))
-        group = np.cumsum(first) - 1
-        acc = src[first]
-        for k in range(1, int(rank.max()) + 1):
-            sel = rank == k
-            gi, s = group[sel], src[sel]
-            t = acc[gi]
-            tmp = t * (255 - s) + 128
-            acc[gi] = np.where(t > 0, np.minimum(255, s + (((tmp >> 8) + tmp) >> 8)), s)
-        out[where[first]] = acc
-    return out.reshape(h, w), -r0
+    c0 = int(left.min())
+    h, w = int(meta[:, _ROW_MAX].max()) - r0 + 1, int(right.max()) - c0 + 1
+    stride = 1 << max(8, (w - 1).bit_length())
+    pairs = _overlaps_pairwise(left, right)
+    if pairs:  # even-numbered glyphs first, then the odd ones
+        meta = np.concatenate([meta[0::2], meta[1::2]])
+        x = np.concatenate([x[0::2], x[1::2]])
+    count = meta[:, _COUNT]
+    end = np.cumsum(count)
+    pick = np.repeat(meta[:, _START] - end + count, count) + np.arange(int(end[-1]))
+    flat = table.flat(stride).take(pick) + np.repeat(x - (r0 * stride + c0), count)
+    vals = table.vals.take(pick)
+    canvas = np.zeros(h * stride, np.uint16)
+    if pairs:
+        _blend_pairwise(canvas, flat, vals, int(end[(idx.size + 1) // 2 - 1]))
+    else:
+        _blend_in_order(canvas, flat, vals)
+    return canvas.reshape(h, stride)[:, :w].astype(np.uint8), -r0
+
+
+def _overlaps_pairwise(left: np.ndarray, right: np.ndarray) -> bool:
+    """Return whether no column holds ink of more than two glyphs, and only of neighbours.
+
+    ``left``/``right`` are the glyphs' first and last ink columns in drawing order (``±_NO_INK``
+    for a glyph without ink): true when every glyph ends left of every glyph from the
+    next-but-one on, so a pixel is inked by at most two glyphs, consecutive ones.
+    """
+    if left.size < 3:
+        return True
+    return bool((np.maximum.accumulate(right[:-2])
+                 < np.minimum.accumulate(left[::-1])[::-1][2:]).all())
+
+
+def _blend_pairwise(canvas: np.ndarray, flat: np.ndarray, vals: np.ndarray, split: int) -> None:
+    """Draw pixels ``vals`` at ``flat`` into ``canvas`` (``uint16``, zero), pairs over each other.
+
+    The first ``split`` pixels (the even-numbered glyphs) never share a pixel, nor do the rest:
+    where one of each meets, Pillow's blend of the later over the earlier, ``s + round(t * (255
+    - s) / 255)``, is ``s + t - round(s * t / 255)`` (no ties: 255 is odd), the same in either
+    order, so drawing all the first and then blending the rest over them gives Pillow's pixels.
+    """
+    canvas[flat[:split]] = vals[:split]
+    at, s = flat[split:], vals[split:]
+    t = canvas[at]
+    prod = s * t + 128  # MULDIV255 in 16 bits: s * t + 128 + 254 < 2 ** 16
+    canvas[at] = s + t - ((prod + (prod >> 8)) >> 8)
+
+
+def _blend_in_order(canvas: np.ndarray, flat: np.ndarray, vals: np.ndarray) -> None:
+    """Draw pixels ``vals`` at ``flat`` (in drawing order) into ``canvas`` as Pillow does.
+
+    A pixel inked by several glyphs is blended over in drawing order, each ``s + t * (255 -
+    s) / 255`` with Pillow's rounding (three layers do not blend associatively).
+    """
+    canvas[flat] = vals  # right where one glyph inks a pixel; overlaps are redone below
+    multi = np.bincount(flat, minlength=canvas.size)[flat] > 1
+    if not multi.any():
+        return
+    where, src = flat[multi], vals[multi].astype(np.int32)
+    order = np.argsort(where, kind="stable")  # per pixel, in drawing order
+    where, src = where[order], src[order]
+    first = np.ones(where.size, bool)
+    first[1:] = where[1:] != where[:-1]
+    idx = np.arange(where.size)
+    rank = idx - np.maximum.accumulate(np.where(first, idx, 0))
+    group = np.cumsum(first) - 1
+    acc = src[first]
+    for k in range(1, int(rank.max()) + 1):
+        sel = rank == k
+        gi, s = group[sel], src[sel]
+        t = acc[gi]
+        tmp = t * (255 - s) + 128
+        acc[gi] = np.where(t > 0, np.minimum(255, s + (((tmp >> 8) + tmp) >> 8)), s)
+    canvas[where[first]] = acc
 
 
 @lru_cache(maxsize=1 << 14)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from m3gym.tasks import render as R
 from m3gym.tasks.families import _document_common as dc
-from m3gym.tasks.families.chart_value import ChartValueFamily
+from m3gym.tasks.families.chart_value import ChartValueFamily, wrap_line
 from m3gym.tasks.registry import make_task
 from m3gym.tasks.render import documents as D
 
@@ -89,3 +93,38 @@ def test_difficulty_scales_text_and_clutter() -> None:
     assert easy["categories"][1] < hard["categories"][0]
     with pytest.raises(ValueError):
         ChartValueFamily(series=(1, 5)).validate()
+
+
+def _textwrap(text: str, chars: int) -> list[str]:
+    """The rule wrap_line implements: textwrap's whole-word wrapping."""
+    return textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="abcXYZ019-.,' ", max_size=120), st.integers(1, 40))
+def test_wrap_line_equals_textwrap_on_spaced_words(text, chars):
+    assert wrap_line(text, chars) == _textwrap(text, chars)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.text(alphabet="ab-. \t\n\r\x0b\x0c\xa0\u2003\x1c\x85é€", max_size=60),
+       st.integers(1, 20))
+def test_wrap_line_equals_textwrap_on_any_whitespace(text, chars):
+    # tabs, newlines, non-breaking and Unicode spaces: textwrap's own rules (the fallback)
+    assert wrap_line(text, chars) == _textwrap(text, chars)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz.,", min_size=1, max_size=25),
+                min_size=1, max_size=40), st.integers(1, 100))
+def test_wrap_line_equals_textwrap_on_prose(words, chars):
+    text = " ".join(words)
+    assert wrap_line(text, chars) == _textwrap(text, chars)
+
+
+def test_wrap_line_keeps_textwraps_errors_and_edge_cases():
+    for text in ("", " ", "a", "  lead", "trail  ", "a  b", "toolongword x", "x toolongword"):
+        for chars in (1, 3, 5, 100):
+            assert wrap_line(text, chars) == _textwrap(text, chars)
+    with pytest.raises(ValueError):
+        wrap_line("some words", 0)

@@ -97,9 +97,37 @@ def filler_lines(rng: np.random.Generator, count: int, chars: int) -> list[str]:
 def wrap_line(text: str, chars: int) -> list[str]:
     """Return ``text`` wrapped to lines of at most ``chars`` chars: :func:`filler_lines`' rule.
 
-    Whole words, no breaks at hyphens; a word longer than ``chars`` stands on its own line.
+    Whole words, no breaks at hyphens; a word longer than ``chars`` stands on its own line:
+    :func:`textwrap.wrap` with ``break_long_words=False, break_on_hyphens=False``. Words
+    separated by single spaces (prose) are wrapped by :func:`_wrap_spaced` in a few string
+    searches per line; anything else goes to :mod:`textwrap`.
     """
+    if (isinstance(chars, int) and chars > 0 and text.isprintable() and "  " not in text
+            and text[:1] not in ("", " ") and text[-1] != " "):
+        return _wrap_spaced(text, chars)
     return textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=False)
+
+
+def _wrap_spaced(text: str, chars: int) -> list[str]:
+    """Return :func:`textwrap.wrap`'s lines of ``text``: words between single spaces.
+
+    ``text`` is printable (so its only whitespace is the plain space), neither starts nor ends
+    with a space and has no two in a row. Greedy whole-word wrapping then ends each line at the
+    last space at most ``chars`` past its start (or, for a longer word, at the word's end) and
+    starts the next after that space.
+    """
+    lines: list[str] = []
+    start, n = 0, len(text)
+    while n - start > chars:
+        cut = text.rfind(" ", start, start + chars + 1)
+        if cut < 0:  # a word longer than a line: it stands alone
+            cut = text.find(" ", start)
+            if cut < 0:
+                break
+        lines.append(text[start:cut])
+        start = cut + 1
+    lines.append(text[start:])
+    return lines
 
 
 PROSE_SAMPLE: str = "Participants reported that the regional teams met most of their targets."
