@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from m3gym.cache import LRUCache
 from m3gym.tasks.render.util import Box, Color, luminance, solid_image
 from m3gym.typeface import (
     ALL_FACES,
@@ -58,13 +59,73 @@ def paste_text(img: np.ndarray, patch: TextPatch, x: int, y: int, color: Color) 
         raise ValueError(f"text patch {w}x{h} at ({x}, {y}) leaves the {img.shape[1]}x"
                          f"{img.shape[0]} image")
     region = img[y:y + h, x:x + w]
-    a = patch.alpha.astype(np.float32)
+    paper = _plain(region)
+    if paper is not None:  # one colour under the text: the blend is a lookup of the coverage
+        rgba = _blend_table(tuple(color), paper).take(patch.alpha).view(np.uint8)
+        cv2.cvtColor(rgba.reshape(h, w, 4), cv2.COLOR_RGBA2RGB, dst=region)
+    else:
+        _blend(region, patch.alpha, color)
+    return PlacedText(text=patch.text, box=(x, y, x + w, y + h), mask=patch.mask,
+                      glyph_height=patch.glyph_height)
+
+
+def _blend(region: np.ndarray, alpha: np.ndarray, color: Color) -> None:
+    """Composite coverage ``alpha`` in ``color`` into ``region`` (in place): OpenCV's blend."""
+    h, w = alpha.shape
+    a = alpha.astype(np.float32)
     a *= np.float32(1.0 / 255.0)
     solid = (solid_image(h, w, color, region.dtype) if region.ndim == 3
              else np.full((h, w), round(luminance(color)), region.dtype))
     cv2.blendLinear(solid, region, a, np.float32(1.0) - a, dst=region)
-    return PlacedText(text=patch.text, box=(x, y, x + w, y + h), mask=patch.mask,
-                      glyph_height=patch.glyph_height)
+
+
+def _plain(region: np.ndarray) -> tuple[int, int, int] | None:
+    """Return the colour of a ``uint8`` RGB ``region`` that is all one colour, else ``None``.
+
+    Only for a view whose rows OpenCV can write through (channels and pixels packed).
+    """
+    if (region.ndim != 3 or region.dtype != np.uint8 or region.shape[2] != 3
+            or region.strides[1:] != (3, 1) or region.strides[0] <= 0
+            or not region.flags.writeable or not region.size
+            or region.shape[0] > PLAIN_MAX_SIZE[0] or region.shape[1] > PLAIN_MAX_SIZE[1]):
+        return None  # not an RGB view OpenCV writes through, or a big one (see PLAIN_MAX_SIZE)
+    paper = (int(region[0, 0, 0]), int(region[0, 0, 1]), int(region[0, 0, 2]))
+    h, w = region.shape[:2]
+    flat = _PLAIN.lookup(paper)
+    if flat is None or flat.shape[0] < h or flat.shape[1] < w:
+        size = (max(h, 64), max(w, 2048)) if flat is None else (max(h, flat.shape[0]),
+                                                               max(w, flat.shape[1]))
+        flat = _PLAIN[paper] = solid_image(size[0], size[1], paper)
+    return paper if cv2.norm(region, flat[:h, :w], cv2.NORM_INF) == 0 else None
+
+
+def _blend_table(color: Color, paper: tuple[int, int, int]) -> np.ndarray:
+    """Return (and cache) :func:`_blend` of ``color`` over ``paper`` for each coverage.
+
+    ``uint32`` ``(256,)``: coverage -> the blended pixel's bytes R, G, B, 0. OpenCV's blend is
+    a function of the colour, coverage and pixel alone (the same wherever it lands: tests/
+    render/test_text_paste.py), so a plain region's blend is this table's lookup.
+    """
+    key = (color, paper)
+    hit = _TABLES.lookup(key)
+    if hit is None:
+        row = solid_image(1, 256, paper)
+        _blend(row, np.arange(256, dtype=np.uint8)[None], color)
+        rgba = np.zeros((256, 4), np.uint8)
+        rgba[:, :3] = row[0]
+        hit = _TABLES[key] = rgba.view(np.uint32).ravel()
+    return hit
+
+
+PLAIN_MAX_SIZE: tuple[int, int] = (256, 4096)
+"""Largest ``(height, width)`` of a patch whose region :func:`paste_text` checks for one colour
+(the comparison image of each paper colour grows to the largest region checked)."""
+
+_PLAIN: LRUCache = LRUCache(8)
+"""Paper colour -> a plain ``uint8`` RGB image of it (grown as needed) to compare regions with."""
+
+_TABLES: LRUCache = LRUCache(256)
+"""``(ink colour, paper colour)`` -> :func:`_blend_table` (about 1 kB each)."""
 
 
 def draw_text(
