@@ -74,6 +74,70 @@ def test_bands_are_the_whole_renders_rows(seed, h, w, strength, keep):
         assert rows is not None and np.array_equal(rows, full[y0:y1]), (y0, y1)
 
 
+def random_boxes(rng: np.random.Generator, h: int, w: int, n: int) -> list[tuple[int, ...]]:
+    """Return the image's corners and edges as boxes, plus ``n`` random boxes inside it."""
+    boxes = [(0, 0, min(w, 37), min(h, 41)), (max(0, w - 50), max(0, h - 33), w, h),
+             (max(0, w - 17), min(5, h - 1), w, min(h, 900)), (min(3, w - 1), max(0, h - 70),
+                                                                min(w, 999), h), (0, 0, w, h)]
+    for _ in range(n):
+        x0, x1 = sorted(int(v) for v in rng.integers(0, w + 1, 2))
+        y0, y1 = sorted(int(v) for v in rng.integers(0, h + 1, 2))
+        boxes.append((x0, y0, max(x1, x0 + 1), max(y1, y0 + 1)))
+    return boxes
+
+
+@pytest.mark.parametrize("seed,h,w,strength,keep", CASES)
+def test_boxes_are_the_whole_renders_pixels(seed, h, w, strength, keep):
+    """A blur-free chain's boxes rendered alone are the whole render's bytes; with a blur
+    :meth:`~C.DeferredCamera.fill_box` refuses and writes nothing."""
+    img = page(seed, h, w)
+    d = chain_draw(seed, h, w, strength, keep)
+    full = C.render_camera(img, d, keep)
+    out = np.zeros_like(img)
+    camera = C.DeferredCamera(out, img, d, list(keep), C.BandRenderer(img, d, keep))
+    for box in random_boxes(np.random.default_rng(seed), h, w, 12):
+        x0, y0, x1, y1 = box
+        if d.blur is not None:
+            assert not camera.fill_box(box) and not out.any()
+            continue
+        assert camera.fill_box(box)
+        assert np.array_equal(out[y0:y1, x0:x1], full[y0:y1, x0:x1]), box
+
+
+def test_knowledge_count_boxes_are_the_whole_renders_pixels():
+    """Boxes of whole-size photographs (knowledge_count's pitches, about 3000 px) rendered
+    alone are the whole render's bytes: corners, edges and random boxes."""
+    from m3gym.tasks.registry import task_seed_rng
+
+    family = get_family("knowledge_count")()
+    checked = 0
+    for seed in range(8):
+        with C.deferred_cameras() as pending:
+            family.draw(task_seed_rng("knowledge_count", seed))
+        (camera,) = pending
+        if camera.draw.blur is not None:
+            continue
+        whole = C.render_camera(camera.img, camera.draw, camera.keep)
+        h, w = whole.shape[:2]
+        boxes = random_boxes(np.random.default_rng(seed), h, w, 0)[:4]
+        boxes += [(int(x), int(y), min(w, int(x + dx)), min(h, int(y + dy)))
+                  for x, y, dx, dy in np.random.default_rng(seed).integers(1, 300, (6, 4))
+                  * (w // 300, h // 300, 1, 1)]
+        for box in boxes:
+            assert camera.fill_box(box)
+        for x0, y0, x1, y1 in boxes:
+            assert np.array_equal(camera.out[y0:y1, x0:x1], whole[y0:y1, x0:x1]), (seed, x0, y0)
+        checked += 1
+    assert checked >= 4
+
+
+def test_mcu_span_codes_whole_mcus_with_a_guard():
+    assert C.mcu_span(0, 5, 100) == (0, 16)
+    assert C.mcu_span(8, 9, 100) == (0, 32)
+    assert C.mcu_span(40, 41, 100) == (32, 64)
+    assert C.mcu_span(90, 100, 100) == (80, 100)
+
+
 def test_a_large_blur_is_not_banded():
     d = C.CameraDraw((100, 100), np.ones((2, 2), np.float32), (9, lambda f: np.ones((1, 1))),
                      1.0, (0, 0, False), 90)
