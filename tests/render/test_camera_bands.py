@@ -257,3 +257,47 @@ def test_gain_shared_among_threads_is_the_one_thread_gain(shape):
     finally:
         cv2.setNumThreads(before)
     assert np.array_equal(one, many)
+
+
+def test_merged_boxes_join_close_boxes_and_cover_every_box():
+    assert verify.merged_boxes([(0, 0, 10, 10), (20, 5, 30, 12), (200, 0, 210, 10)], 32) == [
+        (0, 0, 30, 12), (200, 0, 210, 10)]
+    assert verify.merged_boxes([(0, 0, 10, 10), (100, 100, 110, 110), (40, 40, 95, 95)], 32) == [
+        (0, 0, 110, 110)]
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        boxes = [(x, y, x + int(dx), y + int(dy)) for x, y, dx, dy in
+                 rng.integers(1, 400, (int(rng.integers(1, 6)), 4))]
+        merged = verify.merged_boxes(boxes, 32)
+        assert all(any(m[0] <= b[0] and m[1] <= b[1] and b[2] <= m[2] and b[3] <= m[3]
+                       for m in merged) for b in boxes)
+        assert all(max(a[0], b[0]) - min(a[2], b[2]) >= 32 or max(a[1], b[1]) - min(a[3], b[3])
+                   >= 32 for i, a in enumerate(merged) for b in merged[i + 1:])
+
+
+@pytest.mark.parametrize("family,seeds", [("receipt_total", range(6)), ("price_sum", range(10))])
+def test_banded_verdict_is_the_whole_renders_verdict(monkeypatch, family, seeds):
+    """The verdict on the crops' boxes (blur-free chains) or rows (blurred ones) is the verdict
+    on the whole render (they read nothing else: BANDED_KINDS); a blur-free chain renders no
+    full-width rows."""
+    from m3gym.tasks.registry import task_seed_rng
+
+    rows = []
+    band_rows = C.BandRenderer.rows
+    monkeypatch.setattr(C.BandRenderer, "rows", lambda self, *a: rows.append(self.d.blur)
+                        or band_rows(self, *a))
+    fam = get_family(family)()
+    kinds = set()
+    for seed in seeds:
+        rng = task_seed_rng(family, seed)
+        for _ in range(3):  # a seed's first draws, passing and failing
+            with C.deferred_cameras() as pending:
+                task = fam.draw(rng)
+            banded = verify.banded_verdict(task, pending)
+            for camera in pending:
+                camera.finish()
+            # None: a blur too large to band (the caller renders whole)
+            assert banded in (None, verify.reference_checkpoints_pass(task)), seed
+            kinds.add((pending[0].draw.blur is None, banded))
+    assert all(blur is not None for blur in rows)
+    assert {(True, True), (False, True), (True, False), (False, False)} <= kinds
