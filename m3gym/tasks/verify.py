@@ -18,7 +18,6 @@ from m3gym.spec import Task
 if TYPE_CHECKING:
     from m3gym.state import ImageState
     from m3gym.tasks.render.camera import DeferredCamera
-    from m3gym.tasks.render.util import Box
     from m3gym.trace import Trace
 
 VERIFY_ATTEMPTS: int = 8
@@ -29,7 +28,7 @@ tasks redraw, up to 4 draws: its faded ink falls under the legibility line after
 camera), price_sum 1.10, tiny_faint_text and region_count 1.03, grid_period 1.00. A redraw
 repeats the whole scene, so redraws make the families' slowest resets; receipt_total and
 price_sum defer their camera (``first_verified(..., defer_camera=True)``), so a dropped draw's
-camera renders only the boxes (with a blur: the rows) its reference crops read.
+camera renders only the rows its reference crops read.
 """
 
 
@@ -77,10 +76,10 @@ def first_verified(draw: Callable[[], Task], attempts: int = VERIFY_ATTEMPTS,
 
     With ``defer_camera`` (for a family whose draw only passes its camera output on into the
     task's images, see :func:`~m3gym.tasks.render.camera.deferred_cameras`) a draw's camera
-    first renders only the boxes (with a blur: the rows) its reference crops read
-    (:func:`banded_verdict`); a draw that fails there is dropped without rendering the rest of
-    its image. The task is the same either way: those pixels are the whole image's very bytes
-    and the generator's draws do not change.
+    first renders only the rows its reference crops read (:func:`banded_verdict`); a draw that
+    fails there is dropped without rendering the rest of its image. The task is the same
+    either way: the rows are the whole image's very bytes and the generator's draws do not
+    change.
     """
     from m3gym.tasks.render.photo_scene import current_photo_scene
 
@@ -115,15 +114,13 @@ BANDED_KINDS: frozenset[str] = frozenset({"crop_covers", "v_tool", "v_true"})
 
 
 def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None:
-    """Return whether ``task``'s reference passes, rendering only the pixels its crops read.
+    """Return whether ``task``'s reference passes, rendering only the rows its crops read.
 
     ``pending`` are the draw's deferred cameras (their outputs zero so far). ``None`` when that
     cannot be decided exactly: a reference call other than a crop of an input image, a
-    checkpoint that reads pixels elsewhere (only :data:`BANDED_KINDS`: they read the crops'
-    pixels and geometry), an image shared with a camera output other than as the output
-    itself, or a camera chain that cannot be rendered in rows. Each crop's box is filled in
-    its output (:meth:`~m3gym.tasks.render.camera.DeferredCamera.fill_box`), or, where the
-    chain draws a blur, the crops' full-width rows; the rest is left for ``finish``.
+    checkpoint that reads pixels elsewhere, an image shared with a camera output other than
+    as the output itself, or a camera chain that cannot be rendered in rows. The crops'
+    rows are then filled in the outputs; the rest is left for ``finish``.
     """
     import numpy as np
 
@@ -133,7 +130,7 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None
         return None
     if any(c.kind not in BANDED_KINDS for c in task.checkpoints):
         return None
-    boxes: dict[int, list[Box]] = {}
+    rows: dict[int, list[tuple[int, int]]] = {}
     for step in task.reference:
         for call in step:
             idx = call.arguments.get("image_index")
@@ -142,10 +139,10 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None
                 return None
             h, w = task.images[idx].shape[:2]
             try:
-                box = crop_pixel_box([float(v) for v in call.arguments["bbox_2d"]], w, h)
+                _, y0, _, y1 = crop_pixel_box([float(v) for v in call.arguments["bbox_2d"]], w, h)
             except Exception:  # noqa: BLE001 - the full replay reports the failing call
                 return None
-            boxes.setdefault(idx, []).append(box)
+            rows.setdefault(idx, []).append((y0, y1))
     owner: dict[int, DeferredCamera] = {}
     for i, img in enumerate(task.images):
         for camera in pending:
@@ -153,53 +150,13 @@ def banded_verdict(task: Task, pending: Sequence[DeferredCamera]) -> bool | None
                 owner[i] = camera
             elif np.shares_memory(camera.out, img):
                 return None
-    if any(i not in owner for i in boxes):
+    if any(i not in owner for i in rows):
         return None  # a crop of an image no deferred camera made: compare as usual
-    for i, crops in boxes.items():
-        if not fill_crops(owner[i], crops):
-            return None
+    for i, spans in rows.items():
+        for y0, y1 in merged_spans(spans, BAND_GAP_ROWS):
+            if not owner[i].fill_rows(y0, y1):
+                return None
     return reference_checkpoints_pass(task)
-
-
-def fill_crops(camera: DeferredCamera, crops: Sequence[Box]) -> bool:
-    """Fill the pixel boxes ``crops`` of ``camera``'s output; False when it cannot be exact.
-
-    Boxes (:func:`merged_boxes`) when the chain allows it, else the crops' rows
-    (:func:`merged_spans`, full width); False when neither can be rendered alone.
-    """
-    merged = merged_boxes(crops, BOX_GAP_PX)
-    if camera.fill_box(merged[0]):
-        return all([camera.fill_box(box) for box in merged[1:]])
-    return all(camera.fill_rows(y0, y1)
-               for y0, y1 in merged_spans([(b[1], b[3]) for b in crops], BAND_GAP_ROWS))
-
-
-BOX_GAP_PX: int = 32
-"""Pixels between two crops' boxes below which :func:`fill_crops` renders their bounding box
-(each box codes up to two MCUs, 16 px each, beyond its own pixels)."""
-
-
-def merged_boxes(boxes: Sequence[Box], gap: int) -> list[Box]:
-    """Return ``boxes`` with those under ``gap`` apart (both ways) replaced by their bounds.
-
-    Merged repeatedly until no two lie that close; the result covers every input box.
-    """
-    out = [tuple(b) for b in boxes]
-    merged = True
-    while merged:
-        merged = False
-        for i in range(len(out)):
-            for j in range(i + 1, len(out)):
-                a, b = out[i], out[j]
-                if (max(a[0], b[0]) - min(a[2], b[2]) < gap
-                        and max(a[1], b[1]) - min(a[3], b[3]) < gap):
-                    out[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-                    del out[j]
-                    merged = True
-                    break
-            if merged:
-                break
-    return [(int(b[0]), int(b[1]), int(b[2]), int(b[3])) for b in out]
 
 
 BAND_GAP_ROWS: int = 64
