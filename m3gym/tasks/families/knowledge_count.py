@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cv2
@@ -116,11 +116,11 @@ def _fill_crops(task: Task, pending: Sequence[DeferredCamera]) -> bool:
     """Render into ``task``'s image just the pixels its reference crops read; return success.
 
     ``pending`` are the draw's deferred cameras; each crop's box is rendered alone
-    (:meth:`~m3gym.tasks.render.camera.DeferredCamera.fill_box`). False, with nothing
-    rendered (``finish`` then renders the whole image), when the image is not one deferred
-    camera's own output, a crop's box is invalid, or the chain has a blur: a blur is only
-    banded on full-width rows, and the crops' rows (a fifth of the image) with their blur cost
-    more than the whole render saves when one draw in six is dropped.
+    (:func:`_fill_box`). False, with nothing rendered (``finish`` then renders the whole
+    image), when the image is not one deferred camera's own output, a crop's box is invalid,
+    or the chain has a blur: a blur is only banded on full-width rows, and the crops' rows
+    (a fifth of the image) with their blur cost more than the whole render saves when one
+    draw in six is dropped.
     """
     from m3gym.tools.geometric import crop_pixel_box
 
@@ -139,7 +139,51 @@ def _fill_crops(task: Task, pending: Sequence[DeferredCamera]) -> bool:
             boxes.append(crop_pixel_box([float(v) for v in call.arguments["bbox_2d"]], w, h))
         except Exception:  # noqa: BLE001 - the full replay reports the failing call
             return False
-    return all([camera.fill_box(box) for box in boxes])
+    for box in boxes:
+        _fill_box(camera, box)
+    return True
+
+
+def _mcu_span(a: int, b: int, n: int) -> tuple[int, int]:
+    """Return the whole-MCU span, ``JPEG_GUARD`` beyond each cut, coding ``a:b`` of ``0:n``."""
+    from m3gym.tasks.render.camera import JPEG_GUARD, JPEG_MCU
+
+    lo = 0 if a - JPEG_GUARD <= 0 else (a - JPEG_GUARD) // JPEG_MCU * JPEG_MCU
+    return lo, min(n, -(-(b + JPEG_GUARD) // JPEG_MCU) * JPEG_MCU)
+
+
+def _fill_box(camera: DeferredCamera, box: R.Box) -> None:
+    """Write pixel ``box`` of a blur-free deferred camera's output into ``camera.out``.
+
+    The box-wise counterpart of :class:`~m3gym.tasks.render.camera.BandRenderer`'s rows (a
+    blur is banded on full-width rows only: its filter's vector and scalar paths may round a
+    pixel apart depending on its column). The gain (the whole-image gain, sliced) and the
+    noise (its tile offsets moved to the box's corner) are element-wise, and the JPEG round
+    trip codes each 16x16 MCU on its own: the box grown to whole MCUs and ``JPEG_GUARD``
+    pixels beyond each cut (the decoder's chroma upsampling reads one chroma sample across;
+    an even chroma column keeps the encoder's alternating rounding) is rendered alone, and
+    the box's pixels are the very bytes of the whole render's.
+    """
+    from m3gym.tasks.render.camera import render_camera
+    from m3gym.tasks.render.degradations import NOISE_TILE_SHAPE
+
+    d = camera.draw
+    h, w = d.shape
+    x0, y0, x1, y1 = box
+    jx0, jx1 = _mcu_span(x0, x1, w)
+    jy0, jy1 = _mcu_span(y0, y1, h)
+    noise = d.noise
+    if noise is not None:
+        noise = ((noise[0] + jy0) % NOISE_TILE_SHAPE[0], (noise[1] + jx0) % NOISE_TILE_SHAPE[1],
+                 noise[2])
+    gain = camera.bands._full_gain()[jy0:jy1, jx0:jx1]  # made once; finish() reuses it
+    part = replace(d, shape=(jy1 - jy0, jx1 - jx0), gain=np.ascontiguousarray(gain),
+                   noise=noise)
+    shot = render_camera(np.ascontiguousarray(camera.img[jy0:jy1, jx0:jx1]), part)
+    writeable = camera.out.flags.writeable
+    camera.out.setflags(write=True)
+    camera.out[y0:y1, x0:x1] = shot[y0 - jy0:y1 - jy0, x0 - jx0:x1 - jx0]
+    camera.out.setflags(write=writeable)
 
 
 @register_family

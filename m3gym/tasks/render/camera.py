@@ -21,13 +21,12 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from m3gym.tasks.render.degradations import (
-    NOISE_TILE_SHAPE,
     add_drawn_noise,
     draw_noise_offsets,
     jpeg_artifacts,
@@ -694,7 +693,7 @@ class BandRenderer:
     trip (each 16-row MCU row is coded on its own; the decoder's chroma upsampling reads one
     chroma row across a cut, so :data:`JPEG_GUARD` rows next to a cut are not used). A band is
     rendered on full-width rows aligned to MCU rows, so the rows it returns are the very bytes
-    of the whole image's. A blur-free chain is also rendered by boxes (:meth:`box`).
+    of the whole image's.
     """
 
     def __init__(self, img: np.ndarray, d: CameraDraw, keep: Sequence[Sequence[float]]) -> None:
@@ -705,12 +704,7 @@ class BandRenderer:
         self.bandable = d.blur is None or d.blur[0] <= SPATIAL_KERNEL_SIDE
         self.shape = (h, w)
 
-    def full_gain(self) -> np.ndarray:
-        """Return the gain resized to the whole image (made once; rows, boxes and finish share it).
-
-        Made whole because ``cv2.resize``'s pixels depend on the output size: a slice of the
-        whole resize is the gain the whole render applies there.
-        """
+    def _full_gain(self) -> np.ndarray:
         if self._gain is None:
             h, w = self.shape
             g = self.d.gain
@@ -733,11 +727,14 @@ class BandRenderer:
             return None
         h, w = self.shape
         # the rows coded: whole MCU rows, JPEG_GUARD rows beyond the wanted ones at a cut
-        jy0, jy1 = mcu_span(y0, y1, h)
+        jy0 = 0 if y0 - JPEG_GUARD <= 0 else (y0 - JPEG_GUARD) // JPEG_MCU * JPEG_MCU
+        jy1 = -(-(y1 + JPEG_GUARD) // JPEG_MCU) * JPEG_MCU
+        if jy1 >= h:
+            jy1 = h
         # the rows the blur reads around them
         m = 0 if self.d.blur is None else self.d.blur[0] // 2 + 1
         ay0, ay1 = max(0, jy0 - m), min(h, jy1 + m)
-        out = _apply_gain(self.img[ay0:ay1], self.full_gain()[ay0:ay1])
+        out = _apply_gain(self.img[ay0:ay1], self._full_gain()[ay0:ay1])
         if self.d.blur is not None:
             blurred = _kernel_filter(out, *self.d.blur)
             if self.keep:
@@ -751,44 +748,6 @@ class BandRenderer:
         if self.d.noise is not None:
             out = add_drawn_noise(out, self.d.sigma, self.d.noise, inplace=True, row0=jy0)
         return jpeg_artifacts(out, self.d.quality)[y0 - jy0:y1 - jy0]
-
-    def box(self, box: Box) -> np.ndarray | None:
-        """Return pixel ``box`` of the whole output (``None``: the chain draws a blur).
-
-        The box-wise counterpart of :meth:`rows`, for a blur-free chain: the gain (the whole
-        gain, sliced) and the noise (its tile offsets moved to the box's corner) are
-        element-wise, and the JPEG round trip codes each 16x16 MCU on its own, so the box grown
-        to whole MCUs and :data:`JPEG_GUARD` pixels beyond each cut (the decoder's chroma
-        upsampling reads one chroma sample across; an even chroma column keeps the encoder's
-        alternating rounding) is rendered alone and the box's pixels are the whole render's
-        very bytes. A blur is banded on full-width rows only: its filter's vector and scalar
-        paths may round a pixel apart depending on its column.
-        """
-        if self.d.blur is not None:
-            return None
-        h, w = self.shape
-        x0, y0, x1, y1 = box
-        if not (0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h):
-            raise ValueError(f"box {box} is empty or leaves the {w}x{h} image")
-        jx0, jx1 = mcu_span(x0, x1, w)
-        jy0, jy1 = mcu_span(y0, y1, h)
-        noise = self.d.noise
-        if noise is not None:
-            noise = ((noise[0] + jy0) % NOISE_TILE_SHAPE[0],
-                     (noise[1] + jx0) % NOISE_TILE_SHAPE[1], noise[2])
-        part = replace(self.d, shape=(jy1 - jy0, jx1 - jx0), noise=noise,
-                       gain=np.ascontiguousarray(self.full_gain()[jy0:jy1, jx0:jx1]))
-        shot = render_camera(np.ascontiguousarray(self.img[jy0:jy1, jx0:jx1]), part)
-        return shot[y0 - jy0:y1 - jy0, x0 - jx0:x1 - jx0]
-
-
-def mcu_span(a: int, b: int, n: int) -> tuple[int, int]:
-    """Return the span of whole JPEG MCUs, :data:`JPEG_GUARD` beyond each cut, coding ``a:b``.
-
-    ``0:n`` is the whole image's extent (rows or columns); a cut at 0 or ``n`` needs no guard.
-    """
-    lo = 0 if a - JPEG_GUARD <= 0 else (a - JPEG_GUARD) // JPEG_MCU * JPEG_MCU
-    return lo, min(n, -(-(b + JPEG_GUARD) // JPEG_MCU) * JPEG_MCU)
 
 
 @dataclass
@@ -815,28 +774,11 @@ class DeferredCamera:
         rows = self.bands.rows(y0, y1)
         if rows is None:
             return False
-        self._write((0, y0, self.out.shape[1], y1), rows)
-        return True
-
-    def fill_box(self, box: Box) -> bool:
-        """Write pixel ``box`` of the output into ``out``; False when it cannot be exact.
-
-        Nothing is written when the chain draws a blur (see :meth:`BandRenderer.box`); the
-        caller then renders rows (:meth:`fill_rows`) or the whole image (:meth:`finish`).
-        """
-        pixels = self.bands.box(box)
-        if pixels is None:
-            return False
-        self._write(box, pixels)
-        return True
-
-    def _write(self, box: Box, pixels: np.ndarray) -> None:
-        """Copy ``pixels`` into ``box`` of ``out`` (its write flag is kept)."""
-        x0, y0, x1, y1 = box
         writeable = self.out.flags.writeable
         self.out.setflags(write=True)
-        self.out[y0:y1, x0:x1] = pixels
+        self.out[y0:y1] = rows
         self.out.setflags(write=writeable)
+        return True
 
 
 _DEFERRED: ContextVar[list[DeferredCamera] | None] = ContextVar("_DEFERRED", default=None)
@@ -847,11 +789,10 @@ def deferred_cameras() -> Iterator[list[DeferredCamera]]:
     """Within the block, :func:`camera_pipeline` draws its chain but renders nothing.
 
     Each call returns a zero image of the right size and appends a :class:`DeferredCamera` to
-    the yielded list: its rows or boxes can then be rendered alone
-    (:meth:`DeferredCamera.fill_rows`, :meth:`DeferredCamera.fill_box`) and the whole image at
-    once (:meth:`DeferredCamera.finish`), into the returned array. The generator is left where
-    :func:`camera_pipeline` leaves it. Code inside the block must not read a returned image
-    (only pass it on) nor change a camera's input afterwards.
+    the yielded list: its rows can then be rendered alone (:meth:`DeferredCamera.fill_rows`)
+    and the whole image at once (:meth:`DeferredCamera.finish`), into the returned array. The
+    generator is left where :func:`camera_pipeline` leaves it. Code inside the block must not
+    read a returned image (only pass it on) nor change a camera's input afterwards.
     """
     pending: list[DeferredCamera] = []
     token = _DEFERRED.set(pending)
