@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import cv2
 import numpy as np
@@ -24,9 +23,6 @@ from m3gym.tasks.registry import FamilyConfig, register_family
 from m3gym.tasks.render import pitch as draw
 from m3gym.web.logos import PALETTE
 from m3gym.web.world import build_world
-
-if TYPE_CHECKING:
-    from m3gym.tasks.render.camera import DeferredCamera
 
 SURFACES: dict[str, R.Color] = {
     "grass": (62, 128, 58), "court": (196, 150, 98), "ice": (222, 232, 240),
@@ -110,80 +106,6 @@ def _crops_show_the_areas(task: Task) -> bool:
     shown = [state[r.output_index] for r in crops if r.ok and r.output_index is not None]
     return all(any(measure_evidence(entry, ev).passed for entry in shown)
                for ev in task.evidence)
-
-
-def _fill_crops(task: Task, pending: Sequence[DeferredCamera]) -> bool:
-    """Render into ``task``'s image just the pixels its reference crops read; return success.
-
-    ``pending`` are the draw's deferred cameras; each crop's box is rendered alone
-    (:func:`_fill_box`). False, with nothing rendered (``finish`` then renders the whole
-    image), when the image is not one deferred camera's own output, a crop's box is invalid,
-    or the chain has a blur: a blur is only banded on full-width rows, and the crops' rows
-    (a fifth of the image) with their blur cost more than the whole render saves when one
-    draw in six is dropped.
-    """
-    from m3gym.tools.geometric import crop_pixel_box
-
-    crops = [c for step in task.reference for c in step if c.name == "crop"]
-    if len(pending) != 1 or len(task.images) != 1 or pending[0].out is not task.images[0]:
-        return False
-    camera = pending[0]
-    if camera.draw.blur is not None:
-        return False
-    h, w = camera.out.shape[:2]
-    boxes = []
-    for call in crops:
-        if call.arguments.get("image_index") != 0:
-            return False
-        try:
-            boxes.append(crop_pixel_box([float(v) for v in call.arguments["bbox_2d"]], w, h))
-        except Exception:  # noqa: BLE001 - the full replay reports the failing call
-            return False
-    for box in boxes:
-        _fill_box(camera, box)
-    return True
-
-
-def _mcu_span(a: int, b: int, n: int) -> tuple[int, int]:
-    """Return the whole-MCU span, ``JPEG_GUARD`` beyond each cut, coding ``a:b`` of ``0:n``."""
-    from m3gym.tasks.render.camera import JPEG_GUARD, JPEG_MCU
-
-    lo = 0 if a - JPEG_GUARD <= 0 else (a - JPEG_GUARD) // JPEG_MCU * JPEG_MCU
-    return lo, min(n, -(-(b + JPEG_GUARD) // JPEG_MCU) * JPEG_MCU)
-
-
-def _fill_box(camera: DeferredCamera, box: R.Box) -> None:
-    """Write pixel ``box`` of a blur-free deferred camera's output into ``camera.out``.
-
-    The box-wise counterpart of :class:`~m3gym.tasks.render.camera.BandRenderer`'s rows (a
-    blur is banded on full-width rows only: its filter's vector and scalar paths may round a
-    pixel apart depending on its column). The gain (the whole-image gain, sliced) and the
-    noise (its tile offsets moved to the box's corner) are element-wise, and the JPEG round
-    trip codes each 16x16 MCU on its own: the box grown to whole MCUs and ``JPEG_GUARD``
-    pixels beyond each cut (the decoder's chroma upsampling reads one chroma sample across;
-    an even chroma column keeps the encoder's alternating rounding) is rendered alone, and
-    the box's pixels are the very bytes of the whole render's.
-    """
-    from m3gym.tasks.render.camera import render_camera
-    from m3gym.tasks.render.degradations import NOISE_TILE_SHAPE
-
-    d = camera.draw
-    h, w = d.shape
-    x0, y0, x1, y1 = box
-    jx0, jx1 = _mcu_span(x0, x1, w)
-    jy0, jy1 = _mcu_span(y0, y1, h)
-    noise = d.noise
-    if noise is not None:
-        noise = ((noise[0] + jy0) % NOISE_TILE_SHAPE[0], (noise[1] + jx0) % NOISE_TILE_SHAPE[1],
-                 noise[2])
-    gain = camera.bands._full_gain()[jy0:jy1, jx0:jx1]  # made once; finish() reuses it
-    part = replace(d, shape=(jy1 - jy0, jx1 - jx0), gain=np.ascontiguousarray(gain),
-                   noise=noise)
-    shot = render_camera(np.ascontiguousarray(camera.img[jy0:jy1, jx0:jx1]), part)
-    writeable = camera.out.flags.writeable
-    camera.out.setflags(write=True)
-    camera.out[y0:y1, x0:x1] = shot[y0 - jy0:y1 - jy0, x0 - jx0:x1 - jx0]
-    camera.out.setflags(write=writeable)
 
 
 @register_family
@@ -276,43 +198,16 @@ class KnowledgeCountFamily(FamilyConfig):
 
         The camera's lighting and noise, on a rare draw, leave a team's tiny shirts below the
         contrast ``v_true`` measures; that draw is redrawn from the same generator (at most
-        :data:`~m3gym.tasks.verify.VERIFY_ATTEMPTS` times; the last draw is kept unchecked).
-        Each checked draw defers its camera (:meth:`checked_draw`), so a dropped draw renders
-        only the pixels its crops read; the task is the same as with whole renders.
+        :data:`~m3gym.tasks.verify.VERIFY_ATTEMPTS` times; the last draw is kept).
         """
         from m3gym.tasks.verify import VERIFY_ATTEMPTS
 
+        task = self.draw(rng)
         for _ in range(VERIFY_ATTEMPTS - 1):
-            task, shown = self.checked_draw(rng)
-            if shown:
-                return task
-        return self.draw(rng)
-
-    def checked_draw(self, rng: np.random.Generator) -> tuple[Task, bool]:
-        """Draw one task and return it with whether its crops show both goal areas.
-
-        The camera is deferred (:func:`~m3gym.tasks.render.camera.deferred_cameras`) and only
-        the pixels the reference crops read are rendered before the crops are measured
-        (:func:`_fill_crops`): a draw that fails is returned with its image unfinished (the
-        caller drops it), a draw that passes is finished first. When those pixels cannot be
-        rendered alone, or inside a photo scene, the whole image is rendered and measured as
-        before; the verdict and the task are the same either way.
-        """
-        from m3gym.tasks.render.camera import deferred_cameras
-        from m3gym.tasks.render.photo_scene import current_photo_scene
-
-        if current_photo_scene() is not None:
+            if _crops_show_the_areas(task):
+                break
             task = self.draw(rng)
-            return task, _crops_show_the_areas(task)
-        with deferred_cameras() as pending:
-            task = self.draw(rng)
-        banded = _fill_crops(task, pending)
-        shown = banded and _crops_show_the_areas(task)
-        if banded and not shown:
-            return task, False  # dropped: the rest of its image is never rendered
-        for camera in pending:
-            camera.finish()
-        return task, shown or _crops_show_the_areas(task)
+        return task
 
     def draw(self, rng: np.random.Generator) -> Task:
         """Draw one scene and its task (unverified; :meth:`generate` checks the crops)."""
