@@ -326,13 +326,17 @@ class _GlyphTable:
         meta[:, _ADVANCE] = [g[3] for g in glyphs]
         meta[:, _COUNT] = [g[2].size for g in glyphs]
         meta[:, _START] = np.cumsum(meta[:, _COUNT]) - meta[:, _COUNT]
-        for i, (rows, cols, _, _) in enumerate(glyphs):
-            meta[i, _COL_MIN:] = ((cols.min(), cols.max(), rows.min(), rows.max()) if rows.size
-                                  else (_NO_INK, -_NO_INK, _NO_INK, -_NO_INK))
         none = np.zeros(0, np.int16)
-        return cls(meta=meta,
-                   rows=np.concatenate([g[0] for g in glyphs] + [none]).astype(np.int64),
-                   cols=np.concatenate([g[1] for g in glyphs] + [none]).astype(np.int64),
+        rows = np.concatenate([g[0] for g in glyphs] + [none]).astype(np.int64)
+        cols = np.concatenate([g[1] for g in glyphs] + [none]).astype(np.int64)
+        inked = meta[:, _COUNT] > 0
+        if inked.any():  # each glyph's first and last ink column and row: segment reductions
+            starts = meta[inked, _START]
+            for first, coords in ((_COL_MIN, cols), (_ROW_MIN, rows)):
+                meta[inked, first] = np.minimum.reduceat(coords, starts)
+                meta[inked, first + 1] = np.maximum.reduceat(coords, starts)
+        meta[~inked, _COL_MIN:] = (_NO_INK, -_NO_INK, _NO_INK, -_NO_INK)
+        return cls(meta=meta, rows=rows, cols=cols,
                    vals=np.concatenate([g[2] for g in glyphs] + [none]).astype(np.uint16),
                    flats={})
 

@@ -89,7 +89,10 @@ def _plain(region: np.ndarray) -> tuple[int, int, int] | None:
             or not region.flags.writeable or not region.size
             or region.shape[0] > PLAIN_MAX_SIZE[0] or region.shape[1] > PLAIN_MAX_SIZE[1]):
         return None  # not an RGB view OpenCV writes through, or a big one (see PLAIN_MAX_SIZE)
-    paper = (int(region[0, 0, 0]), int(region[0, 0, 1]), int(region[0, 0, 2]))
+    first = region[0]
+    if not (first == first[0]).all():
+        return None  # a textured region already differs along its first row: no plain image
+    paper = (int(first[0, 0]), int(first[0, 1]), int(first[0, 2]))
     h, w = region.shape[:2]
     flat = _PLAIN.lookup(paper)
     if flat is None or flat.shape[0] < h or flat.shape[1] < w:
