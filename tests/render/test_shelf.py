@@ -247,3 +247,107 @@ def test_back_panel_equals_the_float32_original(seed, count, height, rail, kick)
     back_panel_reference(slow, b, rows)
     assert np.array_equal(fast, slow)
     assert a.random() == b.random()
+
+
+def _synthetic_sprite(seed: int, h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return a sprite whose body values crowd the rounding ties (k + 0.5, give or take ulps)."""
+    rng = np.random.default_rng(seed)
+    ties = rng.integers(-1, 262, (h, w, 3)).astype(np.float32) + np.float32(0.5)
+    ulps = rng.integers(-8, 9, (h, w, 3)).astype(np.float32)
+    near = np.nextafter(ties, ties + np.sign(ulps)) if seed % 2 else ties + ulps * 2.0 ** -12
+    body = np.where(rng.random((h, w, 3)) < 0.5, near,
+                    rng.uniform(0.0, 262.0, (h, w, 3))).astype(np.float32)
+    body = np.maximum(body, np.float32(0.0))
+    alpha = rng.choice(np.array([0.0, 1.0, 1.0, 0.5, 1 / 255, 254 / 255], np.float32),
+                       (h, w, 1))
+    return body, alpha.astype(np.float32)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31), st.sampled_from(("can", "bottle", "jar", "synthetic")),
+       st.booleans())
+def test_planned_paste_equals_the_blend(seed: int, kind: str, lit_left: bool) -> None:
+    """A :func:`SH.sprite_plan` pastes the bytes of :func:`SH.paste_sprite` over any background."""
+    rng = np.random.default_rng(seed)
+    if kind == "synthetic":
+        sprite = _synthetic_sprite(seed, int(rng.integers(1, 40)), int(rng.integers(1, 40)))
+    else:
+        look = SH.package_look(rng, kind, int(rng.integers(80, 400)), "Dekker Oat Milk",
+                               float(rng.uniform(0.8, 1.8)))
+        sprite = SH.vessel_sprite(look, lit_left)
+    h, w = sprite[0].shape[:2]
+    plan = SH.sprite_plan(sprite)
+    for _ in range(3):
+        img = rng.integers(0, 256, (h + 12, w + 12, 3), dtype=np.uint8)
+        if rng.random() < 0.3:
+            img[:] = rng.integers(0, 256, 3, dtype=np.uint8)  # a flat back panel
+        x, base = int(rng.integers(0, 13)), int(rng.integers(h, h + 13))
+        want, got = img.copy(), img.copy()
+        box = SH.paste_sprite(want, sprite, x, base)
+        assert SH.paste_planned(got, plan, x, base) == box
+        np.testing.assert_array_equal(got, want)
+
+
+def test_planned_paste_refuses_a_sprite_outside_the_image() -> None:
+    """:func:`SH.paste_planned` pastes whole sprites only (fill_facings clips with paste_sprite)."""
+    plan = SH.sprite_plan(_synthetic_sprite(1, 10, 8))
+    with pytest.raises(ValueError):
+        SH.paste_planned(np.zeros((20, 20, 3), np.uint8), plan, 15, 12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fill_facings_with_plans_equals_plain_pastes(seed: int, monkeypatch) -> None:
+    """Rows of vessels drawn through sprite plans equal those pasted one blend at a time."""
+    images = []
+    for plan_pastes in (1, 10**9):
+        monkeypatch.setattr(SH, "PLAN_PASTES", plan_pastes)
+        rng = np.random.default_rng(seed)
+        img = np.full((700, 900, 3), (200, 200, 196), np.uint8)
+        look = SH.package_look(rng, ("can", "bottle", "jar")[seed % 3], 300, "Dekker Oat Milk")
+        SH.fill_facings(img, rng, look, (-30 if seed == 5 else 10, 890), 690,
+                        1 if look.kind == "bottle" else 2)
+        images.append(img)
+    np.testing.assert_array_equal(images[0], images[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.integers(8, 900), st.integers(8, 900), st.floats(0.0, 1.0),
+       st.booleans(), st.sampled_from(("noise", "blocks", "flat")))
+def test_warp_photo_equals_the_three_channel_warp(seed: int, w: int, h: int, strength: float,
+                                                  nearest: bool, texture: str) -> None:
+    """The four-channel warp of :func:`SH.warp_photo` gives the plain three-channel bytes."""
+    rng = np.random.default_rng(seed)
+    margin = int(0.03 * max(w, h)) + int(rng.integers(0, 3))
+    shape = (h + 2 * margin, w + 2 * margin, 3)
+    canvas = rng.integers(0, 256, shape, dtype=np.uint8)
+    if texture == "blocks":
+        canvas = np.ascontiguousarray(canvas[::7, ::5].repeat(7, 0).repeat(5, 1)[:shape[0],
+                                                                                :shape[1]])
+    elif texture == "flat":
+        canvas[:] = rng.integers(0, 256, 3, dtype=np.uint8)
+        canvas[::3] = 255
+    hom = SH.camera_tilt(rng, w, h, margin, strength)
+    if rng.random() < 0.3:  # sheared and tilted further: samples reach the replicated border
+        hom = hom @ np.array([[1.0, rng.uniform(-0.2, 0.2), 0.0],
+                              [rng.uniform(-0.2, 0.2), 1.0, 0.0],
+                              [rng.uniform(-1e-4, 1e-4), rng.uniform(-1e-4, 1e-4), 1.0]])
+    got = SH.warp_photo(canvas, hom, (w, h), nearest)
+    assert got.shape == (h, w, 3) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, SH.warp_photo_reference(canvas, hom, (w, h), nearest))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31), st.floats(7.0, 19.0), st.booleans())
+def test_tag_layout_size_is_the_tags_size(seed: int, glyph: float, dotted: bool) -> None:
+    """:func:`SH.tag_layout` (price_sum's rail height) measures the tag :func:`SH.tag_patch` draws."""
+    rng = np.random.default_rng(seed)
+    spec = SH.tag_spec(rng, SH.product_name(rng), f"${int(rng.integers(0, 50))}.99", glyph,
+                       R.pick_font(rng, ("sans-bold", "condensed-bold", "mono-bold", "serif")),
+                       (206, 40, 40) if dotted else None)
+    tag = SH.tag_patch(spec, (24, 24, 28))
+    assert SH.tag_layout(spec).size == tag.rgb.shape[:2]
+    if dotted:  # the rail is measured on the dotless twin: a dot never changes the height
+        plain = SH.tag_patch(SH.TagSpec(*[getattr(spec, f) for f in (
+            "name", "price", "glyph", "price_face", "paper", "stripe")], None, spec.bars),
+            (24, 24, 28))
+        assert plain.rgb.shape[0] == tag.rgb.shape[0]

@@ -164,7 +164,7 @@ class PriceSumFamily(FamilyConfig):
             groups.append((product, cents, spec))
         contrast = [float(rng.uniform(*self.contrast_range)) for _ in range(n_tags)]
         faint_other = [bool(rng.random() < 0.5) for _ in range(n_tags)]
-        rail_h = max(SH.tag_patch(g[2], (0, 0, 0)).rgb.shape[0] for g in groups) + 12
+        rail_h = max(SH.tag_layout(g[2]).size[0] for g in groups) + 12
         rows = SH.shelf_rows(ch, n_shelves, rail_h, int(ch * rng.uniform(0.04, 0.09)))
         canvas = np.empty((ch, cw, 3), np.uint8)
         SH.draw_back_panel(canvas, rng, rows)

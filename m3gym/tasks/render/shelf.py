@@ -345,6 +345,73 @@ def paste_sprite(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int,
     return sx0, sy0, sx1, sy1
 
 
+SOLID_MARGIN: float = 2.0 ** -10
+"""Least distance of ``body + 0.5`` from an integer for a solid sprite pixel to be precomputed.
+
+:func:`paste_sprite` computes ``dst + 1 * (body - dst) + 0.5`` in ``float32``: three roundings
+of values under 512, each within 2**-16, so within 5e-5 of ``body + 0.5`` for every ``dst`` in
+0..255. Where ``body + 0.5`` (itself rounded once) lies at least this far from an integer, the
+floor is the same for every background and is precomputed; the rest is blended pixel by pixel.
+"""
+
+
+@dataclass(frozen=True)
+class SpritePlan:
+    """A :func:`vessel_sprite` split for pasting many times (:func:`paste_planned`).
+
+    Attributes:
+        solid: the pasted bytes where alpha is 1 (the same for every background there).
+        solid_mask: ``(h, w, 3)`` where ``solid`` is copied (every channel: a broadcast mask
+            makes ``np.copyto`` several times slower).
+        ys, xs: sprite pixels blended as :func:`paste_sprite` does (alpha strictly between 0
+            and 1, or 1 with ``body + 0.5`` within :data:`SOLID_MARGIN` of an integer).
+        src, alpha: their ``body`` ``(n, 3)`` and alpha ``(n, 1)`` (``float32``).
+    """
+
+    solid: np.ndarray
+    solid_mask: np.ndarray
+    ys: np.ndarray
+    xs: np.ndarray
+    src: np.ndarray
+    alpha: np.ndarray
+
+
+def sprite_plan(sprite: tuple[np.ndarray, np.ndarray]) -> SpritePlan:
+    """Return ``sprite`` split into precomputed solid bytes and the pixels still to blend."""
+    body, alpha = sprite
+    a = alpha[..., 0]
+    lifted = body + np.float32(0.5)
+    near = ((np.abs(lifted - np.rint(lifted)) < SOLID_MARGIN) | (lifted >= 511.0)
+            | (lifted < 0.0)).any(axis=2)
+    solid = (a == 1.0) & ~near
+    ys, xs = np.nonzero((a > 0.0) & ~solid)
+    return SpritePlan(
+        solid=np.clip(lifted, 0, 255).astype(np.uint8),
+        solid_mask=np.repeat(solid[..., None], 3, axis=2),
+        ys=ys, xs=xs, src=body[ys, xs], alpha=alpha[ys, xs])
+
+
+def paste_planned(img: np.ndarray, plan: SpritePlan, x: int, base: int) -> R.Box:
+    """Paste a :func:`sprite_plan` like :func:`paste_sprite` (the same bytes); return its box.
+
+    Alpha-0 pixels keep the background (``dst + 0 + 0.5`` floors to ``dst``), solid ones take
+    their precomputed bytes and only the rest is blended.
+    """
+    h, w = plan.solid.shape[:2]
+    y0 = base - h
+    if x < 0 or y0 < 0 or x + w > img.shape[1] or base > img.shape[0]:
+        raise ValueError(f"a planned sprite must lie inside the image, got {(x, y0, x + w, base)}")
+    np.copyto(img[y0:base, x:x + w], plan.solid, where=plan.solid_mask)
+    ys, xs = plan.ys + y0, plan.xs + x
+    dst = img[ys, xs].astype(np.float32)
+    img[ys, xs] = np.clip(dst + plan.alpha * (plan.src - dst) + 0.5, 0, 255).astype(np.uint8)
+    return x, y0, x + w, base
+
+
+PLAN_PASTES: int = 6
+"""Facings of one vessel from which :func:`fill_facings` pastes a :func:`sprite_plan`."""
+
+
 def facing_gap(width: int) -> int:
     """Return the gap between two facings of a package ``width`` px wide."""
     return max(3, width // 14)
@@ -363,13 +430,20 @@ def fill_facings(img: np.ndarray, rng: np.random.Generator, look: PackageLook,
     x = span[0] + (span[1] - span[0] - count * (w + gap) + gap) // 2
     lit_left = bool(rng.random() < 0.5)
     sprite = vessel_sprite(look, lit_left) if look.kind != "box" else None
+    # a plan costs about six plain pastes: worth it for a row of facings only
+    plan = sprite_plan(sprite) if sprite is not None and count * layers >= PLAN_PASTES else None
+    ih, iw = img.shape[:2]
     boxes = []
     for _ in range(count):
         for k in range(layers):
             foot = base - k * (look.size[1] + 2)
             _contact_shadow(img, (x, foot - look.size[1], x + w, foot))
-            boxes.append(draw_package(img, look, x, foot, lit_left) if sprite is None
-                          else paste_sprite(img, sprite, x, foot))
+            if sprite is None:
+                boxes.append(draw_package(img, look, x, foot, lit_left))
+            elif plan is not None and 0 <= x <= iw - w and look.size[1] <= foot <= ih:
+                boxes.append(paste_planned(img, plan, x, foot))
+            else:
+                boxes.append(paste_sprite(img, sprite, x, foot))
         x += w + gap
     return boxes
 
@@ -446,23 +520,54 @@ class TagPatch:
     glyph: float
 
 
-def tag_patch(spec: TagSpec, ink: R.Color) -> TagPatch:
-    """Return the flat tag of ``spec`` printed in ``ink`` (the faded or the full ink).
+@dataclass(frozen=True)
+class TagLayout:
+    """Where a :class:`TagSpec`'s print goes: its text patches, margins and overall size.
 
-    Layout: a store-colour stripe on top; the product's name in small type; below it the coloured
-    dot (when any), the price and, bottom-aligned at the right, a tiny barcode.
+    Attributes:
+        price, name: the price and the product name's text patches.
+        pad: paper round the print; ``stripe``: the header stripe's rows; ``dot``: the dot's
+            diameter (0 without a dot); ``px``: the price's first column; ``row``: its top row.
+        size: ``(h, w)`` of the whole tag.
     """
+
+    price: R.TextPatch
+    name: R.TextPatch
+    pad: int
+    stripe: int
+    dot: int
+    px: int
+    row: int
+    size: tuple[int, int]
+
+
+def tag_layout(spec: TagSpec) -> TagLayout:
+    """Return the layout of ``spec``'s tag (the same for every ink; no pixels drawn)."""
     g = spec.glyph
     price = R.truetype_text(spec.price, g, spec.price_face)
     name = LS.text_patch(spec.name, max(3.5, 0.45 * g), "condensed")
     pad = max(9, int(round(0.8 * g)))  # paper round the print: a flood fill goes round it
     stripe = max(3, int(round(0.3 * g)))
     dot = max(12, int(round(1.3 * g))) if spec.dot is not None else 0
-    bars_h, bars_w = spec.bars.shape[:2]
+    bars_w = spec.bars.shape[1]
     px = pad + (dot + 8 + pad // 2 if dot else 0)  # paper between the dot and the price
     row = stripe + pad // 2 + name.size[1] + max(3, pad // 2)
     tw = max(name.size[0] + 2 * pad, px + price.size[0] + pad + bars_w + pad)
     th = row + price.size[1] + pad
+    return TagLayout(price, name, pad, stripe, dot, px, row, (th, tw))
+
+
+def tag_patch(spec: TagSpec, ink: R.Color) -> TagPatch:
+    """Return the flat tag of ``spec`` printed in ``ink`` (the faded or the full ink).
+
+    Layout (:func:`tag_layout`): a store-colour stripe on top; the product's name in small
+    type; below it the coloured dot (when any), the price and, bottom-aligned at the right, a
+    tiny barcode.
+    """
+    lay = tag_layout(spec)
+    price, name, pad, stripe, dot, px, row = (lay.price, lay.name, lay.pad, lay.stripe, lay.dot,
+                                              lay.px, lay.row)
+    (th, tw), (bars_h, bars_w) = lay.size, spec.bars.shape[:2]
     rgb = np.empty((th, tw, 3), np.uint8)
     rgb[:] = spec.paper
     rgb[:stripe] = spec.stripe
@@ -511,7 +616,24 @@ def camera_tilt(rng: np.random.Generator, width: int, height: int, margin: int, 
 
 def warp_photo(canvas: np.ndarray, hom: np.ndarray, size: tuple[int, int],
                nearest: bool = False) -> np.ndarray:
-    """Return ``canvas`` seen through ``hom`` in a ``size = (w, h)`` photo."""
+    """Return ``canvas`` seen through ``hom`` in a ``size = (w, h)`` photo.
+
+    An RGB ``uint8`` canvas is warped with a fourth channel: OpenCV's vectorised warp takes
+    four-channel images, and three channels run about twice as long for the same bytes
+    (``tests/render/test_shelf.py`` compares them; :func:`warp_photo_reference` is the plain
+    call).
+    """
+    flags = cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR
+    if canvas.dtype != np.uint8 or canvas.ndim != 3 or canvas.shape[2] != 3:
+        return warp_photo_reference(canvas, hom, size, nearest)
+    rgba = cv2.warpPerspective(cv2.cvtColor(canvas, cv2.COLOR_RGB2RGBA), hom, size, flags=flags,
+                               borderMode=cv2.BORDER_REPLICATE)
+    return cv2.cvtColor(rgba, cv2.COLOR_RGBA2RGB)
+
+
+def warp_photo_reference(canvas: np.ndarray, hom: np.ndarray, size: tuple[int, int],
+                         nearest: bool = False) -> np.ndarray:
+    """Return ``canvas`` seen through ``hom`` in a ``size = (w, h)`` photo: one plain warp."""
     flags = cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR
     return cv2.warpPerspective(canvas, hom, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
 
