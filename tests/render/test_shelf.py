@@ -249,67 +249,6 @@ def test_back_panel_equals_the_float32_original(seed, count, height, rail, kick)
     assert a.random() == b.random()
 
 
-def _synthetic_sprite(seed: int, h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return a sprite whose body values crowd the rounding ties (k + 0.5, give or take ulps)."""
-    rng = np.random.default_rng(seed)
-    ties = rng.integers(-1, 262, (h, w, 3)).astype(np.float32) + np.float32(0.5)
-    ulps = rng.integers(-8, 9, (h, w, 3)).astype(np.float32)
-    near = np.nextafter(ties, ties + np.sign(ulps)) if seed % 2 else ties + ulps * 2.0 ** -12
-    body = np.where(rng.random((h, w, 3)) < 0.5, near,
-                    rng.uniform(0.0, 262.0, (h, w, 3))).astype(np.float32)
-    body = np.maximum(body, np.float32(0.0))
-    alpha = rng.choice(np.array([0.0, 1.0, 1.0, 0.5, 1 / 255, 254 / 255], np.float32),
-                       (h, w, 1))
-    return body, alpha.astype(np.float32)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**31), st.sampled_from(("can", "bottle", "jar", "synthetic")),
-       st.booleans())
-def test_planned_paste_equals_the_blend(seed: int, kind: str, lit_left: bool) -> None:
-    """A :func:`SH.sprite_plan` pastes the bytes of :func:`SH.paste_sprite` over any background."""
-    rng = np.random.default_rng(seed)
-    if kind == "synthetic":
-        sprite = _synthetic_sprite(seed, int(rng.integers(1, 40)), int(rng.integers(1, 40)))
-    else:
-        look = SH.package_look(rng, kind, int(rng.integers(80, 400)), "Dekker Oat Milk",
-                               float(rng.uniform(0.8, 1.8)))
-        sprite = SH.vessel_sprite(look, lit_left)
-    h, w = sprite[0].shape[:2]
-    plan = SH.sprite_plan(sprite)
-    for _ in range(3):
-        img = rng.integers(0, 256, (h + 12, w + 12, 3), dtype=np.uint8)
-        if rng.random() < 0.3:
-            img[:] = rng.integers(0, 256, 3, dtype=np.uint8)  # a flat back panel
-        x, base = int(rng.integers(0, 13)), int(rng.integers(h, h + 13))
-        want, got = img.copy(), img.copy()
-        box = SH.paste_sprite(want, sprite, x, base)
-        assert SH.paste_planned(got, plan, x, base) == box
-        np.testing.assert_array_equal(got, want)
-
-
-def test_planned_paste_refuses_a_sprite_outside_the_image() -> None:
-    """:func:`SH.paste_planned` pastes whole sprites only (fill_facings clips with paste_sprite)."""
-    plan = SH.sprite_plan(_synthetic_sprite(1, 10, 8))
-    with pytest.raises(ValueError):
-        SH.paste_planned(np.zeros((20, 20, 3), np.uint8), plan, 15, 12)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_fill_facings_with_plans_equals_plain_pastes(seed: int, monkeypatch) -> None:
-    """Rows of vessels drawn through sprite plans equal those pasted one blend at a time."""
-    images = []
-    for plan_pastes in (1, 10**9):
-        monkeypatch.setattr(SH, "PLAN_PASTES", plan_pastes)
-        rng = np.random.default_rng(seed)
-        img = np.full((700, 900, 3), (200, 200, 196), np.uint8)
-        look = SH.package_look(rng, ("can", "bottle", "jar")[seed % 3], 300, "Dekker Oat Milk")
-        SH.fill_facings(img, rng, look, (-30 if seed == 5 else 10, 890), 690,
-                        1 if look.kind == "bottle" else 2)
-        images.append(img)
-    np.testing.assert_array_equal(images[0], images[1])
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31), st.integers(8, 900), st.integers(8, 900), st.floats(0.0, 1.0),
        st.booleans(), st.sampled_from(("noise", "blocks", "flat")))
@@ -336,18 +275,46 @@ def test_warp_photo_equals_the_three_channel_warp(seed: int, w: int, h: int, str
     np.testing.assert_array_equal(got, SH.warp_photo_reference(canvas, hom, (w, h), nearest))
 
 
+
+def tag_patch_reference(spec: SH.TagSpec, ink: R.Color) -> SH.TagPatch:
+    """The original tag_patch (layout and drawing in one function), kept verbatim."""
+    g = spec.glyph
+    price = R.truetype_text(spec.price, g, spec.price_face)
+    name = LS.text_patch(spec.name, max(3.5, 0.45 * g), "condensed")
+    pad = max(9, int(round(0.8 * g)))  # paper round the print: a flood fill goes round it
+    stripe = max(3, int(round(0.3 * g)))
+    dot = max(12, int(round(1.3 * g))) if spec.dot is not None else 0
+    bars_h, bars_w = spec.bars.shape[:2]
+    px = pad + (dot + 8 + pad // 2 if dot else 0)  # paper between the dot and the price
+    row = stripe + pad // 2 + name.size[1] + max(3, pad // 2)
+    tw = max(name.size[0] + 2 * pad, px + price.size[0] + pad + bars_w + pad)
+    th = row + price.size[1] + pad
+    rgb = np.empty((th, tw, 3), np.uint8)
+    rgb[:] = spec.paper
+    rgb[:stripe] = spec.stripe
+    R.paste_text(rgb, name, pad, stripe + pad // 2, ink)
+    placed = R.paste_text(rgb, price, px, row, ink)
+    bx, by = tw - pad - bars_w, row + price.size[1] - bars_h
+    faded = np.where(spec.bars < 128, np.asarray(ink, np.uint8), np.asarray(spec.paper, np.uint8))
+    rgb[by:by + bars_h, bx:bx + bars_w] = faded
+    if spec.dot is not None:
+        cy = (placed.box[1] + placed.box[3]) // 2
+        cv2.circle(rgb, (pad + dot // 2, cy), dot // 2, spec.dot, -1, cv2.LINE_AA)
+    cv2.rectangle(rgb, (0, 0), (tw - 1, th - 1), LS.shade(spec.paper, 0.78), 1)
+    return SH.TagPatch(rgb, placed.box, placed.mask, float(price.glyph_height))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31), st.floats(7.0, 19.0), st.booleans())
-def test_tag_layout_size_is_the_tags_size(seed: int, glyph: float, dotted: bool) -> None:
-    """:func:`SH.tag_layout` (price_sum's rail height) measures the tag :func:`SH.tag_patch` draws."""
+def test_tag_layout_and_patch_equal_the_original(seed: int, glyph: float, dotted: bool) -> None:
+    """:func:`SH.tag_layout` (price_sum's rail height) and :func:`SH.tag_patch` match the original."""
     rng = np.random.default_rng(seed)
     spec = SH.tag_spec(rng, SH.product_name(rng), f"${int(rng.integers(0, 50))}.99", glyph,
                        R.pick_font(rng, ("sans-bold", "condensed-bold", "mono-bold", "serif")),
                        (206, 40, 40) if dotted else None)
-    tag = SH.tag_patch(spec, (24, 24, 28))
-    assert SH.tag_layout(spec).size == tag.rgb.shape[:2]
-    if dotted:  # the rail is measured on the dotless twin: a dot never changes the height
-        plain = SH.tag_patch(SH.TagSpec(*[getattr(spec, f) for f in (
-            "name", "price", "glyph", "price_face", "paper", "stripe")], None, spec.bars),
-            (24, 24, 28))
-        assert plain.rgb.shape[0] == tag.rgb.shape[0]
+    ink = (24, 24, 28) if rng.random() < 0.5 else R.faded_color(spec.paper, 45.0)
+    want, got = tag_patch_reference(spec, ink), SH.tag_patch(spec, ink)
+    np.testing.assert_array_equal(got.rgb, want.rgb)
+    np.testing.assert_array_equal(got.price_mask, want.price_mask)
+    assert (got.price_box, got.glyph) == (want.price_box, want.glyph)
+    assert SH.tag_layout(spec).size == want.rgb.shape[:2]

@@ -345,73 +345,6 @@ def paste_sprite(img: np.ndarray, sprite: tuple[np.ndarray, np.ndarray], x: int,
     return sx0, sy0, sx1, sy1
 
 
-SOLID_MARGIN: float = 2.0 ** -10
-"""Least distance of ``body + 0.5`` from an integer for a solid sprite pixel to be precomputed.
-
-:func:`paste_sprite` computes ``dst + 1 * (body - dst) + 0.5`` in ``float32``: three roundings
-of values under 512, each within 2**-16, so within 5e-5 of ``body + 0.5`` for every ``dst`` in
-0..255. Where ``body + 0.5`` (itself rounded once) lies at least this far from an integer, the
-floor is the same for every background and is precomputed; the rest is blended pixel by pixel.
-"""
-
-
-@dataclass(frozen=True)
-class SpritePlan:
-    """A :func:`vessel_sprite` split for pasting many times (:func:`paste_planned`).
-
-    Attributes:
-        solid: the pasted bytes where alpha is 1 (the same for every background there).
-        solid_mask: ``(h, w, 3)`` where ``solid`` is copied (every channel: a broadcast mask
-            makes ``np.copyto`` several times slower).
-        ys, xs: sprite pixels blended as :func:`paste_sprite` does (alpha strictly between 0
-            and 1, or 1 with ``body + 0.5`` within :data:`SOLID_MARGIN` of an integer).
-        src, alpha: their ``body`` ``(n, 3)`` and alpha ``(n, 1)`` (``float32``).
-    """
-
-    solid: np.ndarray
-    solid_mask: np.ndarray
-    ys: np.ndarray
-    xs: np.ndarray
-    src: np.ndarray
-    alpha: np.ndarray
-
-
-def sprite_plan(sprite: tuple[np.ndarray, np.ndarray]) -> SpritePlan:
-    """Return ``sprite`` split into precomputed solid bytes and the pixels still to blend."""
-    body, alpha = sprite
-    a = alpha[..., 0]
-    lifted = body + np.float32(0.5)
-    near = ((np.abs(lifted - np.rint(lifted)) < SOLID_MARGIN) | (lifted >= 511.0)
-            | (lifted < 0.0)).any(axis=2)
-    solid = (a == 1.0) & ~near
-    ys, xs = np.nonzero((a > 0.0) & ~solid)
-    return SpritePlan(
-        solid=np.clip(lifted, 0, 255).astype(np.uint8),
-        solid_mask=np.repeat(solid[..., None], 3, axis=2),
-        ys=ys, xs=xs, src=body[ys, xs], alpha=alpha[ys, xs])
-
-
-def paste_planned(img: np.ndarray, plan: SpritePlan, x: int, base: int) -> R.Box:
-    """Paste a :func:`sprite_plan` like :func:`paste_sprite` (the same bytes); return its box.
-
-    Alpha-0 pixels keep the background (``dst + 0 + 0.5`` floors to ``dst``), solid ones take
-    their precomputed bytes and only the rest is blended.
-    """
-    h, w = plan.solid.shape[:2]
-    y0 = base - h
-    if x < 0 or y0 < 0 or x + w > img.shape[1] or base > img.shape[0]:
-        raise ValueError(f"a planned sprite must lie inside the image, got {(x, y0, x + w, base)}")
-    np.copyto(img[y0:base, x:x + w], plan.solid, where=plan.solid_mask)
-    ys, xs = plan.ys + y0, plan.xs + x
-    dst = img[ys, xs].astype(np.float32)
-    img[ys, xs] = np.clip(dst + plan.alpha * (plan.src - dst) + 0.5, 0, 255).astype(np.uint8)
-    return x, y0, x + w, base
-
-
-PLAN_PASTES: int = 6
-"""Facings of one vessel from which :func:`fill_facings` pastes a :func:`sprite_plan`."""
-
-
 def facing_gap(width: int) -> int:
     """Return the gap between two facings of a package ``width`` px wide."""
     return max(3, width // 14)
@@ -430,20 +363,13 @@ def fill_facings(img: np.ndarray, rng: np.random.Generator, look: PackageLook,
     x = span[0] + (span[1] - span[0] - count * (w + gap) + gap) // 2
     lit_left = bool(rng.random() < 0.5)
     sprite = vessel_sprite(look, lit_left) if look.kind != "box" else None
-    # a plan costs about six plain pastes: worth it for a row of facings only
-    plan = sprite_plan(sprite) if sprite is not None and count * layers >= PLAN_PASTES else None
-    ih, iw = img.shape[:2]
     boxes = []
     for _ in range(count):
         for k in range(layers):
             foot = base - k * (look.size[1] + 2)
             _contact_shadow(img, (x, foot - look.size[1], x + w, foot))
-            if sprite is None:
-                boxes.append(draw_package(img, look, x, foot, lit_left))
-            elif plan is not None and 0 <= x <= iw - w and look.size[1] <= foot <= ih:
-                boxes.append(paste_planned(img, plan, x, foot))
-            else:
-                boxes.append(paste_sprite(img, sprite, x, foot))
+            boxes.append(draw_package(img, look, x, foot, lit_left) if sprite is None
+                          else paste_sprite(img, sprite, x, foot))
         x += w + gap
     return boxes
 
