@@ -1,0 +1,62 @@
+"""The four-channel warps of ``documents.photograph`` give each channel's own warp, byte for byte."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from m3gym.tasks.render import documents as D
+
+
+@st.composite
+def sheets_and_warps(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+    """A random RGB sheet, a sheet-like homography (tilt, roll, scale, shift) and a canvas."""
+    h, w = draw(st.integers(3, 160)), draw(st.integers(3, 160))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    rgb = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    if draw(st.booleans()):  # paper with ink: long runs of one value, as a page has
+        rgb[:] = rng.integers(200, 256, 3, dtype=np.uint8)
+        rgb[rng.random((h, w)) < 0.1] = rng.integers(0, 80, 3, dtype=np.uint8)
+    scale = draw(st.floats(0.3, 1.8))
+    quad = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float64) * scale
+    quad += rng.uniform(-0.15, 0.15, (4, 2)) * np.array([w, h]) * scale
+    quad += rng.uniform(-30.0, 30.0, 2)
+    hom = D.sheet_homography((w, h), quad)
+    size = (draw(st.integers(1, 260)), draw(st.integers(1, 260)))
+    return rgb, hom, size
+
+
+@settings(max_examples=300, deadline=None)
+@given(sheets_and_warps())
+def test_warp_with_cover_is_two_warps(case: tuple[np.ndarray, np.ndarray, tuple[int, int]]
+                                      ) -> None:
+    """The RGB and coverage of one four-channel warp equal a warp of each alone."""
+    rgb, hom, size = case
+    warped, cover = D._warp_with_cover(rgb, hom, size)
+    assert np.array_equal(warped, D._warp(rgb, hom, size))
+    full = np.full(rgb.shape[:2], 255, np.uint8)
+    assert np.array_equal(cover, D._warp(full, hom, size))
+    assert warped.flags.c_contiguous and cover.flags.c_contiguous
+
+
+@settings(max_examples=200, deadline=None)
+@given(sheets_and_warps(), st.integers(1, 9))
+def test_warp_planes_is_each_warp(case: tuple[np.ndarray, np.ndarray, tuple[int, int]],
+                                  count: int) -> None:
+    """Planes warped four per call equal each plane's own warp, in order, for any count."""
+    rgb, hom, size = case
+    rng = np.random.default_rng(count)
+    planes = [np.where(rng.random(rgb.shape[:2]) < 0.3, 255, 0).astype(np.uint8)
+              for _ in range(count)]
+    planes[0] = np.ascontiguousarray(rgb[..., 0])  # grey levels too, not only 0/255
+    got = D._warp_planes(planes, hom, size)
+    assert len(got) == count
+    for plane, warped in zip(planes, got):
+        assert np.array_equal(warped, D._warp(plane, hom, size))
+
+
+def test_warp_planes_of_nothing() -> None:
+    """No planes, no warps."""
+    assert D._warp_planes([], np.eye(3), (4, 4)) == []
