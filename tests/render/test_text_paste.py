@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from m3gym.cache import LRUCache
 from m3gym.tasks.render import text as T
 from m3gym.tasks.render.util import luminance, solid_image
 from m3gym.typeface import TextPatch
@@ -82,24 +83,42 @@ def test_paste_text_equals_opencvs_blend(seed, h, w, ink, paper, kind):
         base[y + int(rng.integers(0, h)), x + int(rng.integers(0, w)), int(rng.integers(0, 3))] ^= 1
     elif kind == "gray":
         base = np.ascontiguousarray(base[:, :, 0])
-    ref_base = base.copy()
-    # a mirrored view is one OpenCV cannot write through: whatever the blend did, the same
-    img, ref = (base[:, ::-1], ref_base[:, ::-1]) if kind == "mirrored" else (base, ref_base)
-    if kind == "read-only":
-        img.flags.writeable = ref.flags.writeable = False
     color = tuple(float(v) for v in ink) if seed % 2 else ink
     patch = _patch(alpha)
-    outcome = []
-    for fn, target in ((_paste_reference, ref), (T.paste_text, img)):
-        try:
-            placed = fn(target, patch, x, y, color)
-            outcome.append(None)
-        except Exception as e:  # noqa: BLE001 - the same failure either way
-            outcome.append(type(e))
-    assert outcome[0] == outcome[1]
-    assert np.array_equal(base, ref_base)
-    if outcome[1] is None:
-        assert placed.box == (x, y, x + w, y + h) and placed.mask is patch.mask
+    # twice: a first print of an ink on a paper is blended, later ones looked up in its table
+    for _ in range(2):
+        start, ref_base = base.copy(), base.copy()
+        # a mirrored view is one OpenCV cannot write through: whatever the blend did, the same
+        img, ref = (start[:, ::-1], ref_base[:, ::-1]) if kind == "mirrored" else (start, ref_base)
+        if kind == "read-only":
+            img.flags.writeable = ref.flags.writeable = False
+        outcome = []
+        for fn, target in ((_paste_reference, ref), (T.paste_text, img)):
+            try:
+                placed = fn(target, patch, x, y, color)
+                outcome.append(None)
+            except Exception as e:  # noqa: BLE001 - the same failure either way
+                outcome.append(type(e))
+        assert outcome[0] == outcome[1]
+        assert np.array_equal(start, ref_base)
+        if outcome[1] is None:
+            assert placed.box == (x, y, x + w, y + h) and placed.mask is patch.mask
+
+
+def test_a_second_print_of_an_ink_on_a_paper_is_looked_up(monkeypatch):
+    """The first print of a pair is blended (no table made), the second uses the table."""
+    monkeypatch.setattr(T, "_SEEN", LRUCache(4))
+    monkeypatch.setattr(T, "_TABLES", LRUCache(4))
+    ink, paper = (12, 34, 56), (250, 249, 247)
+    key = (ink, paper)
+    alpha = np.arange(64, dtype=np.uint8).reshape(4, 16) * 4
+    want = solid_image(6, 20, paper)
+    _paste_reference(want, _patch(alpha), 2, 1, ink)
+    for k in range(3):
+        img = solid_image(6, 20, paper)
+        T.paste_text(img, _patch(alpha), 2, 1, ink)
+        assert np.array_equal(img, want)
+        assert (T._TABLES.lookup(key) is not None) == (k >= 1)
 
 
 def test_a_plain_region_is_recognised_and_a_big_one_left_to_the_blend():

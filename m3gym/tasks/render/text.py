@@ -59,9 +59,10 @@ def paste_text(img: np.ndarray, patch: TextPatch, x: int, y: int, color: Color) 
         raise ValueError(f"text patch {w}x{h} at ({x}, {y}) leaves the {img.shape[1]}x"
                          f"{img.shape[0]} image")
     region = img[y:y + h, x:x + w]
-    paper = _plain(region)
-    if paper is not None:  # one colour under the text: the blend is a lookup of the coverage
-        rgba = _blend_table(tuple(color), paper).take(patch.alpha).view(np.uint8)
+    paper = _first_row_colour(region)
+    table = None if paper is None else _reused_table(tuple(color), paper)
+    if table is not None and _all_paper(region, paper):  # one colour: a lookup of the coverage
+        rgba = table.take(patch.alpha).view(np.uint8)
         cv2.cvtColor(rgba.reshape(h, w, 4), cv2.COLOR_RGBA2RGB, dst=region)
     else:
         _blend(region, patch.alpha, color)
@@ -84,6 +85,15 @@ def _plain(region: np.ndarray) -> tuple[int, int, int] | None:
 
     Only for a view whose rows OpenCV can write through (channels and pixels packed).
     """
+    paper = _first_row_colour(region)
+    return paper if paper is not None and _all_paper(region, paper) else None
+
+
+def _first_row_colour(region: np.ndarray) -> tuple[int, int, int] | None:
+    """Return the one colour of ``region``'s first row, or ``None`` (see :func:`_plain`).
+
+    ``None`` too for a view OpenCV cannot write through or one over :data:`PLAIN_MAX_SIZE`.
+    """
     if (region.ndim != 3 or region.dtype != np.uint8 or region.shape[2] != 3
             or region.strides[1:] != (3, 1) or region.strides[0] <= 0
             or not region.flags.writeable or not region.size
@@ -91,15 +101,32 @@ def _plain(region: np.ndarray) -> tuple[int, int, int] | None:
         return None  # not an RGB view OpenCV writes through, or a big one (see PLAIN_MAX_SIZE)
     first = region[0]
     if not (first == first[0]).all():
-        return None  # a textured region already differs along its first row: no plain image
-    paper = (int(first[0, 0]), int(first[0, 1]), int(first[0, 2]))
+        return None  # a textured region already differs along its first row
+    return int(first[0, 0]), int(first[0, 1]), int(first[0, 2])
+
+
+def _all_paper(region: np.ndarray, paper: tuple[int, int, int]) -> bool:
+    """Return whether every pixel of ``region`` is ``paper`` (against a cached plain image)."""
     h, w = region.shape[:2]
     flat = _PLAIN.lookup(paper)
     if flat is None or flat.shape[0] < h or flat.shape[1] < w:
         size = (max(h, 64), max(w, 2048)) if flat is None else (max(h, flat.shape[0]),
                                                                max(w, flat.shape[1]))
         flat = _PLAIN[paper] = solid_image(size[0], size[1], paper)
-    return paper if cv2.norm(region, flat[:h, :w], cv2.NORM_INF) == 0 else None
+    return cv2.norm(region, flat[:h, :w], cv2.NORM_INF) == 0
+
+
+def _reused_table(color: Color, paper: tuple[int, int, int]) -> np.ndarray | None:
+    """Return :func:`_blend_table` of ``color`` over ``paper`` from its second use on, else None.
+
+    A table costs about as much as blending a small print; a page's prose reuses one ink and
+    paper for every line, a label on a fresh paper colour (a shelf tag, a sticker) does not.
+    """
+    key = (color, paper)
+    if _TABLES.lookup(key) is None and _SEEN.lookup(key) is None:
+        _SEEN[key] = True
+        return None
+    return _blend_table(color, paper)
 
 
 def _blend_table(color: Color, paper: tuple[int, int, int]) -> np.ndarray:
@@ -126,6 +153,9 @@ PLAIN_MAX_SIZE: tuple[int, int] = (256, 4096)
 
 _PLAIN: LRUCache = LRUCache(8)
 """Paper colour -> a plain ``uint8`` RGB image of it (grown as needed) to compare regions with."""
+
+_SEEN: LRUCache = LRUCache(256)
+"""``(ink colour, paper colour)`` pairs pasted once (:func:`_reused_table` tables the second)."""
 
 _TABLES: LRUCache = LRUCache(256)
 """``(ink colour, paper colour)`` -> :func:`_blend_table` (about 1 kB each)."""
