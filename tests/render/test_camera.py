@@ -188,6 +188,25 @@ def test_sheet_shadow_falls_down_right_of_the_sheet():
     assert out[140, 165, 0] < 215  # just below-right of the sheet: in its shadow
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(-40, 260), st.integers(-40, 220),
+       st.integers(0, 200), st.integers(0, 180))
+def test_sheet_shadow_leaves_only_the_covered_box_unshaded(seed, cx, cy, cw, ch):
+    """With ``covered`` the shadow is the same everywhere but in that box, where it is absent."""
+    rng = np.random.default_rng(seed)
+    img = rng.integers(0, 256, (200, 240, 3), dtype=np.uint8)
+    quad = np.array([[60.0, 50.0], [170.0, 45.0], [175.0, 140.0], [55.0, 135.0]])
+    quad += rng.uniform(-8, 8, (4, 2))
+    box = (cx, cy, cx + cw, cy + ch)
+    whole = R.sheet_shadow(img, np.random.default_rng(seed), quad, 0.5)
+    part = R.sheet_shadow(img, np.random.default_rng(seed), quad, 0.5, box)
+    x0, y0, x1, y1 = (max(0, cx), max(0, cy), max(0, min(240, cx + cw)), max(0, min(200, cy + ch)))
+    inside = np.zeros((200, 240), bool)
+    inside[y0:y1, x0:x1] = True
+    assert np.array_equal(part[~inside], whole[~inside])
+    assert np.array_equal(part[inside], img[inside])
+
+
 def test_blur_kernels_conserve_light_and_follow_the_angle():
     from m3gym.tasks.render.camera import _disk_kernel, _line_kernel
 

@@ -60,3 +60,31 @@ def test_warp_planes_is_each_warp(case: tuple[np.ndarray, np.ndarray, tuple[int,
 def test_warp_planes_of_nothing() -> None:
     """No planes, no warps."""
     assert D._warp_planes([], np.eye(3), (4, 4)) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(20, 300), st.integers(20, 300), st.floats(-6.0, 6.0), st.floats(0.0, 0.06),
+       st.floats(0.5, 1.5), st.integers(0, 2**32 - 1))
+def test_covered_box_shows_the_sheet_alone(w: int, h: int, angle: float, strength: float,
+                                           scale: float, seed: int) -> None:
+    """Inside ``covered_box`` a photographed sheet's pixels do not depend on the background."""
+    rng = np.random.default_rng(seed)
+    sheet = D.Sheet.blank(w, h, (250, 248, 240))
+    sheet.rgb[rng.random((h, w)) < 0.2] = (20, 20, 30)
+    sw, sh = int(w * scale) + 60, int(h * scale) + 60
+    quad = D.sheet_quad(rng, (w, h), scale, (sw / 2 + rng.uniform(-20, 20),
+                                             sh / 2 + rng.uniform(-20, 20)), angle, strength)
+    x0, y0, x1, y1 = D.covered_box((w, h), quad, sw, sh)
+    dark = D.photograph(np.zeros((sh, sw, 3), np.uint8), sheet, quad).scene
+    light = D.photograph(np.full((sh, sw, 3), 255, np.uint8), sheet, quad).scene
+    assert np.array_equal(dark[y0:y1, x0:x1], light[y0:y1, x0:x1])
+
+
+def test_covered_box_of_an_upright_sheet_is_the_sheet_less_its_margin() -> None:
+    """An upright, unscaled sheet at (40, 30) covers its own pixels but a margin's width."""
+    quad = np.array([[40, 30], [240, 30], [240, 130], [40, 130]], np.float64)
+    m = int(D.COVER_MARGIN)
+    assert D.covered_box((200, 100), quad, 300, 200) == (40 + m, 30 + m, 240 - m, 130 - m)
+    assert D.covered_box((200, 100), quad, 100, 200) == (40 + m, 30 + m, 100, 130 - m)
+    assert D.covered_box((4, 4), quad[[0, 0, 0, 0]] + [[0, 0], [4, 0], [4, 4], [0, 4]], 300,
+                         200) == (0, 0, 0, 0)

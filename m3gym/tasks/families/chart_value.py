@@ -313,7 +313,8 @@ class ChartValueFamily(FamilyConfig):
             quad = D.sheet_quad(rng, (pw, ph), 1.0, (w / 2 + float(rng.uniform(-20, 20)),
                                                        h / 2 + float(rng.uniform(-20, 20))),
                                 float(rng.uniform(-2.0, 2.0)), self.perspective)
-            desk = R.sheet_shadow(desk, rng, quad, float(rng.uniform(0.25, 0.45)))
+            desk = R.sheet_shadow(desk, rng, quad, float(rng.uniform(0.25, 0.45)),
+                                  D.covered_box((pw, ph), quad, w, h))  # the page goes there
             photo = D.photograph(desk, sheet, quad)
             shot = R.camera_pipeline(photo.scene, rng, float(rng.uniform(0.2, 0.45)),
                                      keep=[photo.box])

@@ -313,32 +313,36 @@ def _shadow_room(bounds: Box, keep: Sequence[Sequence[float]], w: int, h: int) -
 
 
 def sheet_shadow(img: np.ndarray, rng: np.random.Generator, quad: np.ndarray,
-                 strength: float) -> np.ndarray:
+                 strength: float, covered: Box | None = None) -> np.ndarray:
     """Return ``img`` darkened by the soft, offset outline of a sheet of paper at ``quad``.
 
     Drawn before the sheet is composited (the shadow falls on the table). A page lies flat, so
     unlike :func:`soft_shadow` (an object standing off its background: an offset, blur and
     darkness drawn in proportion to its size) the outline moves 4-16 px down-right, is blurred
     by 1.5 % of the sheet's size at a quarter of the resolution over the whole image, and
-    ``strength`` in ``[0, 0.6]`` is the darkening at its core.
+    ``strength`` in ``[0, 0.6]`` is the darkening at its core. ``covered`` is a box the caller
+    then covers wholly with the sheet (:func:`~m3gym.tasks.render.documents.covered_box`):
+    its pixels are left unshaded, as nobody sees them. The draws do not depend on it.
     """
     h, w = img.shape[:2]
     small = 4
     shifted = np.asarray(quad, np.float64) + rng.uniform(4.0, 16.0, size=2)
     side = float(np.ptp(shifted[:, 0] / small) + np.ptp(shifted[:, 1] / small))
     return shade_polygon(img, shifted, (0, 0, w, h), small, (max(2, h // small),
-                         max(2, w // small)), max(1.0, 0.015 * side), strength)
+                         max(2, w // small)), max(1.0, 0.015 * side), strength, covered)
 
 
 def shade_polygon(img: np.ndarray, pts: np.ndarray, box: Box, k: int,
-                  mask_shape: tuple[int, int], sigma: float, darkness: float) -> np.ndarray:
+                  mask_shape: tuple[int, int], sigma: float, darkness: float,
+                  covered: Box | None = None) -> np.ndarray:
     """Return the ``box`` region of ``img`` darkened under the blurred polygon ``pts``.
 
     The polygon (image coordinates) is drawn anti-aliased ``k`` times smaller into a
     ``mask_shape`` (rows, cols) mask with the box's top-left at its origin, blurred with a
     Gaussian of ``sigma`` mask pixels and stretched bilinearly over the box; where the mask is
-    1 the region darkens by ``darkness`` (a gain of ``1 - darkness``). The soft shadows'
-    common step (:func:`soft_shadow`, :func:`sheet_shadow`).
+    1 the region darkens by ``darkness`` (a gain of ``1 - darkness``). The pixels of
+    ``covered`` (image coordinates; the caller pastes over them) are left as they are. The
+    soft shadows' common step (:func:`soft_shadow`, :func:`sheet_shadow`).
     """
     x0, y0, x1, y1 = box
     mask = np.zeros(mask_shape, np.float32)
@@ -353,17 +357,28 @@ def shade_polygon(img: np.ndarray, pts: np.ndarray, box: Box, k: int,
     sx0, sy0, sx1, sy1 = _support_box(mask, bw, bh)
     if sx1 <= sx0 or sy1 <= sy0:
         return img[y0:y1, x0:x1].copy()
-    part = gain[sy0:sy1, sx0:sx1]
-    # 1 - darkness * mask, in place (no two fresh image-sized float arrays): -(d * m) + 1 rounds
-    # exactly as 1 - d * m does
-    np.multiply(part, -np.float32(darkness), out=part)
-    part += np.float32(1.0)
-    if (sx0, sy0, sx1, sy1) == (0, 0, bw, bh):
+    if covered is None and (sx0, sy0, sx1, sy1) == (0, 0, bw, bh):
+        _darken_gain(gain, darkness)
         return _apply_gain(img[y0:y1, x0:x1], gain)
     out = img[y0:y1, x0:x1].copy()
-    out[sy0:sy1, sx0:sx1] = _apply_gain(img[y0 + sy0:y0 + sy1, x0 + sx0:x0 + sx1],
-                                        np.ascontiguousarray(part))
+    tiles = [(sx0, sy0, sx1, sy1)] if covered is None else _blend_tiles(
+        (sx0, sy0, sx1, sy1), (covered[0] - x0, covered[1] - y0, covered[2] - x0,
+                               covered[3] - y0))[0]
+    for tx0, ty0, tx1, ty1 in tiles:  # element-wise: each tile's bytes are the whole box's
+        part = gain[ty0:ty1, tx0:tx1]
+        _darken_gain(part, darkness)
+        out[ty0:ty1, tx0:tx1] = _apply_gain(img[y0 + ty0:y0 + ty1, x0 + tx0:x0 + tx1],
+                                            np.ascontiguousarray(part))
     return out
+
+
+def _darken_gain(mask: np.ndarray, darkness: float) -> None:
+    """Turn a shadow ``mask`` into its gain ``1 - darkness * mask`` (in place).
+
+    No fresh image-sized float arrays: ``-(d * m) + 1`` rounds exactly as ``1 - d * m`` does.
+    """
+    np.multiply(mask, -np.float32(darkness), out=mask)
+    mask += np.float32(1.0)
 
 
 def _support_box(mask: np.ndarray, width: int, height: int) -> Box:

@@ -121,6 +121,30 @@ def sheet_homography(sheet_size: tuple[int, int], quad: np.ndarray) -> np.ndarra
     return cv2.getPerspectiveTransform(src, np.asarray(quad, np.float32))
 
 
+COVER_MARGIN: float = 3.0
+"""Sheet pixels :func:`covered_box` keeps from the sheet's edges: a warp's bilinear taps reach
+one pixel and its 1/32-px grid rounds by 1/64 px, so every tap of a pixel it names is on the
+sheet."""
+
+
+def covered_box(sheet_size: tuple[int, int], quad: np.ndarray, width: int, height: int) -> Box:
+    """Return a pixel box of a ``width x height`` scene that the sheet at ``quad`` covers wholly.
+
+    The sheet's rectangle shrunk by :data:`COVER_MARGIN` maps onto a quad inside ``quad``; the
+    box is the part of that quad's axis-aligned bounds that lies inside it (a quad whose
+    corners keep their order, tl, tr, br, bl, as :func:`sheet_quad`'s turned well under 45
+    degrees), clipped to the scene. There :func:`photograph` shows the sheet alone, whatever
+    the background (``(0, 0, 0, 0)`` when there is no such box).
+    """
+    w, h = sheet_size
+    m = COVER_MARGIN
+    tl, tr, br, bl = map_points(sheet_homography(sheet_size, quad),
+                                [[m, m], [w - m, m], [w - m, h - m], [m, h - m]])
+    x0, x1 = max(0, math.ceil(max(tl[0], bl[0]))), min(width, math.floor(min(tr[0], br[0])))
+    y0, y1 = max(0, math.ceil(max(tl[1], tr[1]))), min(height, math.floor(min(bl[1], br[1])))
+    return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else (0, 0, 0, 0)
+
+
 def map_points(hom: np.ndarray, pts: Sequence[Sequence[float]]) -> np.ndarray:
     """Return ``pts`` (sheet coordinates) mapped through ``hom`` into the scene."""
     arr = np.asarray(pts, np.float64).reshape(-1, 1, 2)
