@@ -298,8 +298,7 @@ class ReceiptTotalFamily(FamilyConfig):
         rbox = (int(quad[:, 0].min()), int(quad[:, 1].min()), int(quad[:, 0].max()) + 1,
                 int(quad[:, 1].max()) + 1)
         D.desk_props(table, rng, [R.grow_box(rbox, 30, w, h)], int(rng.integers(2, 6)))
-        table = R.sheet_shadow(table, rng, quad, float(rng.uniform(0.3, 0.5)),
-                               D.covered_box(receipt.sheet.size, quad, w, h))  # the receipt's
+        table = R.sheet_shadow(table, rng, quad, float(rng.uniform(0.3, 0.5)))
         contrast = float(rng.uniform(*self.contrast_range))
         shown = receipt.sheet.faded(dc.faded_keep(receipt.sheet.paper, INK, contrast)) if faded \
             else None
