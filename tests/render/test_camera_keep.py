@@ -26,25 +26,6 @@ from m3gym.tasks.render import camera as C
 from m3gym.tasks.render.degradations import add_drawn_noise, jpeg_artifacts
 
 
-def _keep_mask_reference(h: int, w: int, keep: Sequence[Sequence[float]],
-                         feather: float) -> np.ndarray:
-    """The former ``camera._keep_mask``, verbatim (every keep box set to exactly 1)."""
-    sh, sw = C._field_shape(h, w)
-    sx, sy = sw / w, sh / h
-    small = np.zeros((sh, sw), np.float32)
-    for k in keep:
-        x0, y0, x1, y1 = grow_box(k, feather / 2, w, h)
-        cv2.rectangle(small, (int(x0 * sx), int(y0 * sy)),
-                      (max(int(x0 * sx), math.ceil(x1 * sx) - 1),
-                       max(int(y0 * sy), math.ceil(y1 * sy) - 1)), 1.0, -1)
-    small = cv2.GaussianBlur(small, (0, 0), max(0.5, feather / 2 * sx))
-    mask = cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
-    for k in keep:
-        x0, y0, x1, y1 = grow_box(k, 0.0, w, h)
-        mask[y0:y1, x0:x1] = 1.0
-    return mask
-
-
 def _render_reference(img: np.ndarray, d: C.CameraDraw,
                       keep: Sequence[Sequence[float]] = ()) -> np.ndarray:
     """The former ``camera.render_camera``, verbatim: one blend over the whole grown box."""
@@ -54,7 +35,7 @@ def _render_reference(img: np.ndarray, d: C.CameraDraw,
         blurred = C._kernel_filter(shot, *d.blur)
         if keep:
             feather = 0.02 * max(h, w)
-            sharp = _keep_mask_reference(h, w, keep, feather)
+            sharp = C._keep_mask(h, w, keep, feather)  # unchanged by the sharp-box copy
             grown = [grow_box(k, 2 * feather, w, h) for k in keep]
             x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown)
             x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)

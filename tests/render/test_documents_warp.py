@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -35,7 +36,11 @@ def test_warp_with_cover_is_two_warps(case: tuple[np.ndarray, np.ndarray, tuple[
     """The RGB and coverage of one four-channel warp equal a warp of each alone."""
     rgb, hom, size = case
     warped, cover = D._warp_with_cover(rgb, hom, size)
-    assert np.array_equal(warped, D._warp(rgb, hom, size))
+    shift = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])  # _warp's centring
+    plain = cv2.warpPerspective(rgb, np.linalg.inv(shift) @ hom @ shift, size,
+                                flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+    assert np.array_equal(warped, plain)  # the plain three-channel warp
+    assert np.array_equal(D._warp(rgb, hom, size), plain)
     full = np.full(rgb.shape[:2], 255, np.uint8)
     assert np.array_equal(cover, D._warp(full, hom, size))
     assert warped.flags.c_contiguous and cover.flags.c_contiguous

@@ -121,11 +121,17 @@ def test_a_second_print_of_an_ink_on_a_paper_is_looked_up(monkeypatch):
         assert (T._TABLES.lookup(key) is not None) == (k >= 1)
 
 
+def _plain(region):
+    """The colour of a region that is all one colour (what paste_text looks up), else None."""
+    paper = T._first_row_colour(region)
+    return paper if paper is not None and T._all_paper(region, paper) else None
+
+
 def test_a_plain_region_is_recognised_and_a_big_one_left_to_the_blend():
     img = solid_image(20, 50, (240, 235, 230))
-    assert T._plain(img[2:10, 3:40]) == (240, 235, 230)
+    assert _plain(img[2:10, 3:40]) == (240, 235, 230)
     img[5, 20, 1] = 0
-    assert T._plain(img[2:10, 3:40]) is None
-    assert T._plain(img[11:20, 3:40]) == (240, 235, 230)
+    assert _plain(img[2:10, 3:40]) is None
+    assert _plain(img[11:20, 3:40]) == (240, 235, 230)
     big = solid_image(T.PLAIN_MAX_SIZE[0] + 1, 8, (1, 2, 3))
-    assert T._plain(big) is None
+    assert _plain(big) is None

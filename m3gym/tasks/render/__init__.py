@@ -155,6 +155,7 @@ from m3gym.tasks.render.util import (
     rand_color,
     shuffled,
     solid_image,
+    warp_perspective,
 )
 
 __all__ = [
@@ -163,6 +164,7 @@ __all__ = [
     "fake_product", "font_covers", "homography", "lens_blur", "motion_blur", "patch_corners",
     "perspective_quad", "pick_font", "quad_box", "shade_polygon", "sheet_shadow", "soft_shadow",
     "surface", "truetype_lines", "truetype_text", "uneven_lighting", "warp_alpha", "warp_patch",
+    "warp_perspective",
     "ALL_FACES", "BACKGROUND_DETAIL", "BACKGROUND_KINDS", "CLUTTER_KINDS", "CODE_DIGITS",
     "CODE_LETTERS", "CODE_PATTERNS", "CONFUSABLE_CYCLES", "DISTRACTOR_WORDS", "NAMED_COLORS",
     "NOISE_TILE_SHAPE", "READABLE_FACES", "VIEW_SIZE", "Box", "Color", "PlacedText", "TextPatch",

@@ -33,7 +33,7 @@ from m3gym.tasks.render.degradations import (
     thread_pool,
 )
 from m3gym.tasks.render.geometry import boxes_overlap, grow_box
-from m3gym.tasks.render.util import Box
+from m3gym.tasks.render.util import Box, warp_perspective
 
 MAX_TILT_DEG: float = 50.0
 """Largest out-of-plane tilt (pitch or yaw) :func:`perspective_quad` samples at strength 1."""
@@ -140,9 +140,8 @@ def warp_patch(
         return box, np.zeros((max(bh, 0), max(bw, 0)), bool)
     alpha = np.full((ph, pw), 255, np.uint8) if patch_alpha is None else patch_alpha
     cover = warp_alpha(alpha, q, box)
-    colour = cv2.warpPerspective(np.ascontiguousarray(patch_rgb), _box_matrix(pw, ph, q, box),
-                                 (bw, bh), flags=cv2.INTER_LINEAR,
-                                 borderMode=cv2.BORDER_REPLICATE)
+    colour = warp_perspective(np.ascontiguousarray(patch_rgb), _box_matrix(pw, ph, q, box),
+                              (bw, bh), border_mode=cv2.BORDER_REPLICATE)
     region = img[box[1]:box[3], box[0]:box[2]]
     a = cover.astype(np.float32)
     a *= np.float32(1.0 / 255.0)
@@ -516,13 +515,10 @@ def _cast_shadow_gain(rng: np.random.Generator, h: int, w: int, strength: float,
     return 1.0 - np.float32(darkness) * mask
 
 
-def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float,
-               solid: Box | None = None) -> np.ndarray:
+def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float) -> np.ndarray:
     """Return a float32 ``(h, w)`` weight, 1 on the ``keep`` boxes fading to 0 over ``feather``.
 
-    The fade is computed on a small field and upscaled; the boxes themselves are exactly 1,
-    except a box whose pixels are ``solid`` (as :func:`_sharp_region` gives it): that one keeps
-    the fade, as :func:`_sharpen` copies the sharp pixels there and never reads the weight.
+    The fade is computed on a small field and upscaled; the boxes themselves are exactly 1.
     """
     sh, sw = _field_shape(h, w)
     sx, sy = sw / w, sh / h
@@ -536,9 +532,7 @@ def _keep_mask(h: int, w: int, keep: Sequence[Sequence[float]], feather: float,
     mask = cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
     for k in keep:
         x0, y0, x1, y1 = grow_box(k, 0.0, w, h)
-        (sx0, sx1), (sy0, sy1) = _span(x0, x1, w), _span(y0, y1, h)
-        if (sx0, sy0, sx1, sy1) != solid:
-            mask[y0:y1, x0:x1] = 1.0
+        mask[y0:y1, x0:x1] = 1.0
     return mask
 
 
@@ -681,7 +675,7 @@ def render_camera(img: np.ndarray, d: CameraDraw, keep: Sequence[Sequence[float]
             feather = 0.02 * max(h, w)
             region, solid = _sharp_region(keep, feather, w, h)
             if sharp is None:
-                sharp = _keep_mask(h, w, keep, feather, solid)
+                sharp = _keep_mask(h, w, keep, feather)
             _sharpen(blurred, shot, sharp, region, solid)
         shot = blurred
     if d.noise is not None:
@@ -732,7 +726,7 @@ class BandRenderer:
             h, w = self.shape
             feather = 0.02 * max(h, w)
             _, solid = _sharp_region(self.keep, feather, w, h)
-            sharp = _keep_mask(h, w, self.keep, feather, solid)
+            sharp = _keep_mask(h, w, self.keep, feather)
             self._sharp = (sharp, _grown_bounds(self.keep, feather, w, h), solid)
         return self._sharp
 

@@ -156,18 +156,15 @@ def _warp(src: np.ndarray, hom: np.ndarray, size: tuple[int, int]) -> np.ndarray
     # OpenCV maps pixel centres: conjugate the edge-coordinate homography by a half-pixel shift
     shift = np.array([[1.0, 0.0, 0.5], [0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
     centred = np.linalg.inv(shift) @ hom @ shift
-    return cv2.warpPerspective(src, centred, size, flags=cv2.INTER_LINEAR,
-                               borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return R.warp_perspective(src, centred, size)
 
 
 def _warp_with_cover(rgb: np.ndarray, hom: np.ndarray, size: tuple[int, int]
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Return :func:`_warp` of an RGB ``uint8`` sheet and of its coverage (255 on the sheet).
 
-    One four-channel warp (the sheet with an opaque alpha) gives both: OpenCV warps four
-    ``uint8`` channels on its vectorised path, in about the time of one and under half that of
-    three, and each channel comes out byte for byte as a warp of that channel alone
-    (tests/render/test_documents_warp.py; two channels take another path, which differs).
+    One four-channel warp of the sheet with an opaque alpha gives both, each channel byte for
+    byte its own warp (see :func:`~m3gym.tasks.render.util.warp_perspective`).
     """
     both = _warp(cv2.cvtColor(rgb, cv2.COLOR_RGB2RGBA), hom, size)
     return cv2.cvtColor(both, cv2.COLOR_RGBA2RGB), cv2.extractChannel(both, 3)
@@ -179,7 +176,7 @@ def _warp_planes(planes: list[np.ndarray], hom: np.ndarray, size: tuple[int, int
 
     Planes are stacked four at a time (a group short of four padded with zeros) and warped
     in one four-channel call, which gives each plane's own warp byte for byte (see
-    :func:`_warp_with_cover`); a lone plane is warped as it is.
+    :func:`~m3gym.tasks.render.util.warp_perspective`); a lone plane is warped as it is.
     """
     out: list[np.ndarray] = []
     for i in range(0, len(planes), 4):
@@ -250,8 +247,7 @@ def photograph(background: np.ndarray, sheet: Sheet, quad: np.ndarray,
         return out
 
     scene = composite(warped_shown)
-    clean = scene if sheet_pixels is None else composite(_warp_with_cover(sheet.rgb, local,
-                                                                           size)[0])
+    clean = scene if sheet_pixels is None else composite(_warp(sheet.rgb, local, size))
     keys = list(sheet.marks)
     warped_marks = _warp_planes([sheet.mark_mask(k) for k in keys], local, size)
     masks = {}

@@ -542,26 +542,9 @@ def camera_tilt(rng: np.random.Generator, width: int, height: int, margin: int, 
 
 def warp_photo(canvas: np.ndarray, hom: np.ndarray, size: tuple[int, int],
                nearest: bool = False) -> np.ndarray:
-    """Return ``canvas`` seen through ``hom`` in a ``size = (w, h)`` photo.
-
-    An RGB ``uint8`` canvas is warped with a fourth channel: OpenCV's vectorised warp takes
-    four-channel images, and three channels run about twice as long for the same bytes
-    (``tests/render/test_shelf.py`` compares them; :func:`warp_photo_reference` is the plain
-    call).
-    """
+    """Return ``canvas`` seen through ``hom`` in a ``size = (w, h)`` photo (edges replicated)."""
     flags = cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR
-    if canvas.dtype != np.uint8 or canvas.ndim != 3 or canvas.shape[2] != 3:
-        return warp_photo_reference(canvas, hom, size, nearest)
-    rgba = cv2.warpPerspective(cv2.cvtColor(canvas, cv2.COLOR_RGB2RGBA), hom, size, flags=flags,
-                               borderMode=cv2.BORDER_REPLICATE)
-    return cv2.cvtColor(rgba, cv2.COLOR_RGBA2RGB)
-
-
-def warp_photo_reference(canvas: np.ndarray, hom: np.ndarray, size: tuple[int, int],
-                         nearest: bool = False) -> np.ndarray:
-    """Return ``canvas`` seen through ``hom`` in a ``size = (w, h)`` photo: one plain warp."""
-    flags = cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR
-    return cv2.warpPerspective(canvas, hom, size, flags=flags, borderMode=cv2.BORDER_REPLICATE)
+    return R.warp_perspective(canvas, hom, size, flags, cv2.BORDER_REPLICATE)
 
 
 def warp_point(hom: np.ndarray, box: R.Box) -> tuple[float, float]:

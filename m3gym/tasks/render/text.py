@@ -80,19 +80,11 @@ def _blend(region: np.ndarray, alpha: np.ndarray, color: Color) -> None:
     cv2.blendLinear(solid, region, a, np.float32(1.0) - a, dst=region)
 
 
-def _plain(region: np.ndarray) -> tuple[int, int, int] | None:
-    """Return the colour of a ``uint8`` RGB ``region`` that is all one colour, else ``None``.
-
-    Only for a view whose rows OpenCV can write through (channels and pixels packed).
-    """
-    paper = _first_row_colour(region)
-    return paper if paper is not None and _all_paper(region, paper) else None
-
-
 def _first_row_colour(region: np.ndarray) -> tuple[int, int, int] | None:
-    """Return the one colour of ``region``'s first row, or ``None`` (see :func:`_plain`).
+    """Return the one colour of ``region``'s first row, or ``None``.
 
-    ``None`` too for a view OpenCV cannot write through or one over :data:`PLAIN_MAX_SIZE`.
+    ``None`` too for a ``region`` that is not a ``uint8`` RGB view OpenCV can write through
+    (channels and pixels packed) or is over :data:`PLAIN_MAX_SIZE`.
     """
     if (region.ndim != 3 or region.dtype != np.uint8 or region.shape[2] != 3
             or region.strides[1:] != (3, 1) or region.strides[0] <= 0

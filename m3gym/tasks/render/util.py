@@ -83,3 +83,23 @@ def solid_image(height: int, width: int, color: Sequence[float], dtype: type = n
     out = np.empty((height, width, 3), dtype)
     cv2.rectangle(out, (0, 0), (width, height), tuple(float(c) for c in color), -1)
     return out
+
+
+def warp_perspective(src: np.ndarray, matrix: np.ndarray, size: tuple[int, int],
+                     flags: int = cv2.INTER_LINEAR, border_mode: int = cv2.BORDER_CONSTANT,
+                     border_value: float = 0.0) -> np.ndarray:
+    """Return ``cv2.warpPerspective`` of ``src`` into a ``size = (w, h)`` canvas.
+
+    A ``uint8`` RGB image goes through four channels (an opaque alpha added, then dropped):
+    OpenCV 5 warps four ``uint8`` channels on its vectorised path, in about the time of one
+    and under half that of three, and each channel comes out byte for byte as the plain
+    three-channel warp's (tests/render/test_util_warp.py; two channels take another path, which
+    differs). Other images are warped as they are.
+    """
+    if src.dtype == np.uint8 and src.ndim == 3 and src.shape[2] == 3:
+        four = cv2.warpPerspective(cv2.cvtColor(src, cv2.COLOR_RGB2RGBA), matrix, size,
+                                   flags=flags, borderMode=border_mode, borderValue=border_value)
+        return cv2.cvtColor(four, cv2.COLOR_RGBA2RGB)
+    return cv2.warpPerspective(src, matrix, size, flags=flags, borderMode=border_mode,
+                               borderValue=border_value)
+
