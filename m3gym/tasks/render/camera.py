@@ -725,9 +725,8 @@ class BandRenderer:
         if self._sharp is None:
             h, w = self.shape
             feather = 0.02 * max(h, w)
-            _, solid = _sharp_region(self.keep, feather, w, h)
-            sharp = _keep_mask(h, w, self.keep, feather)
-            self._sharp = (sharp, _grown_bounds(self.keep, feather, w, h), solid)
+            region, solid = _sharp_region(self.keep, feather, w, h)
+            self._sharp = (_keep_mask(h, w, self.keep, feather), region, solid)
         return self._sharp
 
     def rows(self, y0: int, y1: int) -> np.ndarray | None:
@@ -747,11 +746,11 @@ class BandRenderer:
         if self.d.blur is not None:
             blurred = _kernel_filter(out, *self.d.blur)
             if self.keep:
-                sharp, (bx0, by0, bx1, by1), solid = self._sharp_box()
-                r0, r1 = max(by0, ay0), min(by1, ay1)
+                # the rows of render_camera's blend region (as its slices take them) held here
+                sharp, (rx0, ry0, rx1, ry1), solid = self._sharp_box()
+                r0, r1 = max(ry0, ay0), min(ry1, ay1)
                 if r1 > r0:
-                    cx0, cx1 = _span(bx0, bx1, w)
-                    _sharpen(blurred, out, sharp, (cx0, r0, cx1, r1), solid, ay0)
+                    _sharpen(blurred, out, sharp, (rx0, r0, rx1, r1), solid, ay0)
             out = blurred
         out = np.ascontiguousarray(out[jy0 - ay0:jy1 - ay0])
         if self.d.noise is not None:
